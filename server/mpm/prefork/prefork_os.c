@@ -1,0 +1,326 @@
+/* Licensed to the Apache Software Foundation (ASF) under one or more
+ * contributor license agreements.  See the NOTICE file distributed with
+ * this work for additional information regarding copyright ownership.
+ * The ASF licenses this file to You under the Apache License, Version 2.0
+ * (the "License"); you may not use this file except in compliance with
+ * the License.  You may obtain a copy of the License at
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#ifdef HAVE_SCHED_H
+#include <sched.h>
+#endif
+
+#include "apr_portable.h"
+#include "apr_strings.h"
+
+#include "prefork_os.h"
+#include "prefork_policy.h"
+
+int pf_os_probe_reuseport(apr_status_t *status, const char **why)
+{
+#if defined(HAVE_SO_REUSEPORT) && defined(__linux__)
+    int fds[2] = { -1, -1 };
+    struct sockaddr_in sin;
+    socklen_t len = sizeof(sin);
+    int one = 1;
+    int i, ok = 0;
+
+    *status = APR_SUCCESS;
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (i = 0; i < 2; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fds[i] < 0) {
+            *why = "socket()";
+            goto done;
+        }
+        if (setsockopt(fds[i], SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one))) {
+            *why = "setsockopt(SO_REUSEPORT)";
+            goto done;
+        }
+        /* The second socket binds to the port the kernel gave the first:
+         * only a kernel that groups reuseport sockets lets it. */
+        if (bind(fds[i], (struct sockaddr *)&sin, sizeof(sin))) {
+            *why = i ? "bind() of a second socket to the same port" : "bind()";
+            goto done;
+        }
+        if (i == 0 && getsockname(fds[0], (struct sockaddr *)&sin, &len)) {
+            *why = "getsockname()";
+            goto done;
+        }
+    }
+    ok = 1;
+done:
+    if (!ok) {
+        *status = errno;
+    }
+    for (i = 0; i < 2; i++) {
+        if (fds[i] >= 0) {
+            close(fds[i]);
+        }
+    }
+    return ok;
+#else
+    *status = APR_ENOTIMPL;
+    *why = "SO_REUSEPORT with load balancing (Linux 3.9 or later)";
+    return 0;
+#endif
+}
+
+apr_status_t pf_os_set_reuseport(apr_socket_t *sd)
+{
+#ifdef HAVE_SO_REUSEPORT
+    apr_os_sock_t fd;
+    int one = 1;
+
+    apr_os_sock_get(&fd, sd);
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one))) {
+        return errno;
+    }
+    return APR_SUCCESS;
+#else
+    (void)sd;
+    return APR_ENOTIMPL;
+#endif
+}
+
+/* Copies an int socket option when the original has it; quietly skips
+ * options the original's family does not carry. */
+static apr_status_t copy_int_option(int from, int to, int level, int name)
+{
+    int value = 0;
+    socklen_t len = sizeof(value);
+
+    if (getsockopt(from, level, name, &value, &len)) {
+        return APR_SUCCESS;
+    }
+    if (setsockopt(to, level, name, &value, sizeof(value))) {
+        return errno;
+    }
+    return APR_SUCCESS;
+}
+
+/* The kernel reports twice the buffer size that was set.  Copy a buffer
+ * size only when the original's differs from a fresh socket's, because an
+ * explicit size turns off the kernel's autotuning for every connection
+ * accepted from the socket. */
+static apr_status_t copy_buffer_option(int from, int to, int name)
+{
+    int orig = 0, fresh = 0, half;
+    socklen_t len = sizeof(orig);
+
+    if (getsockopt(from, SOL_SOCKET, name, &orig, &len)) {
+        return APR_SUCCESS;
+    }
+    len = sizeof(fresh);
+    if (getsockopt(to, SOL_SOCKET, name, &fresh, &len) || orig == fresh) {
+        return APR_SUCCESS;
+    }
+    half = orig / 2;
+    if (setsockopt(to, SOL_SOCKET, name, &half, sizeof(half))) {
+        return errno;
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t pf_os_duplicate_listener(apr_socket_t **out, apr_socket_t *orig,
+                                      apr_sockaddr_t *bind_addr, int backlog,
+                                      apr_pool_t *p)
+{
+    apr_os_sock_t from, fd;
+    apr_os_sock_info_t info;
+    apr_status_t rv = APR_SUCCESS;
+    int one = 1;
+
+    apr_os_sock_get(&from, orig);
+    fd = socket(bind_addr->family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+    if (fd < 0) {
+        return errno;
+    }
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one))) {
+        rv = errno;
+    }
+#ifdef HAVE_SO_REUSEPORT
+    if (rv == APR_SUCCESS
+        && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one))) {
+        rv = errno;
+    }
+#else
+    rv = APR_ENOTIMPL;
+#endif
+    if (rv == APR_SUCCESS) {
+        rv = copy_int_option(from, fd, SOL_SOCKET, SO_KEEPALIVE);
+    }
+    if (rv == APR_SUCCESS) {
+        rv = copy_int_option(from, fd, IPPROTO_TCP, TCP_NODELAY);
+    }
+#ifdef TCP_DEFER_ACCEPT
+    if (rv == APR_SUCCESS) {
+        rv = copy_int_option(from, fd, IPPROTO_TCP, TCP_DEFER_ACCEPT);
+    }
+#endif
+#ifdef IP_FREEBIND
+    if (rv == APR_SUCCESS) {
+        rv = copy_int_option(from, fd, IPPROTO_IP, IP_FREEBIND);
+    }
+#endif
+#if APR_HAVE_IPV6
+    if (rv == APR_SUCCESS && bind_addr->family == AF_INET6) {
+        rv = copy_int_option(from, fd, IPPROTO_IPV6, IPV6_V6ONLY);
+    }
+#endif
+    if (rv == APR_SUCCESS) {
+        rv = copy_buffer_option(from, fd, SO_SNDBUF);
+    }
+    if (rv == APR_SUCCESS) {
+        rv = copy_buffer_option(from, fd, SO_RCVBUF);
+    }
+    if (rv == APR_SUCCESS
+        && bind(fd, (struct sockaddr *)&bind_addr->sa, bind_addr->salen)) {
+        rv = errno;
+    }
+    if (rv == APR_SUCCESS && listen(fd, backlog)) {
+        rv = errno;
+    }
+    if (rv != APR_SUCCESS) {
+        close(fd);
+        return rv;
+    }
+
+    memset(&info, 0, sizeof(info));
+    info.os_sock = &fd;
+    info.local = (struct sockaddr *)&bind_addr->sa;
+    info.remote = NULL;
+    info.family = bind_addr->family;
+    info.type = SOCK_STREAM;
+    info.protocol = IPPROTO_TCP;
+    *out = NULL;
+    rv = apr_os_sock_make(out, &info, p);
+    if (rv != APR_SUCCESS) {
+        close(fd);
+    }
+    return rv;
+}
+
+apr_status_t pf_os_listener_queue(apr_socket_t *sd, int *queued, int *limit)
+{
+#if defined(HAVE_TCP_INFO) && defined(__linux__)
+    apr_os_sock_t fd;
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+
+    apr_os_sock_get(&fd, sd);
+    memset(&ti, 0, sizeof(ti));
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len)) {
+        return errno;
+    }
+    /* On a listening socket Linux reports the accept queue's current
+     * length in tcpi_unacked and its limit in tcpi_sacked. */
+    *queued = (int)ti.tcpi_unacked;
+    *limit = (int)ti.tcpi_sacked;
+    return APR_SUCCESS;
+#else
+    (void)sd;
+    *queued = 0;
+    *limit = 0;
+    return APR_ENOTIMPL;
+#endif
+}
+
+static int read_small_file(const char *path, char *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n;
+
+    if (fd < 0) {
+        return -1;
+    }
+    n = read(fd, buf, len - 1);
+    close(fd);
+    if (n < 0) {
+        return -1;
+    }
+    buf[n] = '\0';
+    return 0;
+}
+
+/* The tightest cpu.max from our cgroup up to the root of the cgroup v2
+ * mount: a parent's quota limits every group below it. */
+static int cgroup_v2_quota(void)
+{
+    char self[1024], path[1400], text[128];
+    char *rel, *nl, *slash;
+    int tightest = 0, cpus;
+
+    if (read_small_file("/proc/self/cgroup", self, sizeof(self))) {
+        return 0;
+    }
+    rel = strstr(self, "0::");
+    if (rel == NULL || (rel != self && rel[-1] != '\n')) {
+        return 0;
+    }
+    rel += 3;
+    nl = strchr(rel, '\n');
+    if (nl) {
+        *nl = '\0';
+    }
+    for (;;) {
+        snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max",
+                 strcmp(rel, "/") == 0 ? "" : rel);
+        if (read_small_file(path, text, sizeof(text)) == 0) {
+            cpus = pf_parse_cpu_max(text);
+            if (cpus > 0 && (tightest == 0 || cpus < tightest)) {
+                tightest = cpus;
+            }
+        }
+        slash = strrchr(rel, '/');
+        if (slash == NULL || strcmp(rel, "/") == 0) {
+            break;
+        }
+        if (slash == rel) {
+            rel[1] = '\0';
+        }
+        else {
+            *slash = '\0';
+        }
+    }
+    return tightest;
+}
+
+void pf_os_probe_cpus(pf_cpu_info_t *info)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+
+    info->online = online > 0 ? (int)online : 1;
+    info->affinity = 0;
+#if defined(HAVE_SCHED_GETAFFINITY) && defined(CPU_COUNT)
+    {
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+            info->affinity = CPU_COUNT(&set);
+        }
+    }
+#endif
+    info->quota = cgroup_v2_quota();
+}

@@ -1,0 +1,71 @@
+/* Licensed to the Apache Software Foundation (ASF) under one or more
+ * contributor license agreements.  See the NOTICE file distributed with
+ * this work for additional information regarding copyright ownership.
+ * The ASF licenses this file to You under the Apache License, Version 2.0
+ * (the "License"); you may not use this file except in compliance with
+ * the License.  You may obtain a copy of the License at
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+/**
+ * @file  prefork_os.h
+ * @brief Thin operating-system glue for the MPM: the SO_REUSEPORT probe,
+ *        duplicating a listening socket, reading a listener's accept queue,
+ *        and counting the CPUs this process may use.
+ */
+
+#ifndef PREFORK_OS_H
+#define PREFORK_OS_H
+
+#include "apr_network_io.h"
+#include "apr_pools.h"
+
+/** What pf_os_probe_cpus() found. */
+typedef struct {
+    int online;     /**< online CPUs */
+    int affinity;   /**< CPUs in our affinity mask, 0 if unknown */
+    int quota;      /**< cgroup v2 cpu.max in CPUs, 0 if none or unknown */
+} pf_cpu_info_t;
+
+/**
+ * Tries SO_REUSEPORT the way the buckets use it: two sockets bound to one
+ * loopback port.  Linux (3.9 and later) then balances connections across
+ * them; other systems either refuse or do not balance, and count as "no".
+ * @param why Set to the failing call on failure (static string)
+ * @return 1 if it works, 0 if not (errno-style status in *status)
+ */
+int pf_os_probe_reuseport(apr_status_t *status, const char **why);
+
+/** Sets SO_REUSEPORT on a socket that is already listening, so that the
+ *  duplicates bound afterwards join its group. */
+apr_status_t pf_os_set_reuseport(apr_socket_t *sd);
+
+/**
+ * Opens a new listening socket on the same address as @a orig, with
+ * SO_REUSEPORT and the options of the original copied over (SO_REUSEADDR,
+ * SO_KEEPALIVE, TCP_NODELAY, IPV6_V6ONLY, SO_SNDBUF, SO_RCVBUF,
+ * TCP_DEFER_ACCEPT, IP_FREEBIND) and the same backlog.
+ * @param out The new socket, allocated from @a p
+ */
+apr_status_t pf_os_duplicate_listener(apr_socket_t **out, apr_socket_t *orig,
+                                      apr_sockaddr_t *bind_addr, int backlog,
+                                      apr_pool_t *p);
+
+/**
+ * Reads a listener's current accept-queue length and its limit.
+ * @return APR_SUCCESS, or APR_ENOTIMPL where TCP_INFO is not available
+ */
+apr_status_t pf_os_listener_queue(apr_socket_t *sd, int *queued,
+                                  int *limit);
+
+/** Counts online CPUs, the affinity mask and the cgroup v2 quota. */
+void pf_os_probe_cpus(pf_cpu_info_t *info);
+
+#endif /* PREFORK_OS_H */

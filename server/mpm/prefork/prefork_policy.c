@@ -1,0 +1,346 @@
+/* Licensed to the Apache Software Foundation (ASF) under one or more
+ * contributor license agreements.  See the NOTICE file distributed with
+ * this work for additional information regarding copyright ownership.
+ * The ASF licenses this file to You under the Apache License, Version 2.0
+ * (the "License"); you may not use this file except in compliance with
+ * the License.  You may obtain a copy of the License at
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prefork_policy.h"
+#include "prefork_buckets.h"
+
+pf_parse_e pf_parse_bounded_int(const char *arg, long long min, long long max,
+                                int *out)
+{
+    const char *p;
+    char *end;
+    long long value;
+
+    if (arg == NULL) {
+        return PF_PARSE_EMPTY;
+    }
+    p = arg;
+    while (isspace((unsigned char)*p)) {
+        p++;
+    }
+    if (*p == '\0') {
+        return PF_PARSE_EMPTY;
+    }
+    /* strtoll alone takes "0x10", " 12abc" and "" too readily; accept an
+     * optional sign and decimal digits only. */
+    if (!isdigit((unsigned char)p[(*p == '-' || *p == '+') ? 1 : 0])) {
+        return PF_PARSE_NOT_A_NUMBER;
+    }
+    errno = 0;
+    value = strtoll(p, &end, 10);
+    while (isspace((unsigned char)*end)) {
+        end++;
+    }
+    if (*end != '\0') {
+        return PF_PARSE_NOT_A_NUMBER;
+    }
+    if (errno == ERANGE || value < min || value > max) {
+        return PF_PARSE_OUT_OF_RANGE;
+    }
+    *out = (int)value;
+    return PF_PARSE_OK;
+}
+
+char *pf_format_parse_error(char *buf, size_t len, const char *directive,
+                            const char *arg, long long min, long long max,
+                            pf_parse_e why)
+{
+    const char *what;
+
+    switch (why) {
+    case PF_PARSE_EMPTY:
+        what = "is empty";
+        break;
+    case PF_PARSE_NOT_A_NUMBER:
+        what = "is not a whole number";
+        break;
+    case PF_PARSE_OUT_OF_RANGE:
+        what = "is out of range";
+        break;
+    default:
+        what = "is invalid";
+        break;
+    }
+    snprintf(buf, len, "%s: '%s' %s; expected an integer from %lld to %lld",
+             directive, arg ? arg : "", what, min, max);
+    return buf;
+}
+
+int pf_parse_cpu_max(const char *text)
+{
+    long long quota, period;
+    char *end;
+
+    if (text == NULL) {
+        return -1;
+    }
+    while (isspace((unsigned char)*text)) {
+        text++;
+    }
+    if (strncmp(text, "max", 3) == 0
+        && (text[3] == '\0' || isspace((unsigned char)text[3]))) {
+        return 0;
+    }
+    if (!isdigit((unsigned char)*text)) {
+        return -1;
+    }
+    quota = strtoll(text, &end, 10);
+    if (end == text || !isspace((unsigned char)*end)) {
+        return -1;
+    }
+    text = end;
+    while (isspace((unsigned char)*text)) {
+        text++;
+    }
+    if (!isdigit((unsigned char)*text)) {
+        return -1;
+    }
+    period = strtoll(text, &end, 10);
+    if (period <= 0 || quota <= 0) {
+        return -1;
+    }
+    /* A quota of 150000/100000 lets the group run 1.5 CPUs' worth: count
+     * it as 2, since two children can then both make progress. */
+    quota = (quota + period - 1) / period;
+    if (quota > PF_MAX_SERVER_LIMIT) {
+        quota = PF_MAX_SERVER_LIMIT;
+    }
+    return (int)(quota < 1 ? 1 : quota);
+}
+
+int pf_usable_cpus(int online, int affinity, int quota)
+{
+    int cpus = online > 0 ? online : 1;
+
+    if (affinity > 0 && affinity < cpus) {
+        cpus = affinity;
+    }
+    if (quota > 0 && quota < cpus) {
+        cpus = quota;
+    }
+    return cpus;
+}
+
+void pf_plan_buckets(int usable_cpus, int ratio, int explicit_buckets,
+                     int reuseport_ok, int num_listeners, int max_workers,
+                     pf_bucket_plan_t *plan)
+{
+    int per_listen;
+
+    if (num_listeners < 1) {
+        num_listeners = 1;
+    }
+    if (explicit_buckets <= 0 && ratio <= 0) {
+        plan->mode = PFB_MODE_SINGLE;
+        plan->reason = PFB_WHY_OFF;
+        plan->buckets_per_listen = 1;
+        plan->num_buckets = 1;
+        return;
+    }
+    if (explicit_buckets > 0) {
+        per_listen = explicit_buckets;
+        plan->reason = PFB_WHY_EXPLICIT;
+    }
+    else {
+        per_listen = (usable_cpus > 0 ? usable_cpus : 1) / ratio;
+        if (per_listen < 1) {
+            per_listen = 1;
+        }
+        plan->reason = PFB_WHY_RATIO;
+    }
+    plan->mode = PFB_MODE_REUSEPORT;
+    if (!reuseport_ok) {
+        plan->mode = PFB_MODE_PER_LISTEN;
+        plan->reason = PFB_WHY_NO_REUSEPORT;
+        per_listen = 1;
+    }
+    if ((long long)per_listen * num_listeners > max_workers) {
+        per_listen = max_workers / num_listeners;
+        plan->reason = PFB_WHY_CAPPED;
+        if (per_listen < 1) {
+            /* Not even one child per Listen: fall back to the stock
+             * arrangement, where every child polls every Listen. */
+            plan->mode = PFB_MODE_SINGLE;
+            plan->buckets_per_listen = 1;
+            plan->num_buckets = 1;
+            return;
+        }
+    }
+    plan->buckets_per_listen = per_listen;
+    plan->num_buckets = per_listen * num_listeners;
+}
+
+int pf_share(int total, int num_buckets, int b)
+{
+    if (num_buckets < 1 || total < 0) {
+        return 0;
+    }
+    return total / num_buckets + (b < total % num_buckets ? 1 : 0);
+}
+
+int pf_bucket_min_spare(int min_spare_servers, int num_buckets, int b)
+{
+    int share = pf_share(min_spare_servers, num_buckets, b);
+
+    return share < 1 ? 1 : share;
+}
+
+int pf_bucket_max_spare(int min_spare_servers, int max_spare_servers,
+                        int num_buckets, int b)
+{
+    int min = pf_bucket_min_spare(min_spare_servers, num_buckets, b);
+    int share = pf_share(max_spare_servers, num_buckets, b);
+
+    return share < min + 1 ? min + 1 : share;
+}
+
+int pf_bucket_start(int start_servers, int num_buckets, int b)
+{
+    int share = pf_share(start_servers, num_buckets, b);
+
+    return share < 1 ? 1 : share;
+}
+
+static int compare_rank(const void *a, const void *b)
+{
+    const pf_rank_t *ra = a;
+    const pf_rank_t *rb = b;
+
+    if (ra->priority != rb->priority) {
+        return ra->priority > rb->priority ? -1 : 1;
+    }
+    /* Equal priority: lower bucket first, so the order is stable. */
+    return ra->bucket - rb->bucket;
+}
+
+/* How badly a bucket needs children: a bucket with none outranks any queue,
+ * a queued connection outranks any idle deficit. */
+static long long bucket_priority(const pf_bucket_state_t *st, int deficit)
+{
+    long long priority = deficit > 0 ? deficit : 0;
+
+    if (st->queued > 0) {
+        priority += (long long)st->queued << 20;
+    }
+    if (st->children == 0) {
+        priority += 1LL << 52;
+    }
+    return priority;
+}
+
+void pf_decide_maintenance(const pf_limits_t *lim,
+                           const pf_bucket_state_t *state, int occupied_slots,
+                           int *spawn_rate, pf_bucket_action_t *action,
+                           pf_rank_t *scratch,
+                           pf_decision_summary_t *summary)
+{
+    int nb = lim->num_buckets;
+    int budget = lim->max_workers - occupied_slots;
+    int b, i;
+
+    memset(summary, 0, sizeof(*summary));
+    if (budget < 0) {
+        budget = 0;
+    }
+
+    for (b = 0; b < nb; b++) {
+        const pf_bucket_state_t *st = &state[b];
+        int min = pf_bucket_min_spare(lim->min_spare_servers, nb, b);
+        int max = pf_bucket_max_spare(lim->min_spare_servers,
+                                      lim->max_spare_servers, nb, b);
+        int deficit = min - st->idle;
+        int want = deficit;
+        int backlog_beyond_idle = st->queued - st->idle;
+
+        if (spawn_rate[b] < 1) {
+            spawn_rate[b] = 1;
+        }
+        if (backlog_beyond_idle > want) {
+            want = backlog_beyond_idle;
+        }
+        if (want < 0) {
+            want = 0;
+        }
+        action[b].spawn = 0;
+        action[b].kill = 0;
+        if (want == 0 && st->idle > max && st->children > 1) {
+            action[b].kill = 1;
+            summary->killed++;
+        }
+        summary->wanted += want;
+        scratch[b].bucket = b;
+        scratch[b].priority = bucket_priority(st, deficit);
+        if (want > spawn_rate[b]) {
+            want = spawn_rate[b];
+        }
+        if (want == 0 && st->children == 0) {
+            want = 1;
+        }
+        scratch[b].want = want;
+    }
+
+    qsort(scratch, (size_t)nb, sizeof(*scratch), compare_rank);
+
+    for (i = 0; i < nb; i++) {
+        int want = scratch[i].want;
+
+        if (want == 0) {
+            continue;
+        }
+        if (want > budget) {
+            want = budget;
+            summary->at_max_workers = 1;
+        }
+        action[scratch[i].bucket].spawn = want;
+        budget -= want;
+        summary->spawned += want;
+    }
+
+    /* The ramp: a bucket that still wanted children doubles what it may
+     * fork next cycle, up to the cap; one that wanted none starts at 1. */
+    for (b = 0; b < nb; b++) {
+        const pf_bucket_state_t *st = &state[b];
+        int min = pf_bucket_min_spare(lim->min_spare_servers, nb, b);
+        int wanted_more = st->idle < min || st->queued > st->idle;
+
+        if (wanted_more && action[b].spawn > 0) {
+            if (spawn_rate[b] >= 8) {
+                summary->fast_ramp_buckets++;
+            }
+            spawn_rate[b] *= 2;
+            if (spawn_rate[b] > lim->max_spawn_rate) {
+                spawn_rate[b] = lim->max_spawn_rate;
+            }
+        }
+        else if (!wanted_more) {
+            spawn_rate[b] = 1;
+        }
+    }
+}
+
+int pf_bucket_needs_respawn_now(int children_left_in_bucket,
+                                int shutting_down, int occupied_slots,
+                                int max_workers)
+{
+    return !shutting_down && children_left_in_bucket == 0
+           && occupied_slots < max_workers;
+}

@@ -1,0 +1,214 @@
+/* Licensed to the Apache Software Foundation (ASF) under one or more
+ * contributor license agreements.  See the NOTICE file distributed with
+ * this work for additional information regarding copyright ownership.
+ * The ASF licenses this file to You under the Apache License, Version 2.0
+ * (the "License"); you may not use this file except in compliance with
+ * the License.  You may obtain a copy of the License at
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+/**
+ * @file  prefork_policy.h
+ * @brief The MPM's decisions as pure functions: directive values, the bucket
+ *        count, each bucket's share of the spare-server limits, and what
+ *        idle-server maintenance does in one cycle.
+ *
+ * Nothing here calls the system, touches httpd globals or allocates, so the
+ * unit tests link this file alone.  prefork.c gathers the inputs (scoreboard,
+ * sockets, /proc, /sys) and acts on the outputs (fork, signals, log lines).
+ */
+
+#ifndef PREFORK_POLICY_H
+#define PREFORK_POLICY_H
+
+#include <stddef.h>
+
+/** Largest ServerLimit (and so the most children or buckets) accepted. */
+#define PF_MAX_SERVER_LIMIT 200000
+/** Most children one bucket forks in one maintenance cycle: the ramp of
+ *  1, 2, 4 ... stops here.  It is per bucket, so it never limits how many
+ *  buckets there can be. */
+#define PF_MAX_SPAWN_RATE 32
+
+/* ------------------------------------------------------------------ */
+/* Directive values                                                    */
+
+typedef enum {
+    PF_PARSE_OK = 0,
+    PF_PARSE_EMPTY,             /**< nothing given */
+    PF_PARSE_NOT_A_NUMBER,      /**< not a plain decimal integer */
+    PF_PARSE_OUT_OF_RANGE       /**< a number, but outside [min, max] */
+} pf_parse_e;
+
+/**
+ * Parses a whole decimal integer (optional sign, digits, optional
+ * surrounding blanks) and checks it against [min, max].  "8x", "0x10",
+ * "1e3", "" and values that overflow a long long are refused.
+ * @return PF_PARSE_OK and *out set, or why it was refused (*out untouched)
+ */
+pf_parse_e pf_parse_bounded_int(const char *arg, long long min, long long max,
+                                int *out);
+
+/**
+ * Writes the admin-facing message for a refused value into buf:
+ * "<directive>: '<arg>' is not a whole number; expected an integer from
+ * <min> to <max>" (or "is out of range").
+ * @return buf
+ */
+char *pf_format_parse_error(char *buf, size_t len, const char *directive,
+                            const char *arg, long long min, long long max,
+                            pf_parse_e why);
+
+/* ------------------------------------------------------------------ */
+/* Usable CPUs                                                         */
+
+/**
+ * Reads a cgroup v2 cpu.max line ("max 100000" or "200000 100000").
+ * @return the quota in whole CPUs rounded up (at least 1), 0 for "max"
+ *         (no quota), or -1 if the text is not a cpu.max line
+ */
+int pf_parse_cpu_max(const char *text);
+
+/**
+ * The CPUs that bucket sizing should count: the online CPUs, cut down to
+ * the affinity mask and to the cgroup quota when those are known (> 0).
+ */
+int pf_usable_cpus(int online, int affinity, int quota);
+
+/* ------------------------------------------------------------------ */
+/* Bucket count                                                        */
+
+typedef struct {
+    int mode;               /**< pfb_mode_e */
+    int reason;             /**< pfb_reason_e */
+    int buckets_per_listen; /**< SO_REUSEPORT sockets per Listen */
+    int num_buckets;        /**< buckets in all */
+} pf_bucket_plan_t;
+
+/**
+ * Decides how many buckets to run.
+ *
+ * Off (both directives 0): one bucket holding every Listen.  Otherwise each
+ * Listen gets buckets_per_listen sockets, one per bucket, so no child ever
+ * polls more than one socket: ListenBuckets N gives N per Listen, and
+ * ListenCoresBucketsRatio R gives usable_cpus / R (at least 1).  Without
+ * SO_REUSEPORT each Listen is one bucket.  The total is cut down so that
+ * every bucket can have a child within MaxRequestWorkers; if even one
+ * bucket per Listen does not fit, buckets are turned off.
+ *
+ * @param usable_cpus From pf_usable_cpus()
+ * @param ratio ListenCoresBucketsRatio (0 = off)
+ * @param explicit_buckets ListenBuckets (0 = follow the ratio); wins over
+ *        the ratio when both are set
+ * @param reuseport_ok Whether the kernel accepted SO_REUSEPORT
+ * @param num_listeners Listen statements (>= 1)
+ * @param max_workers MaxRequestWorkers
+ */
+void pf_plan_buckets(int usable_cpus, int ratio, int explicit_buckets,
+                     int reuseport_ok, int num_listeners, int max_workers,
+                     pf_bucket_plan_t *plan);
+
+/* ------------------------------------------------------------------ */
+/* Sharing limits among buckets                                        */
+
+/**
+ * Bucket b's share of a server-wide total split over num_buckets: the
+ * quotient, plus one for the first (total % num_buckets) buckets, so the
+ * shares add up to the total.
+ */
+int pf_share(int total, int num_buckets, int b);
+
+/** Bucket b's MinSpareServers: its share, but at least 1, so every bucket
+ *  always has an idle child to accept its connections. */
+int pf_bucket_min_spare(int min_spare_servers, int num_buckets, int b);
+
+/** Bucket b's MaxSpareServers: its share, but at least its min + 1. */
+int pf_bucket_max_spare(int min_spare_servers, int max_spare_servers,
+                        int num_buckets, int b);
+
+/** Children bucket b starts with: its share of StartServers, at least 1. */
+int pf_bucket_start(int start_servers, int num_buckets, int b);
+
+/* ------------------------------------------------------------------ */
+/* Idle-server maintenance                                             */
+
+/** What the parent saw in one bucket this cycle. */
+typedef struct {
+    int children;   /**< current-generation children not told to stop */
+    int idle;       /**< of those, ready to accept or starting up */
+    int queued;     /**< connections waiting in the bucket's accept queue */
+} pf_bucket_state_t;
+
+/** What the parent should do in one bucket this cycle. */
+typedef struct {
+    int spawn;      /**< children to fork into the bucket */
+    int kill;       /**< idle children to retire (0 or 1) */
+} pf_bucket_action_t;
+
+typedef struct {
+    int num_buckets;
+    int min_spare_servers;  /**< MinSpareServers, server-wide */
+    int max_spare_servers;  /**< MaxSpareServers, server-wide */
+    int max_workers;        /**< MaxRequestWorkers */
+    int max_spawn_rate;     /**< per bucket per cycle (PF_MAX_SPAWN_RATE) */
+} pf_limits_t;
+
+typedef struct {
+    int spawned;            /**< sum of spawn over buckets */
+    int killed;             /**< sum of kill over buckets */
+    int wanted;             /**< children wanted before the global cap */
+    int at_max_workers;     /**< 1 if MaxRequestWorkers stopped a spawn */
+    int fast_ramp_buckets;  /**< buckets whose ramp reached 8 or more */
+} pf_decision_summary_t;
+
+/** Scratch space for pf_decide_maintenance(): one per bucket. */
+typedef struct {
+    long long priority;
+    int bucket;
+    int want;
+} pf_rank_t;
+
+/**
+ * One cycle of per-bucket idle-server maintenance.
+ *
+ * Each bucket wants enough children to bring its idle count up to its
+ * share of MinSpareServers, and enough to cover connections queued beyond
+ * its idle children; it gets at most its spawn rate, which doubles every
+ * cycle the bucket still wants more and falls back to 1 when it does not.
+ * A bucket with no child at all always gets one, whatever its rate.
+ * MaxRequestWorkers caps the sum: buckets with no child go first, then
+ * buckets with the deepest accept queues, then the largest idle deficit.
+ * A bucket with more idle children than its share of MaxSpareServers and
+ * nothing to spawn retires one of them.
+ *
+ * @param lim Limits in force
+ * @param state One entry per bucket
+ * @param occupied_slots Scoreboard slots in use, all generations included
+ * @param spawn_rate One entry per bucket, carried between cycles (start at 1)
+ * @param action One entry per bucket, written
+ * @param scratch One entry per bucket, overwritten
+ * @param summary Written
+ */
+void pf_decide_maintenance(const pf_limits_t *lim,
+                           const pf_bucket_state_t *state, int occupied_slots,
+                           int *spawn_rate, pf_bucket_action_t *action,
+                           pf_rank_t *scratch,
+                           pf_decision_summary_t *summary);
+
+/**
+ * Whether a child that just exited left its bucket with no child to
+ * accept, so that the parent must fork one now rather than at the next
+ * cycle.
+ */
+int pf_bucket_needs_respawn_now(int children_left_in_bucket,
+                                int shutting_down, int occupied_slots,
+                                int max_workers);
+
+#endif /* PREFORK_POLICY_H */
