@@ -334,7 +334,7 @@ static apr_status_t accept_one(prefork_bucket_t *bucket,
 static apr_pollset_t *child_make_pollset(prefork_bucket_t *bucket)
 {
     apr_pollset_t *pollset;
-    apr_pollfd_t pfd;
+    apr_pollfd_t *pfd;
     ap_listen_rec *lr;
     apr_status_t rv;
 
@@ -347,12 +347,14 @@ static apr_pollset_t *child_make_pollset(prefork_bucket_t *bucket)
         clean_child_exit(APEXIT_CHILDSICK);
     }
     for (lr = bucket->listeners; lr; lr = lr->next) {
-        memset(&pfd, 0, sizeof(pfd));
-        pfd.desc_type = APR_POLL_SOCKET;
-        pfd.desc.s = lr->sd;
-        pfd.reqevents = APR_POLLIN;
-        pfd.client_data = lr;
-        rv = apr_pollset_add(pollset, &pfd);
+        /* APR_POLLSET_NOCOPY keeps a pointer to the descriptor, so each
+         * one needs storage of its own for the child's lifetime. */
+        pfd = apr_pcalloc(pchild, sizeof(*pfd));
+        pfd->desc_type = APR_POLL_SOCKET;
+        pfd->desc.s = lr->sd;
+        pfd->reqevents = APR_POLLIN;
+        pfd->client_data = lr;
+        rv = apr_pollset_add(pollset, pfd);
         if (rv != APR_SUCCESS) {
             ap_log_error(APLOG_MARK, APLOG_EMERG, rv, ap_server_conf,
                          PFBLOGNO(00005) "couldn't add a listener to the "
@@ -857,6 +859,17 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
     }
     bucket_index = slot_bucket(slot);
     gen = ap_scoreboard_image->parent[slot].generation;
+    if (exitwhy == APR_PROC_SIGNAL
+        && !ap_scoreboard_image->parent[slot].quiescing
+        && (status == SIGKILL || status == SIGTERM)) {
+        /* httpd's own status check keeps quiet about these, but a child
+         * killed from outside (the OOM killer, an admin) is news. */
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
+                     PFBLOGNO(00035) "child pid %" APR_PID_T_FMT " slot %d "
+                     "bucket %d killed by signal %d without being asked to "
+                     "stop; replacing it", pid->pid, slot, bucket_index,
+                     status);
+    }
     note_child_gone(slot, pid->pid, gen);
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
                  PFBLOGNO(00013) "child pid %" APR_PID_T_FMT " slot %d "

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""Runs the integration tests (test_*.py here) against the real apache2.
+
+  python3 test/integration/run.py               # every test
+  python3 test/integration/run.py test_buckets  # one module
+  python3 test/integration/run.py -k graceful   # names matching a pattern
+
+Ends with a line 'integration: N passed, N failed, N skipped' and exits
+non-zero when anything failed.
+"""
+
+import os
+import sys
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main(argv):
+    sys.path.insert(0, HERE)
+    if os.geteuid() != 0:
+        print("integration tests start apache2 as root (it binds, then "
+              "drops to www-data); run them as root")
+        print("integration: 0 passed, 1 failed, 0 skipped")
+        return 1
+    loader = unittest.TestLoader()
+    pattern = None
+    modules = []
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg == "-k" and args:
+            pattern = args.pop(0)
+        else:
+            modules.append(arg)
+    if pattern:
+        loader.testNamePatterns = ["*%s*" % pattern]
+    if modules:
+        suite = unittest.TestSuite(loader.loadTestsFromName(m)
+                                   for m in modules)
+    else:
+        suite = loader.discover(HERE, pattern="test_*.py", top_level_dir=HERE)
+    started = time.time()
+    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
+    failed = len(result.failures) + len(result.errors)
+    skipped = len(result.skipped)
+    passed = result.testsRun - failed - skipped
+    print("integration run took %.0f s" % (time.time() - started))
+    print("integration: %d passed, %d failed, %d skipped"
+          % (passed, failed, skipped))
+    return 0 if failed == 0 and result.testsRun > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,28 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE.
+ *
+ * Runs every unit suite.  CK_RUN_SUITE / CK_RUN_CASE select tests and
+ * CK_FORK=no keeps them in one process for gdb.  Exits non-zero on any
+ * failure; with UNIT_TAP=FILE also writes TAP there.
+ */
+
+#include <stdlib.h>
+
+#include "unit.h"
+
+int main(void)
+{
+    SRunner *runner;
+    int failed;
+    const char *tap = getenv("UNIT_TAP");
+
+    runner = srunner_create(parse_suite());
+    srunner_add_suite(runner, plan_suite());
+    srunner_add_suite(runner, maintenance_suite());
+    if (tap != NULL && *tap != '\0') {
+        srunner_set_tap(runner, tap);
+    }
+    srunner_run_all(runner, CK_NORMAL);
+    failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,254 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE.
+ *
+ * Per-bucket idle-server maintenance: spawn and kill decisions, the spawn
+ * ramp, queue-driven spawning and the global MaxRequestWorkers cap.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "unit.h"
+#include "prefork_policy.h"
+
+#define MAX_TEST_BUCKETS 1000
+
+static pf_bucket_state_t state[MAX_TEST_BUCKETS];
+static pf_bucket_action_t action[MAX_TEST_BUCKETS];
+static pf_rank_t scratch[MAX_TEST_BUCKETS];
+static int rate[MAX_TEST_BUCKETS];
+static pf_decision_summary_t summary;
+
+static pf_limits_t limits(int nb, int min, int max, int workers)
+{
+    pf_limits_t lim;
+
+    lim.num_buckets = nb;
+    lim.min_spare_servers = min;
+    lim.max_spare_servers = max;
+    lim.max_workers = workers;
+    lim.max_spawn_rate = PF_MAX_SPAWN_RATE;
+    return lim;
+}
+
+static void reset(int nb)
+{
+    int b;
+
+    memset(state, 0, sizeof(state));
+    memset(action, 0, sizeof(action));
+    for (b = 0; b < nb; b++) {
+        rate[b] = 1;
+    }
+}
+
+static void set_bucket(int b, int children, int idle, int queued)
+{
+    state[b].children = children;
+    state[b].idle = idle;
+    state[b].queued = queued;
+}
+
+static int occupied(int nb)
+{
+    int b, sum = 0;
+
+    for (b = 0; b < nb; b++) {
+        sum += state[b].children;
+    }
+    return sum;
+}
+
+START_TEST(steady_state_does_nothing)
+{
+    pf_limits_t lim = limits(4, 5, 10, 150);
+
+    reset(4);
+    /* min shares 2,1,1,1; max shares 3,3,2,2 */
+    set_bucket(0, 3, 2, 0);
+    set_bucket(1, 2, 1, 0);
+    set_bucket(2, 4, 2, 0);
+    set_bucket(3, 1, 1, 0);
+    pf_decide_maintenance(&lim, state, occupied(4), rate, action, scratch,
+                          &summary);
+    ck_assert_int_eq(summary.spawned, 0);
+    ck_assert_int_eq(summary.killed, 0);
+    ck_assert_int_eq(rate[0], 1);
+}
+END_TEST
+
+START_TEST(deficit_spawns_with_doubling_ramp)
+{
+    pf_limits_t lim = limits(1, 20, 40, 150);
+    int cycle, expected = 1;
+
+    reset(1);
+    set_bucket(0, 1, 0, 0);
+    for (cycle = 0; cycle < 4; cycle++) {
+        pf_decide_maintenance(&lim, state, occupied(1), rate, action,
+                              scratch, &summary);
+        ck_assert_int_eq(action[0].spawn, expected);
+        /* Pretend they are all still busy: the deficit stays. */
+        state[0].children += action[0].spawn;
+        expected *= 2;
+    }
+    ck_assert_int_eq(rate[0], 16);
+}
+END_TEST
+
+START_TEST(ramp_stops_at_max_spawn_rate)
+{
+    pf_limits_t lim = limits(1, 1000, 2000, 100000);
+    int cycle;
+
+    reset(1);
+    set_bucket(0, 1, 0, 0);
+    for (cycle = 0; cycle < 12; cycle++) {
+        pf_decide_maintenance(&lim, state, occupied(1), rate, action,
+                              scratch, &summary);
+        ck_assert_int_le(action[0].spawn, PF_MAX_SPAWN_RATE);
+    }
+    ck_assert_int_eq(rate[0], PF_MAX_SPAWN_RATE);
+    ck_assert_int_eq(action[0].spawn, PF_MAX_SPAWN_RATE);
+}
+END_TEST
+
+START_TEST(ramp_falls_back_when_satisfied)
+{
+    pf_limits_t lim = limits(1, 2, 10, 150);
+
+    reset(1);
+    rate[0] = 16;
+    set_bucket(0, 5, 3, 0);
+    pf_decide_maintenance(&lim, state, occupied(1), rate, action, scratch,
+                          &summary);
+    ck_assert_int_eq(rate[0], 1);
+}
+END_TEST
+
+START_TEST(surplus_idle_retires_one_per_cycle)
+{
+    pf_limits_t lim = limits(2, 2, 4, 150);
+
+    reset(2);
+    set_bucket(0, 10, 9, 0);    /* max share 2 */
+    set_bucket(1, 2, 2, 0);     /* max share 2: no kill */
+    pf_decide_maintenance(&lim, state, occupied(2), rate, action, scratch,
+                          &summary);
+    ck_assert_int_eq(action[0].kill, 1);
+    ck_assert_int_eq(action[1].kill, 0);
+    ck_assert_int_eq(summary.killed, 1);
+}
+END_TEST
+
+START_TEST(stranded_bucket_gets_a_child_first)
+{
+    /* One free slot: the bucket with no child wins over a deficit. */
+    pf_limits_t lim = limits(3, 6, 12, 10);
+
+    reset(3);
+    set_bucket(0, 5, 0, 0);
+    set_bucket(1, 4, 0, 0);
+    set_bucket(2, 0, 0, 0);
+    pf_decide_maintenance(&lim, state, 9, rate, action, scratch, &summary);
+    ck_assert_int_eq(action[2].spawn, 1);
+    ck_assert_int_eq(action[0].spawn + action[1].spawn, 0);
+    ck_assert_int_eq(summary.at_max_workers, 1);
+}
+END_TEST
+
+START_TEST(queued_bucket_goes_before_idle_deficit)
+{
+    pf_limits_t lim = limits(2, 4, 8, 12);
+
+    reset(2);
+    set_bucket(0, 5, 0, 0);     /* deficit 2, nothing queued */
+    set_bucket(1, 5, 0, 7);     /* deficit 2 and 7 queued */
+    rate[0] = rate[1] = 8;
+    pf_decide_maintenance(&lim, state, 10, rate, action, scratch, &summary);
+    ck_assert_int_eq(action[1].spawn, 2);
+    ck_assert_int_eq(action[0].spawn, 0);
+}
+END_TEST
+
+START_TEST(queue_beyond_idle_drives_spawning)
+{
+    pf_limits_t lim = limits(1, 1, 2, 150);
+
+    reset(1);
+    rate[0] = 4;
+    set_bucket(0, 3, 1, 10);    /* idle meets min, but 9 connections wait */
+    pf_decide_maintenance(&lim, state, occupied(1), rate, action, scratch,
+                          &summary);
+    ck_assert_int_eq(action[0].spawn, 4);
+    ck_assert_int_eq(action[0].kill, 0);
+}
+END_TEST
+
+START_TEST(spawns_never_exceed_max_request_workers)
+{
+    pf_limits_t lim = limits(8, 64, 128, 20);
+    int b;
+
+    reset(8);
+    for (b = 0; b < 8; b++) {
+        set_bucket(b, 2, 0, 3);
+        rate[b] = 32;
+    }
+    pf_decide_maintenance(&lim, state, 16, rate, action, scratch, &summary);
+    ck_assert_int_eq(summary.spawned, 4);
+    ck_assert_int_eq(summary.at_max_workers, 1);
+    pf_decide_maintenance(&lim, state, 25, rate, action, scratch, &summary);
+    ck_assert_int_eq(summary.spawned, 0);
+}
+END_TEST
+
+START_TEST(many_buckets_have_no_builtin_limit)
+{
+    /* 1000 buckets, none with a child: all of them get one this cycle. */
+    pf_limits_t lim = limits(1000, 5, 10, 5000);
+    int b;
+
+    reset(1000);
+    pf_decide_maintenance(&lim, state, 0, rate, action, scratch, &summary);
+    for (b = 0; b < 1000; b++) {
+        ck_assert_int_ge(action[b].spawn, 1);
+    }
+    ck_assert_int_eq(summary.spawned, 1000);
+}
+END_TEST
+
+START_TEST(respawn_now_only_for_an_empty_bucket)
+{
+    ck_assert_int_eq(pf_bucket_needs_respawn_now(0, 0, 3, 10), 1);
+    ck_assert_int_eq(pf_bucket_needs_respawn_now(1, 0, 3, 10), 0);
+    ck_assert_int_eq(pf_bucket_needs_respawn_now(0, 1, 3, 10), 0);
+    ck_assert_int_eq(pf_bucket_needs_respawn_now(0, 0, 10, 10), 0);
+}
+END_TEST
+
+Suite *maintenance_suite(void)
+{
+    Suite *s = suite_create("maintenance");
+    TCase *spawn = tcase_create("Spawn");
+    TCase *kill = tcase_create("Kill");
+    TCase *limit = tcase_create("Limits");
+
+    tcase_add_test(spawn, steady_state_does_nothing);
+    tcase_add_test(spawn, deficit_spawns_with_doubling_ramp);
+    tcase_add_test(spawn, ramp_stops_at_max_spawn_rate);
+    tcase_add_test(spawn, ramp_falls_back_when_satisfied);
+    tcase_add_test(spawn, queue_beyond_idle_drives_spawning);
+    tcase_add_test(kill, surplus_idle_retires_one_per_cycle);
+    tcase_add_test(limit, stranded_bucket_gets_a_child_first);
+    tcase_add_test(limit, queued_bucket_goes_before_idle_deficit);
+    tcase_add_test(limit, spawns_never_exceed_max_request_workers);
+    tcase_add_test(limit, many_buckets_have_no_builtin_limit);
+    tcase_add_test(limit, respawn_now_only_for_an_empty_bucket);
+    tcase_set_timeout(spawn, 10);
+    tcase_set_timeout(kill, 10);
+    tcase_set_timeout(limit, 10);
+    suite_add_tcase(s, spawn);
+    suite_add_tcase(s, kill);
+    suite_add_tcase(s, limit);
+    return s;
+}

@@ -1,0 +1,180 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE.
+ *
+ * Bucket count from CPUs, ratio, explicit count, affinity and quota; the
+ * cgroup cpu.max parser; how limits are shared among buckets.
+ */
+
+#include "unit.h"
+#include "prefork_policy.h"
+#include "prefork_buckets.h"
+
+typedef struct {
+    const char *label;
+    int cpus, ratio, explicit_buckets, reuseport, listeners, max_workers;
+    int mode, reason, per_listen, total;
+} plan_row_t;
+
+static const plan_row_t plan_rows[] = {
+    { "off by default", 64, 0, 0, 1, 1, 150,
+      PFB_MODE_SINGLE, PFB_WHY_OFF, 1, 1 },
+    { "off keeps every Listen in one bucket", 64, 0, 0, 1, 4, 150,
+      PFB_MODE_SINGLE, PFB_WHY_OFF, 1, 1 },
+    { "ratio 1 on 2 CPUs", 2, 1, 0, 1, 1, 150,
+      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 2, 2 },
+    { "ratio 8 on 64 CPUs", 64, 8, 0, 1, 1, 150,
+      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 8, 8 },
+    { "ratio above the CPU count gives one", 2, 4, 0, 1, 1, 150,
+      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 1, 1 },
+    { "ratio rounds down", 10, 4, 0, 1, 1, 150,
+      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 2, 2 },
+    { "explicit count ignores CPUs", 2, 0, 4, 1, 1, 150,
+      PFB_MODE_REUSEPORT, PFB_WHY_EXPLICIT, 4, 4 },
+    { "explicit wins over ratio", 64, 1, 3, 1, 1, 150,
+      PFB_MODE_REUSEPORT, PFB_WHY_EXPLICIT, 3, 3 },
+    { "two Listens double the buckets", 4, 1, 0, 1, 2, 150,
+      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 4, 8 },
+    { "no SO_REUSEPORT: one per Listen", 64, 1, 0, 0, 2, 150,
+      PFB_MODE_PER_LISTEN, PFB_WHY_NO_REUSEPORT, 1, 2 },
+    { "no SO_REUSEPORT with explicit count", 2, 0, 4, 0, 1, 150,
+      PFB_MODE_PER_LISTEN, PFB_WHY_NO_REUSEPORT, 1, 1 },
+    { "capped by MaxRequestWorkers", 256, 1, 0, 1, 1, 150,
+      PFB_MODE_REUSEPORT, PFB_WHY_CAPPED, 150, 150 },
+    { "capped per Listen", 64, 1, 0, 1, 2, 100,
+      PFB_MODE_REUSEPORT, PFB_WHY_CAPPED, 50, 100 },
+    { "too many Listens for MaxRequestWorkers", 4, 0, 4, 1, 3, 2,
+      PFB_MODE_SINGLE, PFB_WHY_CAPPED, 1, 1 },
+    { "unknown CPU count counts as one", 0, 1, 0, 1, 1, 150,
+      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 1, 1 },
+};
+
+START_TEST(plan_buckets_follows_table)
+{
+    const plan_row_t *row = &plan_rows[_i];
+    pf_bucket_plan_t plan;
+
+    pf_plan_buckets(row->cpus, row->ratio, row->explicit_buckets,
+                    row->reuseport, row->listeners, row->max_workers, &plan);
+    ck_assert_msg(plan.mode == row->mode, "%s: mode %d", row->label,
+                  plan.mode);
+    ck_assert_msg(plan.reason == row->reason, "%s: reason %d", row->label,
+                  plan.reason);
+    ck_assert_msg(plan.buckets_per_listen == row->per_listen,
+                  "%s: per listen %d", row->label, plan.buckets_per_listen);
+    ck_assert_msg(plan.num_buckets == row->total, "%s: total %d", row->label,
+                  plan.num_buckets);
+    ck_assert_msg(plan.num_buckets <= row->max_workers || row->max_workers < 1,
+                  "%s: more buckets than MaxRequestWorkers", row->label);
+}
+END_TEST
+
+START_TEST(cpu_max_parses_quota_and_max)
+{
+    ck_assert_int_eq(pf_parse_cpu_max("max 100000\n"), 0);
+    ck_assert_int_eq(pf_parse_cpu_max("200000 100000\n"), 2);
+    ck_assert_int_eq(pf_parse_cpu_max("150000 100000"), 2);
+    ck_assert_int_eq(pf_parse_cpu_max("50000 100000"), 1);
+    ck_assert_int_eq(pf_parse_cpu_max("6400000 100000"), 64);
+}
+END_TEST
+
+START_TEST(cpu_max_refuses_garbage)
+{
+    ck_assert_int_eq(pf_parse_cpu_max(NULL), -1);
+    ck_assert_int_eq(pf_parse_cpu_max(""), -1);
+    ck_assert_int_eq(pf_parse_cpu_max("maximum"), -1);
+    ck_assert_int_eq(pf_parse_cpu_max("100000"), -1);
+    ck_assert_int_eq(pf_parse_cpu_max("100000 0"), -1);
+    ck_assert_int_eq(pf_parse_cpu_max("-5 100000"), -1);
+    ck_assert_int_eq(pf_parse_cpu_max("abc 100000"), -1);
+}
+END_TEST
+
+START_TEST(usable_cpus_honours_affinity_and_quota)
+{
+    /* A container limited to 2 CPUs on a 64-CPU host gets 2. */
+    ck_assert_int_eq(pf_usable_cpus(64, 64, 2), 2);
+    ck_assert_int_eq(pf_usable_cpus(64, 8, 0), 8);
+    ck_assert_int_eq(pf_usable_cpus(64, 8, 16), 8);
+    ck_assert_int_eq(pf_usable_cpus(64, 0, 0), 64);
+    ck_assert_int_eq(pf_usable_cpus(0, 0, 0), 1);
+    /* A quota larger than the machine does not add CPUs. */
+    ck_assert_int_eq(pf_usable_cpus(4, 4, 32), 4);
+}
+END_TEST
+
+START_TEST(quota_container_gets_quota_buckets)
+{
+    pf_bucket_plan_t plan;
+    int usable = pf_usable_cpus(64, 64, pf_parse_cpu_max("200000 100000"));
+
+    pf_plan_buckets(usable, 1, 0, 1, 1, 256, &plan);
+    ck_assert_int_eq(plan.num_buckets, 2);
+}
+END_TEST
+
+START_TEST(shares_add_up_to_the_total)
+{
+    int totals[] = { 0, 1, 5, 10, 64, 999 };
+    int counts[] = { 1, 2, 3, 4, 7, 64, 1000 };
+    unsigned t, c;
+
+    for (t = 0; t < sizeof(totals) / sizeof(totals[0]); t++) {
+        for (c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+            int b, sum = 0, lo = 1 << 30, hi = 0;
+
+            for (b = 0; b < counts[c]; b++) {
+                int share = pf_share(totals[t], counts[c], b);
+
+                sum += share;
+                lo = share < lo ? share : lo;
+                hi = share > hi ? share : hi;
+            }
+            ck_assert_int_eq(sum, totals[t]);
+            ck_assert_int_le(hi - lo, 1);
+        }
+    }
+}
+END_TEST
+
+START_TEST(spare_shares_keep_one_idle_per_bucket)
+{
+    int b;
+
+    /* MinSpareServers 5 over 4 buckets: 2, 1, 1, 1. */
+    ck_assert_int_eq(pf_bucket_min_spare(5, 4, 0), 2);
+    ck_assert_int_eq(pf_bucket_min_spare(5, 4, 3), 1);
+    /* MaxSpareServers 10 over 4 buckets: 3, 3, 2, 2. */
+    ck_assert_int_eq(pf_bucket_max_spare(5, 10, 4, 0), 3);
+    ck_assert_int_eq(pf_bucket_max_spare(5, 10, 4, 3), 2);
+    /* 64 buckets: every bucket keeps one idle child and may hold two. */
+    for (b = 0; b < 64; b++) {
+        ck_assert_int_eq(pf_bucket_min_spare(5, 64, b), 1);
+        ck_assert_int_eq(pf_bucket_max_spare(5, 10, 64, b), 2);
+        ck_assert_int_ge(pf_bucket_start(5, 64, b), 1);
+    }
+}
+END_TEST
+
+Suite *plan_suite(void)
+{
+    Suite *s = suite_create("plan");
+    TCase *count = tcase_create("Bucket count");
+    TCase *cpus = tcase_create("Usable CPUs");
+    TCase *share = tcase_create("Shares");
+
+    tcase_add_loop_test(count, plan_buckets_follows_table, 0,
+                        (int)(sizeof(plan_rows) / sizeof(plan_rows[0])));
+    tcase_add_test(count, quota_container_gets_quota_buckets);
+    tcase_add_test(cpus, cpu_max_parses_quota_and_max);
+    tcase_add_test(cpus, cpu_max_refuses_garbage);
+    tcase_add_test(cpus, usable_cpus_honours_affinity_and_quota);
+    tcase_add_test(share, shares_add_up_to_the_total);
+    tcase_add_test(share, spare_shares_keep_one_idle_per_bucket);
+    tcase_set_timeout(count, 10);
+    tcase_set_timeout(cpus, 10);
+    tcase_set_timeout(share, 10);
+    suite_add_tcase(s, count);
+    suite_add_tcase(s, cpus);
+    suite_add_tcase(s, share);
+    return s;
+}

@@ -1,0 +1,12 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE. */
+
+#ifndef PREFORK_UNIT_H
+#define PREFORK_UNIT_H
+
+#include <check.h>
+
+Suite *parse_suite(void);
+Suite *plan_suite(void);
+Suite *maintenance_suite(void);
+
+#endif /* PREFORK_UNIT_H */
