@@ -108,8 +108,10 @@ class Server:
     def write_conf(self, extra=None):
         if extra is not None:
             self.extra = extra
-        listen = "\n".join("Listen %s:%d" % (self.listen_host, p)
-                           for p in self.ports)
+        host = self.listen_host
+        if ":" in host:
+            host = "[%s]" % host
+        listen = "\n".join("Listen %s:%d" % (host, p) for p in self.ports)
         with open(self.conf, "w") as f:
             f.write(BASE_CONF.format(root=self.root, mpm=self.mpm,
                                      modules=MODULES, user=RUN_USER,

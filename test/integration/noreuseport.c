@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
 #include <sys/socket.h>
 
 typedef int (*setsockopt_fn)(int, int, int, const void *, socklen_t);

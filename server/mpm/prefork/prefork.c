@@ -1330,14 +1330,13 @@ static apr_status_t create_accept_mutexes(apr_pool_t *p, server_rec *s)
 /* ------------------------------------------------------------------ */
 /* Buckets: how many                                                   */
 
-static void log_bucket_plan(server_rec *s, int level_flags, int usable)
+static void log_bucket_plan(server_rec *s, int usable)
 {
     const pf_bucket_plan_t *plan = &retained->plan;
-    server_rec *logto = (level_flags & APLOG_STARTUP) ? NULL : s;
 
     if (plan->reason == PFB_WHY_NO_REUSEPORT) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING | level_flags,
-                     retained->reuseport_status, logto,
+        ap_log_error(APLOG_MARK, APLOG_WARNING,
+                     retained->reuseport_status, s,
                      PFBLOGNO(00024) "SO_REUSEPORT unavailable (%s failed): "
                      "%s ignored, one bucket per Listen (%d bucket(s))",
                      retained->reuseport_failed_call,
@@ -1347,7 +1346,7 @@ static void log_bucket_plan(server_rec *s, int level_flags, int usable)
         return;
     }
     if (plan->reason == PFB_WHY_CAPPED) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING | level_flags, 0, logto,
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      PFBLOGNO(00025) "%s asks for more buckets than "
                      "MaxRequestWorkers (%d) can give a child each; using "
                      "%d bucket(s) per Listen, %d in all (mode %s)",
@@ -1357,7 +1356,7 @@ static void log_bucket_plan(server_rec *s, int level_flags, int usable)
                      pfb_mode_name(plan->mode));
         return;
     }
-    ap_log_error(APLOG_MARK, APLOG_INFO | level_flags, 0, logto,
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
                  PFBLOGNO(00026) "SO_REUSEPORT %s; listener buckets: %d "
                  "(%d per Listen, mode %s, from %s: %d usable CPU(s) of %d "
                  "online, affinity %d, cgroup quota %d, "
@@ -1413,7 +1412,12 @@ static void plan_buckets(server_rec *s, int level_flags)
     retained->planned = 1;
     retained->plan_ratio = buckets_ratio;
     retained->plan_explicit = buckets_explicit;
-    log_bucket_plan(s, level_flags, usable);
+    /* Start-up reads the configuration twice and core has pointed stderr
+     * at the error log by now, so the first pass stays quiet: the admin
+     * gets one line about buckets, not two. */
+    if (!(level_flags & APLOG_STARTUP)) {
+        log_bucket_plan(s, usable);
+    }
 }
 
 static void size_spawn_rates(void)
@@ -1462,11 +1466,12 @@ static int prefork_open_logs(apr_pool_t *p, apr_pool_t *plog,
         /* The kernel refused a duplicate (another user's socket on the
          * port, or an exotic listener): run one bucket per Listen rather
          * than not at all. */
-        ap_log_error(APLOG_MARK, APLOG_WARNING | level_flags, 0,
-                     startup ? NULL : s,
-                     PFBLOGNO(00029) "listener buckets: duplicating the "
-                     "Listen sockets failed; falling back to one bucket per "
-                     "Listen");
+        if (!startup) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                         PFBLOGNO(00029) "listener buckets: duplicating "
+                         "the Listen sockets failed; falling back to one "
+                         "bucket per Listen");
+        }
         retained->plan.mode = PFB_MODE_PER_LISTEN;
         retained->plan.reason = PFB_WHY_DUP_FAILED;
         retained->plan.buckets_per_listen = 1;
@@ -1833,7 +1838,7 @@ AP_INIT_TAKE1("MaxSpareServers", set_max_spare_servers, NULL, RSRC_CONF,
     "an integer from 1 to 200000: maximum number of idle children, split "
     "over the buckets"),
 AP_INIT_TAKE1("MaxClients", set_max_request_workers, NULL, RSRC_CONF,
-    "Deprecated name of MaxRequestWorkers"),
+    "an integer from 1 to 200000 (deprecated name of MaxRequestWorkers)"),
 AP_INIT_TAKE1("MaxRequestWorkers", set_max_request_workers, NULL, RSRC_CONF,
     "an integer from 1 to 200000: maximum number of children alive at the "
     "same time"),
@@ -1844,7 +1849,8 @@ AP_INIT_TAKE1("MaxConnectionsPerChild", set_max_connections_per_child, NULL,
     RSRC_CONF, "an integer from 0 to 2147483647: connections a child "
     "serves before it exits, 0 = no limit"),
 AP_INIT_TAKE1("MaxRequestsPerChild", set_max_connections_per_child, NULL,
-    RSRC_CONF, "Deprecated name of MaxConnectionsPerChild"),
+    RSRC_CONF, "an integer from 0 to 2147483647 (deprecated name of "
+    "MaxConnectionsPerChild)"),
 AP_INIT_TAKE1("GracefulShutdownTimeout", set_graceful_shutdown_timeout, NULL,
     RSRC_CONF, "an integer from 0 to 2147483: seconds to wait for children "
     "to finish their connections at a graceful stop, 0 = no limit"),
