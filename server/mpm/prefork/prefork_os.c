@@ -14,6 +14,10 @@
  * limitations under the License.
  */
 
+/* In an httpd source tree configure's results (HAVE_SO_REUSEPORT...) are
+ * in ap_config_auto.h; the standalone build passes them with -D. */
+#include "ap_config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,0 +1,27 @@
+dnl In-tree build (httpd 2.4 source tree): whether prefork can build here,
+dnl and the checks its SO_REUSEPORT listener buckets need.
+AC_MSG_CHECKING(if prefork MPM supports this platform)
+if test $forking_mpms_supported != yes; then
+    AC_MSG_RESULT(no - This is not a forking platform)
+else
+    AC_MSG_RESULT(yes)
+    APACHE_MPM_SUPPORTED(prefork, yes, no)
+fi
+
+AC_CACHE_CHECK([for SO_REUSEPORT], [ac_cv_so_reuseport],
+    [AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <sys/socket.h>]],
+                                        [[int opt = SO_REUSEPORT; (void)opt;]])],
+                       [ac_cv_so_reuseport=yes], [ac_cv_so_reuseport=no])])
+if test "$ac_cv_so_reuseport" = "yes"; then
+    AC_DEFINE([HAVE_SO_REUSEPORT], [1], [Define if <sys/socket.h> defines SO_REUSEPORT])
+fi
+AC_CACHE_CHECK([for TCP_INFO], [ac_cv_tcp_info],
+    [AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <netinet/in.h>
+#include <netinet/tcp.h>]],
+                                        [[struct tcp_info ti; int opt = TCP_INFO; (void)ti; (void)opt;]])],
+                       [ac_cv_tcp_info=yes], [ac_cv_tcp_info=no])])
+if test "$ac_cv_tcp_info" = "yes"; then
+    AC_DEFINE([HAVE_TCP_INFO], [1], [Define if <netinet/tcp.h> has struct tcp_info])
+fi
+AC_CHECK_HEADERS([sched.h])
+AC_CHECK_FUNCS([sched_getaffinity])

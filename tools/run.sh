@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+#
+# The README's two Quick start commands, for a fresh Debian 12 machine as root:
+#   bash tools/run.sh demo   install what is missing, build, start a server
+#                            with buckets on 127.0.0.1:8080, load it, report
+#   bash tools/run.sh test   install what is missing, build, run every test
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+TOP=$(pwd)
+DEMO_ROOT="$TOP/build/demo"
+DEMO_PORT="${DEMO_PORT:-8080}"
+PACKAGES="apache2 apache2-dev apache2-utils libapr1-dev libaprutil1-dev check \
+autoconf pkg-config gcc make python3 curl wrk iproute2 procps"
+
+say() { printf '==> %s\n' "$*"; }
+
+install_missing() {
+    local missing=() pkg
+    for pkg in $PACKAGES; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" \
+            || missing+=("$pkg")
+    done
+    if [ "${#missing[@]}" -eq 0 ]; then
+        say "packages: all present"
+        return
+    fi
+    say "installing: ${missing[*]}"
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "run as root (apt-get install and binding as www-data need it)" >&2
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+build() {
+    say "building"
+    [ -x configure ] && [ configure -nt configure.ac ] || autoconf
+    [ -f Makefile ] && [ Makefile -nt Makefile.in ] && [ Makefile -nt configure ] \
+        || ./configure -q
+    make -s
+}
+
+stop_demo() {
+    if [ -f "$DEMO_ROOT/run/httpd.pid" ]; then
+        /usr/sbin/apache2 -f "$DEMO_ROOT/httpd.conf" -k stop 2>/dev/null || true
+        for _ in $(seq 50); do
+            [ -f "$DEMO_ROOT/run/httpd.pid" ] || break
+            sleep 0.1
+        done
+    fi
+}
+
+demo() {
+    local url="http://127.0.0.1:$DEMO_PORT"
+    stop_demo
+    rm -rf "$DEMO_ROOT"
+    mkdir -p "$DEMO_ROOT"/{logs,run,htdocs}
+    chmod 755 "$TOP/build" "$DEMO_ROOT" "$DEMO_ROOT"/{logs,run,htdocs}
+    echo "hello from the bucketed prefork MPM" > "$DEMO_ROOT/htdocs/index.html"
+    sed -e "s|@ROOT@|$DEMO_ROOT|g" -e "s|@PORT@|$DEMO_PORT|g" \
+        -e "s|@MPM@|$TOP/build/mod_mpm_prefork.so|g" \
+        tools/demo.conf.in > "$DEMO_ROOT/httpd.conf"
+    say "starting apache2 with mod_mpm_prefork.so on 127.0.0.1:$DEMO_PORT"
+    /usr/sbin/apache2 -f "$DEMO_ROOT/httpd.conf" -k start
+    for _ in $(seq 100); do
+        curl -sf -o /dev/null "$url/" && break
+        sleep 0.1
+    done
+    say "GET $url/"
+    curl -sS -i "$url/" | sed -n '1p;$p'
+    say "listening sockets (one per bucket):"
+    ss -ltn "sport = :$DEMO_PORT" | sed 1d
+    say "short load: ab -n 20000 -c 32 (keep-alive off)"
+    timeout 120 ab -q -n 20000 -c 32 "$url/index.html" \
+        | grep -E "Complete requests|Failed requests|Requests per second"
+    sleep 1.2   # one maintenance cycle, so the counters are published
+    say "bucket balance"
+    python3 tools/balance_report.py "$DEMO_ROOT"
+    say "server left running; stop it with:"
+    echo "    /usr/sbin/apache2 -f $DEMO_ROOT/httpd.conf -k stop"
+}
+
+run_tests() {
+    say "make check"
+    make check
+}
+
+case "${1:-}" in
+    demo) install_missing; build; demo ;;
+    test) install_missing; build; run_tests ;;
+    stop) stop_demo ;;
+    *) echo "usage: $0 demo|test|stop" >&2; exit 2 ;;
+esac
