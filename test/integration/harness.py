@@ -262,6 +262,12 @@ class Server:
         except OSError:
             return []
 
+    def wait_access_log(self, count, timeout=5):
+        """httpd logs a request after the client has the response: wait
+        until the access log holds at least `count` lines."""
+        return self.wait_for(lambda: len(self.access_log_lines()) >= count,
+                             timeout)
+
     def unexpected_log_lines(self, expected_tags=()):
         """warn/error/crit/alert/emerg lines whose tag is not expected."""
         allowed = set(expected_tags) | ROUTINE_TAGS

@@ -58,6 +58,7 @@ class ListenerBuckets(unittest.TestCase):
             load = Load("127.0.0.1", srv.ports[0], concurrency=8,
                         max_requests=2000).start().wait(120)
             self.assertEqual(load.errors, {})
+            srv.wait_access_log(2000)
             per_bucket = requests_per_bucket(srv)
             for b in range(4):
                 self.assertGreater(per_bucket[b], 100,
@@ -138,6 +139,7 @@ class ListenerBuckets(unittest.TestCase):
             load = Load("127.0.0.1", srv.ports, concurrency=4,
                         max_requests=400).start().wait(60)
             self.assertEqual(load.errors, {})
+            srv.wait_access_log(400)
             per_bucket = requests_per_bucket(srv)
             self.assertEqual(set(per_bucket), {0, 1})
 

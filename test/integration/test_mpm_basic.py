@@ -113,6 +113,7 @@ class PreforkBasics(unittest.TestCase):
                         max_requests=600).start().wait(120)
             self.assertEqual(load.errors, {})
             self.assertEqual(load.ok, 600)
+            srv.wait_access_log(600)
             pids = {l.split()[1] for l in srv.access_log_lines()}
             # 600 connections at 20 per child: at least 30 children.
             self.assertGreaterEqual(len(pids), 30)
