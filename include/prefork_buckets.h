@@ -136,6 +136,9 @@ typedef struct {
     apr_int32_t buckets_per_listen; /**< shards of each Listen */
     apr_int32_t generation;     /**< the server's generation */
     apr_int32_t max_workers;    /**< MaxRequestWorkers */
+    /** Highest scoreboard slot ever used + 1: readers in a child must use
+     *  this, not their own copy of the MPM's state from fork time. */
+    apr_int32_t slots_used;
     apr_int64_t started;        /**< apr_time_t of the first start */
     apr_int64_t updated;        /**< apr_time_t of the last cycle */
 } pfb_shm_t;

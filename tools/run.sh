@@ -63,6 +63,7 @@ demo() {
     echo "hello from the bucketed prefork MPM" > "$DEMO_ROOT/htdocs/index.html"
     sed -e "s|@ROOT@|$DEMO_ROOT|g" -e "s|@PORT@|$DEMO_PORT|g" \
         -e "s|@MPM@|$TOP/build/mod_mpm_prefork.so|g" \
+        -e "s|@STATUS@|$TOP/build/mod_bucket_status.so|g" \
         tools/demo.conf.in > "$DEMO_ROOT/httpd.conf"
     say "starting apache2 with mod_mpm_prefork.so on 127.0.0.1:$DEMO_PORT"
     /usr/sbin/apache2 -f "$DEMO_ROOT/httpd.conf" -k start
@@ -78,8 +79,8 @@ demo() {
     timeout 120 ab -q -n 20000 -c 32 "$url/index.html" \
         | grep -E "Complete requests|Failed requests|Requests per second"
     sleep 1.2   # one maintenance cycle, so the counters are published
-    say "bucket balance"
-    python3 tools/balance_report.py "$DEMO_ROOT"
+    say "bucket balance (mod_bucket_status)"
+    python3 tools/balance_report.py "$url/bucket-status"
     say "server left running; stop it with:"
     echo "    /usr/sbin/apache2 -f $DEMO_ROOT/httpd.conf -k stop"
 }

@@ -18,6 +18,7 @@ int main(void)
     runner = srunner_create(parse_suite());
     srunner_add_suite(runner, plan_suite());
     srunner_add_suite(runner, maintenance_suite());
+    srunner_add_suite(runner, report_suite());
     if (tap != NULL && *tap != '\0') {
         srunner_set_tap(runner, tap);
     }

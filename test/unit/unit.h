@@ -8,5 +8,6 @@
 Suite *parse_suite(void);
 Suite *plan_suite(void);
 Suite *maintenance_suite(void);
+Suite *report_suite(void);
 
 #endif /* PREFORK_UNIT_H */

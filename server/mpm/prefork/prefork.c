@@ -497,6 +497,9 @@ static int make_child(server_rec *s, int slot, int bucket_index)
 
     if (slot + 1 > retained->max_daemons_limit) {
         retained->max_daemons_limit = slot + 1;
+        if (retained->shm_base) {
+            retained->shm_base->slots_used = slot + 1;
+        }
     }
     ps->bucket = bucket_index;
     ps->quiescing = 0;
@@ -750,6 +753,7 @@ static void publish_snapshot(void)
         f->sample_next = (next + 1) % PFB_RATE_SAMPLES;
     }
     shm->generation = retained->mpm->my_generation;
+    shm->slots_used = retained->max_daemons_limit;
     shm->updated = now;
 }
 

@@ -1,0 +1,267 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""mod_bucket_status against the real server: figures add up, every format
+parses, other MPMs get "bucket data unavailable", bad queries get 400."""
+
+import html.parser
+import json
+import os
+import random
+import re
+import unittest
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from harness import Server, Load, STOCK_EVENT, STOCK_PREFORK
+
+STATUS_SO = os.environ.get("STATUS_SO",
+                           os.path.abspath("build/mod_bucket_status.so"))
+LOAD_STATUS = "LoadModule bucket_status_module %s\n" % STATUS_SO
+LOCATION = ("<Location /bucket-status>\n    SetHandler bucket-status\n"
+            "</Location>\n")
+
+
+def fetch(srv, path):
+    """GET path; returns (status, content type, body text)."""
+    try:
+        with urllib.request.urlopen(srv.url(path), timeout=10) as r:
+            return r.status, r.headers.get("Content-Type"), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type"), e.read().decode()
+
+
+# -- strict format checks ----------------------------------------------------
+
+METRIC = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+LABEL_VALUE = r'"(?:[^"\\\n]|\\\\|\\"|\\n)*"'
+LABELS = r"\{(?:[a-zA-Z_][a-zA-Z0-9_]*=%s(?:,[a-zA-Z_][a-zA-Z0-9_]*=%s)*)?\}" \
+    % (LABEL_VALUE, LABEL_VALUE)
+SAMPLE = re.compile(r"^(%s)(%s)? (-?[0-9.eE+-]+|NaN|\+Inf|-Inf)$"
+                    % (METRIC, LABELS))
+TYPES = {"counter", "gauge", "histogram", "summary", "untyped"}
+
+
+def check_prometheus(text):
+    """Text exposition format 0.0.4, strictly: raises AssertionError."""
+    assert text.endswith("\n"), "no final newline"
+    declared, helped, seen_samples = {}, set(), set()
+    current = None
+    for n, line in enumerate(text.split("\n")[:-1], 1):
+        if line.startswith("# HELP "):
+            name = line.split(" ", 3)[2]
+            assert re.fullmatch(METRIC, name), "line %d: bad name" % n
+            assert name not in helped, "line %d: HELP twice" % n
+            helped.add(name)
+        elif line.startswith("# TYPE "):
+            parts = line.split(" ")
+            assert len(parts) == 4 and parts[3] in TYPES, "line %d" % n
+            assert parts[2] not in declared, "line %d: TYPE twice" % n
+            assert parts[2] not in seen_samples, \
+                "line %d: TYPE after samples" % n
+            declared[parts[2]] = parts[3]
+            current = parts[2]
+        elif line.startswith("#"):
+            continue
+        else:
+            m = SAMPLE.match(line)
+            assert m, "line %d malformed: %r" % (n, line)
+            name = m.group(1)
+            assert name == current, "line %d: %s outside its family" % (n, name)
+            assert name in helped, "line %d: no HELP for %s" % (n, name)
+            float(m.group(3))
+            key = (name, m.group(2))
+            assert key not in seen_samples, "line %d: duplicate series" % n
+            seen_samples.add(key)
+            seen_samples.add(name)
+    return declared
+
+
+class TagBalance(html.parser.HTMLParser):
+    VOID = {"meta", "br", "hr", "img", "input", "link"}
+
+    def __init__(self):
+        super().__init__()
+        self.stack = []
+        self.errors = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        pass                    # <meta ... /> and <rect ... />: complete
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append("unexpected </%s> (open: %s)"
+                               % (tag, self.stack))
+        else:
+            self.stack.pop()
+
+
+def check_html(text):
+    parser = TagBalance()
+    parser.feed(text)
+    parser.close()
+    assert not parser.errors, parser.errors
+    assert not parser.stack, "unclosed: %s" % parser.stack
+
+
+def parse_auto(text, mod_status=False):
+    """'Name: value' lines.  mod_status's own ?auto starts with the bare
+    host name and has names with spaces ("Server Built"); ours have none."""
+    values = {}
+    lines = text.splitlines()
+    if mod_status:
+        lines = lines[1:]
+    for line in lines:
+        key, sep, value = line.partition(":")
+        value = value.strip()
+        assert sep and key, "bad ?auto line %r" % line
+        if not mod_status or key.startswith("Bucket") or \
+                key.startswith("Child"):
+            assert " " not in key, "bad ?auto name %r" % line
+        values[key] = value
+    return values
+
+
+class BucketStatus(unittest.TestCase):
+
+    def server(self, **kw):
+        extra = kw.pop("extra", "ListenBuckets 4\nStartServers 8\n")
+        return Server(extra=extra + LOCATION, extra_modules=LOAD_STATUS, **kw)
+
+    def test_json_counts_add_up_to_the_access_log(self):
+        with self.server() as srv:
+            srv.start()
+            load = Load("127.0.0.1", srv.ports[0], concurrency=8,
+                        max_requests=1500).start().wait(120)
+            self.assertEqual(load.errors, {})
+            srv.wait_access_log(1500)
+            logged = srv.access_log_lines()
+            status, ctype, body = fetch(srv, "/bucket-status?json")
+            self.assertEqual(status, 200)
+            self.assertEqual(ctype, "application/json")
+            doc = json.loads(body)
+            self.assertTrue(doc["available"])
+            self.assertEqual(doc["mode"], "reuseport")
+            self.assertEqual(doc["bucket_count"], 4)
+            total = sum(b["accepted"] for b in doc["buckets"])
+            # Every request of the load is logged; the harness's readiness
+            # probes connect without a request (accepted, not logged), and
+            # the JSON request's own connection was accepted too.
+            self.assertEqual(sum(1 for l in logged if l.split()[2] == "200"),
+                             1500)
+            self.assertEqual(total, len(logged) + srv.probe_connections + 1)
+            self.assertEqual(doc["balance"]["buckets"]["total"], total)
+            for b in doc["buckets"]:
+                self.assertGreater(b["accepted"], 0, b)
+                self.assertEqual(b["listener"], "127.0.0.1:%d" % srv.ports[0])
+                self.assertGreaterEqual(b["children"]["total"], 1)
+            self.assertGreater(doc["balance"]["buckets"]["jain"], 0.8)
+            self.assertLessEqual(doc["balance"]["buckets"]["jain"], 1.0)
+            # Live children only: a child retired under load takes its
+            # count with it, so the children add up to at most the total.
+            by_children = sum(c["accepted"] for c in doc["children"])
+            self.assertLessEqual(by_children, total)
+            self.assertGreater(by_children, total // 2)
+            self.assertEqual({c["bucket"] for c in doc["children"]},
+                             {0, 1, 2, 3})
+
+    def test_auto_and_server_status_sections_parse(self):
+        with self.server(extra="ListenBuckets 2\n") as srv:
+            srv.start()
+            status, ctype, body = fetch(srv, "/bucket-status?auto")
+            self.assertEqual(status, 200)
+            self.assertTrue(ctype.startswith("text/plain"))
+            values = parse_auto(body)
+            self.assertEqual(values["BucketDataAvailable"], "1")
+            self.assertEqual(values["BucketCount"], "2")
+            self.assertEqual(values["BucketMode"], "reuseport")
+            self.assertIn("Bucket1Accepted", values)
+            float(values["BucketBalanceJain"])
+            _, _, auto = fetch(srv, "/server-status?auto")
+            values = parse_auto(auto, mod_status=True)
+            self.assertEqual(values["ServerMPM"], "prefork")
+            self.assertEqual(values["BucketCount"], "2")
+            _, _, page = fetch(srv, "/server-status")
+            self.assertIn("<h2>Listener buckets</h2>", page)
+
+    def test_prometheus_output_passes_strict_check(self):
+        with self.server() as srv:
+            srv.start()
+            Load("127.0.0.1", srv.ports[0], concurrency=4,
+                 max_requests=200).start().wait(60)
+            status, ctype, body = fetch(srv, "/bucket-status?prometheus")
+            self.assertEqual(status, 200)
+            self.assertEqual(ctype, "text/plain; version=0.0.4; charset=utf-8")
+            families = check_prometheus(body)
+            self.assertEqual(families["httpd_bucket_accepted_connections_total"],
+                             "counter")
+            self.assertIn("httpd_bucket_count 4\n", body)
+
+    def test_html_page_is_well_formed_and_refreshes(self):
+        with self.server() as srv:
+            srv.start()
+            status, ctype, body = fetch(srv, "/bucket-status?refresh=5")
+            self.assertEqual(status, 200)
+            self.assertTrue(ctype.startswith("text/html"))
+            check_html(body)
+            self.assertIn('<meta http-equiv="refresh" content="5"/>', body)
+            self.assertIn("<svg", body)
+            self.assertEqual(body.count("<tr><td>"), 4)
+
+    def test_bad_queries_get_400_and_fuzzing_never_breaks_it(self):
+        with self.server(extra="ListenBuckets 2\nStartServers 4\n") as srv:
+            srv.start()
+            for query in ("xml", "json&auto", "refresh=0", "refresh=abc",
+                          "json&refresh=5", "%00", "&&"):
+                self.assertEqual(fetch(srv, "/bucket-status?" + query)[0],
+                                 400, query)
+            rng = random.Random(20261122)
+            alphabet = "autojsnprmeh=&0123456789%-+;/"
+            codes = {}
+            for _ in range(600):
+                query = "".join(rng.choice(alphabet)
+                                for _ in range(rng.randint(0, 40)))
+                code = fetch(srv, "/bucket-status?"
+                             + urllib.parse.quote(query, safe="=&%"))[0]
+                codes[code] = codes.get(code, 0) + 1
+                self.assertIn(code, (200, 400), query)
+            self.assertIn(400, codes)
+            self.assertEqual(fetch(srv, "/bucket-status?json")[0], 200)
+            self.assertEqual(srv.unexpected_log_lines(), [])
+            self.assertNotIn("Segmentation", srv.error_log())
+
+    def assert_unavailable_everywhere(self, srv, mpm_word):
+        phrase = "bucket data unavailable: the running MPM is %s" % mpm_word
+        status, _, body = fetch(srv, "/bucket-status")
+        self.assertEqual(status, 200)
+        self.assertIn(phrase, body)
+        check_html(body)
+        doc = json.loads(fetch(srv, "/bucket-status?json")[2])
+        self.assertFalse(doc["available"])
+        self.assertIn(phrase, doc["reason"])
+        values = parse_auto(fetch(srv, "/bucket-status?auto")[2])
+        self.assertEqual(values["BucketDataAvailable"], "0")
+        self.assertIn(phrase, values["BucketDataUnavailable"])
+        prom = fetch(srv, "/bucket-status?prometheus")[2]
+        check_prometheus(prom)
+        self.assertIn("httpd_bucket_data_available 0\n", prom)
+        self.assertIn(phrase, fetch(srv, "/server-status")[2])
+        self.assertEqual(srv.unexpected_log_lines(), [])
+
+    def test_stock_event_mpm_gets_no_bucket_data(self):
+        with self.server(extra="", mpm=STOCK_EVENT) as srv:
+            srv.start()
+            self.assertIn("event", fetch(srv, "/server-status?auto")[2])
+            self.assert_unavailable_everywhere(srv, "event")
+
+    def test_stock_prefork_gets_no_bucket_data(self):
+        with self.server(extra="", mpm=STOCK_PREFORK) as srv:
+            srv.start()
+            self.assert_unavailable_everywhere(srv, "prefork")
+
+
+if __name__ == "__main__":
+    unittest.main()
