@@ -8,7 +8,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCES = ["server", "modules"]
+SOURCES = ["server", "modules", "test/modules"]
 
 
 def main():

@@ -20,8 +20,12 @@ Scenarios:
              bucket per Listen (no poll, no mutex) / stock's accept mutex
   graceful   graceful restart every 2 s for 20 s under load; this MPM with 4
              buckets / stock with ListenCoresBucketsRatio 1; counts errors
-  syscalls   strace -c -f of one fourports run of each: poll and lock calls
+  syscalls   strace -f of one fourports run of each: poll and lock calls
              per request in the accept path
+  hetero     heterogeneous service time: exponential, mean 10 ms (test-only
+             handler), wrk -c 48 on new connections, MaxRequestWorkers 32 so
+             requests queue; p50/p90/p99 latency of this MPM with 2 buckets,
+             stock with 2 buckets, and this MPM with 1 bucket (one queue)
 
 Raw output and summary.json go to --out (default bench-results/<time>).
 """
@@ -90,6 +94,58 @@ def ab_parallel(urls, n, c, log):
         total += float(rps.group(1)) if rps else 0.0
         failed += int(bad.group(1)) if bad else 1
     return total, failed
+
+
+TEST_HANDLER = os.path.abspath(os.path.join(HERE, "..", "..", "build",
+                                            "mod_pfb_test_handler.so"))
+HETERO = ("StartServers 32\nMinSpareServers 1\nMaxSpareServers 32\n"
+          "MaxRequestWorkers 32\nServerLimit 32\nKeepAlive Off\n"
+          "LogLevel warn\nCustomLog /dev/null common\n"
+          "<Location /pfb-test>\n    SetHandler pfb-test\n</Location>\n")
+HETERO_MODULE = "LoadModule pfb_test_handler_module %s\n" % TEST_HANDLER
+
+
+def wrk_latency(url, connections, seconds, script, log):
+    """wrk --latency with a Lua script; returns rps, p50/p90/p99 in ms and
+    socket errors."""
+    args = ["wrk", "-t", "2", "-c", str(connections), "-d", "%ds" % seconds,
+            "--latency", "-s", script, url]
+    out = subprocess.run(["timeout", str(seconds + 30)] + args,
+                         capture_output=True, text=True).stdout
+    log.write("$ %s\n%s\n" % (" ".join(args), out))
+
+    def ms(label):
+        m = re.search(r"^\s+%s%%\s+([\d.]+)(us|ms|s)\s*$" % label, out,
+                      re.M)
+        if not m:
+            return float("nan")
+        scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(2)]
+        return float(m.group(1)) * scale
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), "
+                       r"write (\d+), timeout (\d+)", out)
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return {"rps": float(rps.group(1)) if rps else 0.0,
+            "p50": ms("50"), "p90": ms("90"), "p99": ms("99"),
+            "errors": (sum(int(x) for x in errors.groups()) if errors else 0)
+            + (int(non2xx.group(1)) if non2xx else 0)}
+
+
+def scenario_hetero(args, log):
+    script = os.path.join(HERE, "..", "modules", "exponential.lua")
+    configs = [("this MPM, ListenBuckets 2",
+                {"extra": HETERO + "ListenBuckets 2\n",
+                 "extra_modules": HETERO_MODULE}),
+               ("stock, ListenCoresBucketsRatio 1",
+                {"extra": HETERO + "ListenCoresBucketsRatio 1\n",
+                 "extra_modules": HETERO_MODULE, "mpm": STOCK_PREFORK}),
+               ("this MPM, one bucket",
+                {"extra": HETERO, "extra_modules": HETERO_MODULE})]
+
+    def run_one(srv):
+        return wrk_latency(srv.url("/pfb-test"), 48, args.seconds, script,
+                           log)
+    return interleave("hetero", configs, run_one, args.pairs, log)
 
 
 def spread(values):
@@ -238,9 +294,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenarios", nargs="*",
                         default=["static", "buckets", "fourports",
-                                 "graceful", "syscalls"])
+                                 "graceful", "syscalls", "hetero"])
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--requests", type=int, default=20000)
+    parser.add_argument("--seconds", type=int, default=10,
+                        help="length of each wrk run (hetero)")
     parser.add_argument("--out", default=None)
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args()
@@ -270,6 +328,29 @@ def main():
                     for label, runs in res.items()]
                 summary["scenarios"][name] = res
                 report += ["graceful restart every 2 s for 20 s:"] + lines
+                continue
+            elif name == "hetero":
+                res = scenario_hetero(args, log)
+                summary["scenarios"][name] = {"runs": res}
+                report.append("heterogeneous service time (exp. mean 10 ms, "
+                              "48 connections, MaxRequestWorkers 32, "
+                              "%d pairs; medians):" % args.pairs)
+                base = None
+                for label, runs in res.items():
+                    med = {k: statistics.median(r[k] for r in runs)
+                           for k in ("rps", "p50", "p90", "p99")}
+                    summary["scenarios"][name][label] = med
+                    base = base or med
+                    report.append("  %-34s rps %7.1f  p50 %6.1f ms  p90 "
+                                  "%6.1f ms  p99 %6.1f ms  errors %d"
+                                  % (label, med["rps"], med["p50"],
+                                     med["p90"], med["p99"],
+                                     sum(r["errors"] for r in runs)))
+                labels = list(res)
+                for other in labels[1:]:
+                    o = summary["scenarios"][name][other]
+                    report.append("  p99 ratio %s / %s: %.3f" % (
+                        labels[0], other, base["p99"] / o["p99"]))
                 continue
             elif name == "syscalls":
                 res = scenario_syscalls(args, log)

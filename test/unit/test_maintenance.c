@@ -217,6 +217,53 @@ START_TEST(many_buckets_have_no_builtin_limit)
 }
 END_TEST
 
+START_TEST(at_the_limit_an_idle_child_makes_room_for_a_starved_bucket)
+{
+    /* 8 workers, all alive: bucket 0 has 3 connections queued and no idle
+     * child, bucket 3 has two idle children and nothing queued. */
+    pf_limits_t lim = limits(4, 1, 8, 8);
+
+    reset(4);
+    set_bucket(0, 2, 0, 3);
+    set_bucket(1, 2, 0, 0);
+    set_bucket(2, 2, 1, 0);
+    set_bucket(3, 2, 2, 0);
+    pf_decide_maintenance(&lim, state, 8, rate, action, scratch, &summary);
+    ck_assert_int_eq(summary.at_max_workers, 1);
+    ck_assert_int_eq(summary.rebalanced, 1);
+    ck_assert_int_eq(action[3].kill, 1);
+    ck_assert_int_eq(action[0].kill + action[1].kill + action[2].kill, 0);
+    ck_assert_int_eq(summary.spawned, 0);
+}
+END_TEST
+
+START_TEST(rebalancing_never_takes_a_bucket_last_child)
+{
+    pf_limits_t lim = limits(3, 1, 8, 4);
+
+    reset(3);
+    set_bucket(0, 2, 0, 5);     /* starved */
+    set_bucket(1, 1, 1, 0);     /* its only child: not a donor */
+    set_bucket(2, 1, 1, 0);
+    pf_decide_maintenance(&lim, state, 4, rate, action, scratch, &summary);
+    ck_assert_int_eq(summary.rebalanced, 0);
+    ck_assert_int_eq(action[1].kill + action[2].kill, 0);
+}
+END_TEST
+
+START_TEST(no_rebalancing_below_the_limit)
+{
+    pf_limits_t lim = limits(2, 1, 8, 100);
+
+    reset(2);
+    set_bucket(0, 2, 0, 3);
+    set_bucket(1, 5, 5, 0);
+    pf_decide_maintenance(&lim, state, 7, rate, action, scratch, &summary);
+    ck_assert_int_eq(summary.rebalanced, 0);
+    ck_assert_int_gt(action[0].spawn, 0);
+}
+END_TEST
+
 START_TEST(respawn_now_only_for_an_empty_bucket)
 {
     ck_assert_int_eq(pf_bucket_needs_respawn_now(0, 0, 3, 10), 1);
@@ -244,6 +291,10 @@ Suite *maintenance_suite(void)
     tcase_add_test(limit, spawns_never_exceed_max_request_workers);
     tcase_add_test(limit, many_buckets_have_no_builtin_limit);
     tcase_add_test(limit, respawn_now_only_for_an_empty_bucket);
+    tcase_add_test(limit,
+                   at_the_limit_an_idle_child_makes_room_for_a_starved_bucket);
+    tcase_add_test(limit, rebalancing_never_takes_a_bucket_last_child);
+    tcase_add_test(limit, no_rebalancing_below_the_limit);
     tcase_set_timeout(spawn, 10);
     tcase_set_timeout(kill, 10);
     tcase_set_timeout(limit, 10);

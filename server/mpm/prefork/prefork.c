@@ -644,7 +644,6 @@ typedef struct {
     pf_bucket_state_t *state;
     pf_bucket_action_t *action;
     pf_rank_t *scratch;
-    int *idle_slot;             /* an idle child per bucket, or -1 */
     apr_uint32_t *busy, *starting, *stopping;
     int occupied;
 } maintenance_snapshot_t;
@@ -658,7 +657,6 @@ static void snapshot_alloc(apr_pool_t *p)
     snapshot.state = apr_pcalloc(p, n * sizeof(*snapshot.state));
     snapshot.action = apr_pcalloc(p, n * sizeof(*snapshot.action));
     snapshot.scratch = apr_pcalloc(p, n * sizeof(*snapshot.scratch));
-    snapshot.idle_slot = apr_pcalloc(p, n * sizeof(int));
     snapshot.busy = apr_pcalloc(p, n * sizeof(apr_uint32_t));
     snapshot.starting = apr_pcalloc(p, n * sizeof(apr_uint32_t));
     snapshot.stopping = apr_pcalloc(p, n * sizeof(apr_uint32_t));
@@ -676,7 +674,6 @@ static void take_snapshot(void)
         snapshot.state[b].children = 0;
         snapshot.state[b].idle = 0;
         snapshot.state[b].queued = 0;
-        snapshot.idle_slot[b] = -1;
         snapshot.busy[b] = snapshot.starting[b] = snapshot.stopping[b] = 0;
         for (lr = buckets[b].listeners; lr; lr = lr->next) {
             if (pf_os_listener_queue(lr->sd, &queued, &limit)
@@ -709,7 +706,6 @@ static void take_snapshot(void)
         }
         else if (status == SERVER_READY) {
             snapshot.state[b].idle++;
-            snapshot.idle_slot[b] = slot;
         }
         else {
             snapshot.busy[b]++;
@@ -782,6 +778,28 @@ static void log_maintenance_limits(server_rec *s,
     }
 }
 
+/* Tells up to @a count idle children of a bucket to finish and exit. */
+static void retire_idle_children(int bucket_index, int count)
+{
+    int slot;
+
+    /* Highest slots first: children there are the newest, so the pool
+     * shrinks back towards low slot numbers. */
+    for (slot = retained->max_daemons_limit - 1; slot >= 0 && count > 0;
+         slot--) {
+        process_score *ps = &ap_scoreboard_image->parent[slot];
+
+        if (ps->pid == 0 || ps->quiescing || ps->bucket != bucket_index
+            || ps->generation != retained->mpm->my_generation
+            || ap_scoreboard_image->servers[slot][0].status != SERVER_READY) {
+            continue;
+        }
+        ps->quiescing = 1;
+        ap_mpm_safe_kill(ps->pid, AP_SIG_GRACEFUL);
+        count--;
+    }
+}
+
 static void perform_idle_server_maintenance(server_rec *s)
 {
     pf_limits_t lim;
@@ -799,12 +817,16 @@ static void perform_idle_server_maintenance(server_rec *s)
                           snapshot.scratch, &summary);
 
     for (b = 0; b < num_buckets; b++) {
-        if (snapshot.action[b].kill && snapshot.idle_slot[b] >= 0) {
-            process_score *ps =
-                &ap_scoreboard_image->parent[snapshot.idle_slot[b]];
-            ps->quiescing = 1;
-            ap_mpm_safe_kill(ps->pid, AP_SIG_GRACEFUL);
+        if (snapshot.action[b].kill > 0) {
+            retire_idle_children(b, snapshot.action[b].kill);
         }
+    }
+    if (summary.rebalanced > 0) {
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
+                     PFBLOGNO(00039) "at MaxRequestWorkers (%d): retiring "
+                     "%d idle child(ren) so that buckets with queued "
+                     "connections and no idle child get one",
+                     max_workers, summary.rebalanced);
     }
     /* Spawn in the priority order the decision used: starved buckets and
      * buckets with queued connections get the free slots first. */

@@ -247,6 +247,52 @@ static long long bucket_priority(const pf_bucket_state_t *st, int deficit)
     return priority;
 }
 
+/* The bucket most able to give up an idle child, or -1. */
+static int find_donor(const pf_limits_t *lim, const pf_bucket_state_t *state,
+                      const pf_bucket_action_t *action)
+{
+    int b, best = -1;
+
+    for (b = 0; b < lim->num_buckets; b++) {
+        const pf_bucket_state_t *st = &state[b];
+
+        if (st->queued > 0 || st->idle - action[b].kill < 1
+            || st->children - action[b].kill < 2 || action[b].spawn > 0) {
+            continue;
+        }
+        if (best < 0 || st->idle > state[best].idle) {
+            best = b;
+        }
+    }
+    return best;
+}
+
+static void rebalance_at_limit(const pf_limits_t *lim,
+                               const pf_bucket_state_t *state,
+                               pf_bucket_action_t *action,
+                               const pf_rank_t *ranked,
+                               pf_decision_summary_t *summary)
+{
+    int i;
+
+    /* ranked is in priority order: the most starved buckets come first. */
+    for (i = 0; i < lim->num_buckets; i++) {
+        int b = ranked[i].bucket;
+        int donor;
+
+        if (state[b].queued <= 0 || state[b].idle > 0 || action[b].spawn > 0) {
+            continue;
+        }
+        donor = find_donor(lim, state, action);
+        if (donor < 0) {
+            return;
+        }
+        action[donor].kill++;
+        summary->killed++;
+        summary->rebalanced++;
+    }
+}
+
 void pf_decide_maintenance(const pf_limits_t *lim,
                            const pf_bucket_state_t *state, int occupied_slots,
                            int *spawn_rate, pf_bucket_action_t *action,
@@ -313,6 +359,10 @@ void pf_decide_maintenance(const pf_limits_t *lim,
         action[scratch[i].bucket].spawn = want;
         budget -= want;
         summary->spawned += want;
+    }
+
+    if (summary->at_max_workers) {
+        rebalance_at_limit(lim, state, action, scratch, summary);
     }
 
     /* The ramp: a bucket that still wanted children doubles what it may

@@ -149,7 +149,8 @@ typedef struct {
 /** What the parent should do in one bucket this cycle. */
 typedef struct {
     int spawn;      /**< children to fork into the bucket */
-    int kill;       /**< idle children to retire (0 or 1) */
+    int kill;       /**< idle children to retire (1 for a surplus, more
+                         when the bucket also gives slots to starved ones) */
 } pf_bucket_action_t;
 
 typedef struct {
@@ -166,6 +167,7 @@ typedef struct {
     int wanted;             /**< children wanted before the global cap */
     int at_max_workers;     /**< 1 if MaxRequestWorkers stopped a spawn */
     int fast_ramp_buckets;  /**< buckets whose ramp reached 8 or more */
+    int rebalanced;         /**< idle children retired to free a slot */
 } pf_decision_summary_t;
 
 /** Scratch space for pf_decide_maintenance(): one per bucket. */
@@ -187,6 +189,13 @@ typedef struct {
  * buckets with the deepest accept queues, then the largest idle deficit.
  * A bucket with more idle children than its share of MaxSpareServers and
  * nothing to spawn retires one of them.
+ *
+ * At MaxRequestWorkers, a bucket with connections queued and no idle child
+ * cannot get a child: its connections would wait while other buckets sit
+ * idle.  For each such bucket (most starved first) one idle child of
+ * another bucket is retired, so the slot comes free for the next cycle.  A
+ * donor has nothing queued, an idle child and at least two children, so no
+ * bucket is ever left without one.
  *
  * @param lim Limits in force
  * @param state One entry per bucket

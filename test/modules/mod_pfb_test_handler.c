@@ -1,0 +1,95 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE.
+ *
+ * Test-only handler for the load suite: "SetHandler pfb-test" answers
+ * after a service time taken from the query string, so benchmarks can give
+ * requests heterogeneous service times (e.g. exponential, drawn by the load
+ * generator per request).
+ *
+ *   ?sleep=MS   sleep MS milliseconds (0-60000, fractions allowed)
+ *   ?spin=MS    burn CPU for MS milliseconds (0-60000)
+ *
+ * Never load it on a production server.
+ */
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "apr_strings.h"
+#include "apr_time.h"
+
+#include "httpd.h"
+#include "http_config.h"
+#include "http_log.h"
+#include "http_protocol.h"
+
+#include "prefork_buckets.h"
+
+module AP_MODULE_DECLARE_DATA pfb_test_handler_module;
+
+/* Milliseconds from "sleep=12.5" or "spin=3"; -1 when malformed. */
+static double parse_ms(const char *value)
+{
+    char *end;
+    double ms = strtod(value, &end);
+
+    if (end == value || *end != '\0' || !(ms >= 0.0) || ms > 60000.0) {
+        return -1.0;
+    }
+    return ms;
+}
+
+static int pfb_test_handler(request_rec *r)
+{
+    double ms = 0.0;
+    int spin = 0;
+
+    if (strcmp(r->handler, "pfb-test") != 0) {
+        return DECLINED;
+    }
+    if (r->args) {
+        if (strncmp(r->args, "sleep=", 6) == 0) {
+            ms = parse_ms(r->args + 6);
+        }
+        else if (strncmp(r->args, "spin=", 5) == 0) {
+            ms = parse_ms(r->args + 5);
+            spin = 1;
+        }
+        else {
+            ms = -1.0;
+        }
+    }
+    if (ms < 0.0) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      PFBLOGNO(00038) "pfb-test: bad query string");
+        return HTTP_BAD_REQUEST;
+    }
+    if (spin) {
+        apr_time_t until = apr_time_now() + (apr_time_t)(ms * 1000.0);
+        volatile unsigned long sink = 0;
+
+        while (apr_time_now() < until) {
+            sink++;
+        }
+    }
+    else if (ms > 0.0) {
+        apr_sleep((apr_interval_time_t)(ms * 1000.0));
+    }
+    ap_set_content_type(r, "text/plain");
+    ap_rprintf(r, "served after %.3f ms (%s)\n", ms, spin ? "spin" : "sleep");
+    return OK;
+}
+
+static void pfb_test_register_hooks(apr_pool_t *p)
+{
+    (void)p;
+    ap_hook_handler(pfb_test_handler, NULL, NULL, APR_HOOK_MIDDLE);
+}
+
+/* clang-format off */
+AP_DECLARE_MODULE(pfb_test_handler) = {
+    STANDARD20_MODULE_STUFF,
+    NULL, NULL, NULL, NULL, NULL,
+    pfb_test_register_hooks,
+    AP_MODULE_FLAG_NONE
+};
+/* clang-format on */
