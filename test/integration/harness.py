@@ -89,7 +89,18 @@ class Server:
         self.mpm = mpm or MPM_SO
         self.extra_modules = extra_modules
         self.env = dict(os.environ)
+        # make check-asan: the instrumented module needs the ASan runtime
+        # first in the (uninstrumented) apache2's library list.
+        if os.environ.get("PFB_ASAN_PRELOAD"):
+            self.env["LD_PRELOAD"] = os.environ["PFB_ASAN_PRELOAD"]
+            self.env.setdefault("ASAN_OPTIONS",
+                                "abort_on_error=1:detect_leaks=0")
+            self.env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
         if env:
+            if "LD_PRELOAD" in env and "LD_PRELOAD" in self.env:
+                env = dict(env)
+                env["LD_PRELOAD"] = self.env["LD_PRELOAD"] + ":" + \
+                    env["LD_PRELOAD"]
             self.env.update(env)
         self.listen_host = listen_host
         self.root = tempfile.mkdtemp(prefix="pfb-it-")
@@ -100,6 +111,7 @@ class Server:
         with open(os.path.join(self.root, "htdocs", "index.html"), "w") as f:
             f.write("hello from prefork buckets\n")
         self.proc = None
+        self.wrapper = []           # e.g. valgrind and its options
         self.probe_connections = 0
         self.ports = []
         self.conf = os.path.join(self.root, "httpd.conf")
@@ -140,7 +152,7 @@ class Server:
             self.probe_connections = 0
             self.write_conf()
             self.proc = subprocess.Popen(
-                [HTTPD, "-f", self.conf, "-DFOREGROUND"],
+                self.wrapper + [HTTPD, "-f", self.conf, "-DFOREGROUND"],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 start_new_session=True, env=self.env)
             if expect_failure:
@@ -263,9 +275,20 @@ class Server:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, tb):
+        reports = self.sanitizer_reports()
         self.cleanup()
+        if reports and exc_type is None:
+            raise AssertionError("sanitizer reports in the error log:\n%s"
+                                 % "\n".join(reports[:40]))
         return False
+
+    def sanitizer_reports(self):
+        """ASan/UBSan findings: children write them to stderr, which httpd
+        points at the error log."""
+        return [l for l in self.error_log().splitlines()
+                if "AddressSanitizer" in l or "runtime error:" in l
+                or "LeakSanitizer" in l]
 
     # -- logs ------------------------------------------------------------
     def error_log(self):

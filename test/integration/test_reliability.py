@@ -57,6 +57,29 @@ class Reliability(unittest.TestCase):
             self.assertEqual(len(listen_sockets(srv.ports[0])), 4)
             self.assertEqual(srv.unexpected_log_lines(), [])
 
+    def test_graceful_stop_under_load_resets_nothing(self):
+        # New handshakes are refused once the stop begins; everything the
+        # kernel had already accepted is served, and nothing is reset.
+        extra = BUCKETS4 + ("GracefulShutdownTimeout 20\n<Location /pfb-test>\n"
+                            "    SetHandler pfb-test\n</Location>\n")
+        with Server(extra=extra, extra_modules=TEST_HANDLER_LOAD) as srv:
+            srv.start()
+            load = Load("127.0.0.1", srv.ports[0], concurrency=16,
+                        path="/pfb-test?sleep=50", timeout=15).start()
+            time.sleep(2)
+            before = load.ok
+            srv.signal(signal.SIGWINCH)
+            stopped = srv.wait_for(lambda: srv.proc.poll() is not None,
+                                   timeout=25)
+            load.stop()
+            self.assertTrue(stopped, "server still running")
+            self.assertGreater(before, 100)
+            kinds = set(load.errors) - {"refused", "timeout"}
+            self.assertEqual(kinds, set(), "errors: %s" % load.errors)
+            self.assertIn("PFB00015", srv.error_log())
+            self.assertIn("PFB00041: graceful stop: 0 connection(s) left",
+                          srv.error_log())
+
     def test_random_child_killed_every_second(self):
         # Each kill can fail only the connection that child held at the
         # time; every bucket keeps a child and nothing waits over 2 s.

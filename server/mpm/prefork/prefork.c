@@ -975,6 +975,61 @@ static void close_all_listeners(void)
     retained->dup_sockets->nelts = 0;
 }
 
+/* Connections waiting in every accept queue of this generation. */
+static int queued_connections(void)
+{
+    int b, total = 0;
+
+    for (b = 0; b < num_buckets; b++) {
+        ap_listen_rec *lr;
+        int queued, limit;
+
+        for (lr = buckets[b].listeners; lr; lr = lr->next) {
+            if (pf_os_listener_queue(lr->sd, &queued, &limit)
+                == APR_SUCCESS) {
+                total += queued;
+            }
+        }
+    }
+    return total;
+}
+
+/* A graceful stop finishes what the kernel has already accepted: new
+ * handshakes are dropped at every socket, the children keep accepting
+ * until the queues are empty (or the time is up), and only then are they
+ * told to finish and exit.  Closing the sockets first would reset every
+ * connection still queued. */
+static void drain_accept_queues(server_rec *s, apr_time_t cutoff)
+{
+    int b, queued;
+    apr_status_t rv = APR_SUCCESS;
+
+    for (b = 0; b < num_buckets && rv == APR_SUCCESS; b++) {
+        ap_listen_rec *lr;
+
+        for (lr = buckets[b].listeners; lr && rv == APR_SUCCESS;
+             lr = lr->next) {
+            rv = pf_os_refuse_new_connections(lr->sd);
+        }
+    }
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, rv, s,
+                     PFBLOGNO(00040) "graceful stop: can't stop new "
+                     "handshakes on the listeners; connections still "
+                     "queued when they close will be reset");
+        return;
+    }
+    while ((queued = queued_connections()) > 0
+           && !retained->mpm->shutdown_pending
+           && (!cutoff || apr_time_now() < cutoff)) {
+        apr_sleep(apr_time_from_msec(20));
+        ap_relieve_child_processes(reclaim_callback);
+    }
+    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
+                 PFBLOGNO(00041) "graceful stop: %d connection(s) left in "
+                 "the accept queues", queued);
+}
+
 static int shutdown_server(server_rec *s)
 {
     apr_time_t cutoff = 0;
@@ -993,16 +1048,17 @@ static int shutdown_server(server_rec *s)
                  PFBLOGNO(00015) "caught " AP_SIG_GRACEFUL_STOP_STRING
                  ", shutting down gracefully (GracefulShutdownTimeout %d)",
                  ap_graceful_shutdown_timeout);
-    close_all_listeners();
-    signal_old_children(1);
-    ap_relieve_child_processes(reclaim_callback);
-    ap_remove_pid(pconf, ap_pid_fname);
     if (ap_graceful_shutdown_timeout) {
         cutoff = apr_time_now()
                  + apr_time_from_sec(ap_graceful_shutdown_timeout);
     }
     /* A second signal (SIGTERM) during the wait cuts it short. */
     retained->mpm->shutdown_pending = 0;
+    drain_accept_queues(s, cutoff);
+    signal_old_children(1);
+    close_all_listeners();
+    ap_relieve_child_processes(reclaim_callback);
+    ap_remove_pid(pconf, ap_pid_fname);
     while (!retained->mpm->shutdown_pending && any_child_alive()
            && (!cutoff || apr_time_now() < cutoff)) {
         apr_sleep(apr_time_from_msec(100));

@@ -31,6 +31,9 @@
 #ifdef HAVE_SCHED_H
 #include <sched.h>
 #endif
+#ifdef __linux__
+#include <linux/filter.h>
+#endif
 
 #include "apr_portable.h"
 #include "apr_strings.h"
@@ -246,6 +249,29 @@ apr_status_t pf_os_listener_queue(apr_socket_t *sd, int *queued, int *limit)
     (void)sd;
     *queued = 0;
     *limit = 0;
+    return APR_ENOTIMPL;
+#endif
+}
+
+apr_status_t pf_os_refuse_new_connections(apr_socket_t *sd)
+{
+#if defined(__linux__) && defined(SO_ATTACH_FILTER)
+    /* One instruction: "return 0", keep no byte of any packet. */
+    static struct sock_filter drop_all[] = {
+        BPF_STMT(BPF_RET | BPF_K, 0)
+    };
+    struct sock_fprog prog;
+    apr_os_sock_t fd;
+
+    prog.len = 1;
+    prog.filter = drop_all;
+    apr_os_sock_get(&fd, sd);
+    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog))) {
+        return errno;
+    }
+    return APR_SUCCESS;
+#else
+    (void)sd;
     return APR_ENOTIMPL;
 #endif
 }

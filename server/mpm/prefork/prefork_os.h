@@ -65,6 +65,16 @@ apr_status_t pf_os_duplicate_listener(apr_socket_t **out, apr_socket_t *orig,
 apr_status_t pf_os_listener_queue(apr_socket_t *sd, int *queued,
                                   int *limit);
 
+/**
+ * Makes a listening socket drop every new handshake (a classic BPF socket
+ * filter that accepts nothing), while the connections already in its
+ * accept queue stay there to be accepted.  Used at a graceful stop: a
+ * client then sees its SYN go unanswered and, once the socket is closed,
+ * refused, instead of being queued and then reset.
+ * @return APR_SUCCESS, or APR_ENOTIMPL where socket filters do not exist
+ */
+apr_status_t pf_os_refuse_new_connections(apr_socket_t *sd);
+
 /** Counts online CPUs, the affinity mask and the cgroup v2 quota. */
 void pf_os_probe_cpus(pf_cpu_info_t *info);
 
