@@ -12,7 +12,8 @@ TOP=$(pwd)
 DEMO_ROOT="$TOP/build/demo"
 DEMO_PORT="${DEMO_PORT:-8080}"
 PACKAGES="apache2 apache2-dev apache2-utils libapr1-dev libaprutil1-dev check \
-autoconf pkg-config gcc make python3 curl wrk iproute2 procps valgrind strace"
+autoconf pkg-config gcc make python3 curl wrk iproute2 procps valgrind strace \
+nginx-light gnuplot-nox"
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -33,14 +34,33 @@ install_missing() {
     fi
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q
-    apt-get install -y -q --no-install-recommends "${missing[@]}"
+    # Don't let the packages start their services: apache2 and nginx would
+    # both want port 80, and the project runs its own servers anyway.
+    local policy=/usr/sbin/policy-rc.d added_policy=0
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' > "$policy"
+        chmod 755 "$policy"
+        added_policy=1
+    fi
+    local status=0
+    apt-get install -y -q --no-install-recommends "${missing[@]}" || status=$?
+    if [ "$added_policy" = 1 ]; then
+        rm -f "$policy"
+    fi
+    if [ "$status" -ne 0 ]; then
+        exit "$status"
+    fi
 }
 
 build() {
     say "building"
-    [ -x configure ] && [ configure -nt configure.ac ] || autoconf
-    [ -f Makefile ] && [ Makefile -nt Makefile.in ] && [ Makefile -nt configure ] \
-        || ./configure -q
+    if [ ! -x configure ] || [ configure.ac -nt configure ]; then
+        autoconf
+    fi
+    if [ ! -f Makefile ] || [ Makefile.in -nt Makefile ] \
+        || [ configure -nt Makefile ]; then
+        ./configure -q
+    fi
     make -s
 }
 

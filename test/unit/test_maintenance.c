@@ -219,15 +219,16 @@ END_TEST
 
 START_TEST(at_the_limit_an_idle_child_makes_room_for_a_starved_bucket)
 {
-    /* 8 workers, all alive: bucket 0 has 3 connections queued and no idle
-     * child, bucket 3 has two idle children and nothing queued. */
+    /* 8 workers, all alive (a share of 2 each): bucket 0 has one child,
+     * busy, and 3 connections queued; bucket 3 holds 3 children, two of
+     * them idle, and nothing queued. */
     pf_limits_t lim = limits(4, 1, 8, 8);
 
     reset(4);
-    set_bucket(0, 2, 0, 3);
+    set_bucket(0, 1, 0, 3);
     set_bucket(1, 2, 0, 0);
     set_bucket(2, 2, 1, 0);
-    set_bucket(3, 2, 2, 0);
+    set_bucket(3, 3, 2, 0);
     pf_decide_maintenance(&lim, state, 8, rate, action, scratch, &summary);
     ck_assert_int_eq(summary.at_max_workers, 1);
     ck_assert_int_eq(summary.rebalanced, 1);
@@ -248,6 +249,24 @@ START_TEST(rebalancing_never_takes_a_bucket_last_child)
     pf_decide_maintenance(&lim, state, 4, rate, action, scratch, &summary);
     ck_assert_int_eq(summary.rebalanced, 0);
     ck_assert_int_eq(action[1].kill + action[2].kill, 0);
+}
+END_TEST
+
+START_TEST(no_churn_when_every_bucket_holds_its_share)
+{
+    /* Evenly hashed load at the cap: a momentary queue in one bucket must
+     * not pull children from the others (the scale model showed p99
+     * tripling when it did).  MaxSpareServers 16 keeps surplus kills out. */
+    pf_limits_t lim = limits(4, 1, 16, 16);
+
+    reset(4);
+    set_bucket(0, 4, 0, 2);
+    set_bucket(1, 4, 3, 0);
+    set_bucket(2, 4, 2, 0);
+    set_bucket(3, 4, 1, 0);
+    pf_decide_maintenance(&lim, state, 16, rate, action, scratch, &summary);
+    ck_assert_int_eq(summary.rebalanced, 0);
+    ck_assert_int_eq(action[1].kill + action[2].kill + action[3].kill, 0);
 }
 END_TEST
 
@@ -295,6 +314,7 @@ Suite *maintenance_suite(void)
                    at_the_limit_an_idle_child_makes_room_for_a_starved_bucket);
     tcase_add_test(limit, rebalancing_never_takes_a_bucket_last_child);
     tcase_add_test(limit, no_rebalancing_below_the_limit);
+    tcase_add_test(limit, no_churn_when_every_bucket_holds_its_share);
     tcase_set_timeout(spawn, 10);
     tcase_set_timeout(kill, 10);
     tcase_set_timeout(limit, 10);

@@ -590,19 +590,6 @@ static int bucket_live_children(int bucket_index)
     return count;
 }
 
-static int occupied_slots(void)
-{
-    int slot, count = 0;
-
-    for (slot = 0; slot < retained->max_daemons_limit; slot++) {
-        if (ap_scoreboard_image->parent[slot].pid != 0
-            || ap_scoreboard_image->servers[slot][0].status != SERVER_DEAD) {
-            count++;
-        }
-    }
-    return count;
-}
-
 /* Tells children to finish their connection and exit: those of older
  * generations (all of them when everyone must go). */
 static void signal_old_children(int everyone)
@@ -645,6 +632,7 @@ typedef struct {
     pf_bucket_action_t *action;
     pf_rank_t *scratch;
     apr_uint32_t *busy, *starting, *stopping;
+    int *live;                  /* scratch: live children per bucket */
     int occupied;
 } maintenance_snapshot_t;
 
@@ -660,6 +648,7 @@ static void snapshot_alloc(apr_pool_t *p)
     snapshot.busy = apr_pcalloc(p, n * sizeof(apr_uint32_t));
     snapshot.starting = apr_pcalloc(p, n * sizeof(apr_uint32_t));
     snapshot.stopping = apr_pcalloc(p, n * sizeof(apr_uint32_t));
+    snapshot.live = apr_pcalloc(p, n * sizeof(int));
 }
 
 /* Reads the scoreboard and the accept queues into the snapshot. */
@@ -851,6 +840,46 @@ static void perform_idle_server_maintenance(server_rec *s)
 /* ------------------------------------------------------------------ */
 /* Parent: main loop                                                   */
 
+/* A bucket must never be left without a child to accept.  Whenever a
+ * child exits (a crash, recycling, or an old generation's child freeing
+ * its slot after a graceful restart) every bucket with no live child of
+ * the current generation gets one at once, not at the next maintenance
+ * cycle. */
+static void respawn_stranded_buckets(server_rec *s)
+{
+    int *live = snapshot.live;
+    int slot, b, occupied = 0;
+    int stopping = retained->mpm->shutdown_pending
+                   || retained->mpm->restart_pending;
+
+    if (stopping || live == NULL) {
+        return;
+    }
+    memset(live, 0, sizeof(int) * (apr_size_t)num_buckets);
+    for (slot = 0; slot < retained->max_daemons_limit; slot++) {
+        process_score *ps = &ap_scoreboard_image->parent[slot];
+
+        if (ps->pid != 0
+            || ap_scoreboard_image->servers[slot][0].status != SERVER_DEAD) {
+            occupied++;
+        }
+        if (ps->pid != 0 && !ps->quiescing
+            && ps->generation == retained->mpm->my_generation
+            && ps->bucket >= 0 && ps->bucket < num_buckets) {
+            live[ps->bucket]++;
+        }
+    }
+    for (b = 0; b < num_buckets; b++) {
+        if (pf_bucket_needs_respawn_now(live[b], stopping, occupied,
+                                        max_workers)) {
+            if (spawn_into_bucket(s, b) != 0) {
+                return;
+            }
+            occupied++;
+        }
+    }
+}
+
 static void handle_child_exit(server_rec *s, apr_proc_t *pid,
                               apr_exit_why_e exitwhy, int status)
 {
@@ -902,17 +931,7 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
                  "bucket %d generation %d exited",
                  pid->pid, slot, bucket_index, gen);
 
-    /* A bucket must never be left without a child to accept: replace the
-     * last one at once rather than at the next maintenance cycle. */
-    if (gen == retained->mpm->my_generation && bucket_index >= 0
-        && bucket_index < num_buckets
-        && pf_bucket_needs_respawn_now(
-               bucket_live_children(bucket_index),
-               retained->mpm->shutdown_pending
-                   || retained->mpm->restart_pending,
-               occupied_slots(), max_workers)) {
-        spawn_into_bucket(s, bucket_index);
-    }
+    respawn_stranded_buckets(s);
 }
 
 static void server_main_loop(server_rec *s)

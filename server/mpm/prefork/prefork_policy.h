@@ -190,11 +190,12 @@ typedef struct {
  * A bucket with more idle children than its share of MaxSpareServers and
  * nothing to spawn retires one of them.
  *
- * At MaxRequestWorkers, a bucket with connections queued and no idle child
- * cannot get a child: its connections would wait while other buckets sit
- * idle.  For each such bucket (most starved first) one idle child of
- * another bucket is retired, so the slot comes free for the next cycle.  A
- * donor has nothing queued, an idle child and at least two children, so no
+ * At MaxRequestWorkers, a bucket with connections queued, no idle child
+ * and fewer children than its share of MaxRequestWorkers cannot get a
+ * child: its connections would wait while other buckets sit idle.  For
+ * each such bucket (most starved first) one idle child of a bucket holding
+ * more than its share is retired, so the slot comes free for the next
+ * cycle.  A donor also has nothing queued and at least two children, so no
  * bucket is ever left without one.
  *
  * @param lim Limits in force

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""CI smoke test of the load suite (not a performance gate): runs
+`suite.py --quick` and checks that every configuration served every
+scenario it can run, and that the report, the model report, the CSV and the
+charts were written."""
+
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    out = os.path.join(HERE, "..", "..", "bench-results", "ci-quick")
+    subprocess.run(["rm", "-rf", out], check=True)
+    rc = subprocess.call([sys.executable, os.path.join(HERE, "suite.py"),
+                          "--quick", "--out", out], timeout=300)
+    problems = []
+    if rc != 0:
+        problems.append("suite.py exited %d" % rc)
+    try:
+        with open(os.path.join(out, "results.json")) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        doc = {"runs": []}
+        problems.append("no results.json: %s" % e)
+    ran = [r for r in doc["runs"] if "skipped" not in r]
+    if len(ran) < 15:
+        problems.append("only %d runs" % len(ran))
+    for r in ran:
+        if r.get("requests", 0) <= 0:
+            problems.append("%s/%s served nothing" % (r["scenario"],
+                                                      r["config"]))
+    for name in ("report.md", "sim-report.md", "results.csv",
+                 "throughput-static-close.png",
+                 "latency-cdf-static-close.png"):
+        if not os.path.exists(os.path.join(out, name)):
+            problems.append("missing %s" % name)
+    for p in problems:
+        print("bench smoke test: %s" % p)
+    print("bench smoke: %d passed, %d failed" % (len(ran),
+                                                 len(problems)))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,332 @@
+#!/usr/bin/env python3
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""A discrete-event model of prefork with SO_REUSEPORT listener buckets.
+
+What it models:
+- clients in a closed loop (as wrk drives the server): each sends a request
+  on a new connection as soon as its previous one is answered;
+- steering: "hash" puts each new connection in a bucket chosen uniformly at
+  random, which is what the kernel's hash of the 4-tuple does with random
+  ephemeral ports; "single" is one shared accept queue;
+- each bucket's accept queue is FIFO and its idle children take connections
+  in turn; a connection never moves to another bucket;
+- service time: exponential with the given mean, plus a fixed per-request
+  overhead (accept, parse, log) calibrated against this machine;
+- the MPM's per-bucket maintenance once a simulated second: the same rules
+  as prefork_policy.c (spare-server shares, queue-driven spawning with a
+  doubling ramp, the MaxRequestWorkers cap, starved buckets first, and at
+  the cap idle children of buckets above their share retired for starved
+  buckets below theirs), with a fork delay before a new child accepts.
+
+  python3 bucketsim.py --buckets 2 --workers 32 --clients 48
+  python3 bucketsim.py --predict         # 16, 64 and 256 CPUs
+
+It prints throughput, latency percentiles and Jain's fairness index of
+connections over buckets and over children.
+"""
+
+import argparse
+import collections
+import heapq
+import json
+import math
+import random
+import sys
+
+MAX_SPAWN_RATE = 32
+# The MPM retires idle children elsewhere for starved buckets at the cap.
+REBALANCE = True
+
+
+def share(total, n, b):
+    return total // n + (1 if b < total % n else 0)
+
+
+def min_spare(total, n, b):
+    return max(1, share(total, n, b))
+
+
+def max_spare(min_total, max_total, n, b):
+    return max(min_spare(min_total, n, b) + 1, share(max_total, n, b))
+
+
+class Bucket:
+    __slots__ = ("queue", "idle", "children", "accepted", "rate")
+
+    def __init__(self):
+        self.queue = collections.deque()
+        self.idle = []
+        self.children = 0
+        self.accepted = 0
+        self.rate = 1
+
+
+def jain(values):
+    total = float(sum(values))
+    if not values or total == 0:
+        return 1.0
+    return total * total / (len(values) * sum(v * v for v in values))
+
+
+def percentile(sorted_values, p):
+    if not sorted_values:
+        return float("nan")
+    k = min(len(sorted_values) - 1,
+            max(0, int(math.ceil(p / 100.0 * len(sorted_values))) - 1))
+    return sorted_values[k]
+
+
+def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
+             overhead_ms=0.2, requests=100000, warmup=5000, seed=1,
+             steering="hash", start_children=None, min_spare_servers=None,
+             max_spare_servers=None, fork_ms=5.0):
+    """Runs the model; returns a dict of figures (times in ms)."""
+    rng = random.Random(seed)
+    nb = 1 if steering == "single" else buckets
+    start_children = workers if start_children is None else start_children
+    min_total = min_spare_servers if min_spare_servers is not None \
+        else max(1, workers // 8)
+    max_total = max_spare_servers if max_spare_servers is not None \
+        else workers
+    bs = [Bucket() for _ in range(nb)]
+    child_count = collections.Counter()
+    next_child = [0]
+    events = []
+    seq = [0]
+    now = 0.0
+    latencies = []
+    completed = [0]
+    total_children = [0]
+    pending_forks = [0]
+
+    def push(t, kind, data):
+        seq[0] += 1
+        heapq.heappush(events, (t, seq[0], kind, data))
+
+    def new_child(b, at):
+        next_child[0] += 1
+        total_children[0] += 1
+        bs[b].children += 1
+        push(at, "ready", (b, next_child[0]))
+
+    def service_time():
+        return overhead_ms + rng.expovariate(1.0 / mean_ms)
+
+    def start(b, child, arrived, t):
+        bs[b].accepted += 1
+        child_count[child] += 1
+        push(t + service_time(), "done", (b, child, arrived))
+
+    def arrive(t):
+        b = rng.randrange(nb) if nb > 1 else 0
+        bucket = bs[b]
+        if bucket.idle:
+            start(b, bucket.idle.pop(), t, t)
+        else:
+            bucket.queue.append(t)
+
+    def child_free(b, child, t):
+        bucket = bs[b]
+        if bucket.queue:
+            start(b, child, bucket.queue.popleft(), t)
+        else:
+            bucket.idle.append(child)
+
+    def maintenance(t):
+        states = []
+        for b, bucket in enumerate(bs):
+            states.append((bucket.children, len(bucket.idle),
+                           len(bucket.queue)))
+        budget = workers - total_children[0]
+        wants = []
+        kills = [0] * nb
+        for b, (children, idle, queued) in enumerate(states):
+            lo = min_spare(min_total, nb, b)
+            hi = max_spare(min_total, max_total, nb, b)
+            want = max(lo - idle, queued - idle, 0)
+            if want == 0 and idle > hi and children > 1:
+                kills[b] = 1
+            priority = max(lo - idle, 0) + (queued << 20) + \
+                ((1 << 52) if children == 0 else 0)
+            capped = min(want, bs[b].rate)
+            if capped == 0 and children == 0:
+                capped = 1
+            wants.append((priority, -b, b, capped, want))
+        wants.sort(reverse=True)
+        at_cap = False
+        spawned = [0] * nb
+        for _, _, b, capped, _ in wants:
+            give = min(capped, max(budget, 0))
+            if give < capped:
+                at_cap = True
+            spawned[b] = give
+            budget -= give
+            for _ in range(give):
+                new_child(b, t + fork_ms)
+        if at_cap and REBALANCE:
+            for _, _, b, _, _ in wants:
+                children, idle, queued = states[b]
+                if queued <= 0 or idle > 0 or spawned[b] > 0:
+                    continue
+                if children >= share(workers, nb, b):
+                    continue
+                donors = [d for d in range(nb) if states[d][2] == 0
+                          and states[d][1] - kills[d] >= 1
+                          and states[d][0] - kills[d] >= 2
+                          and states[d][0] - kills[d] > share(workers, nb, d)
+                          and spawned[d] == 0]
+                if not donors:
+                    break
+                d = max(donors, key=lambda x: states[x][1])
+                kills[d] += 1
+        for b, (children, idle, queued) in enumerate(states):
+            lo = min_spare(min_total, nb, b)
+            wanted_more = idle < lo or queued > idle
+            if wanted_more and spawned[b] > 0:
+                bs[b].rate = min(bs[b].rate * 2, MAX_SPAWN_RATE)
+            elif not wanted_more:
+                bs[b].rate = 1
+            for _ in range(kills[b]):
+                if bs[b].idle and bs[b].children > 1:
+                    bs[b].idle.pop(0)
+                    bs[b].children -= 1
+                    total_children[0] -= 1
+        push(t + 1000.0, "tick", None)
+
+    for i in range(start_children):
+        new_child(i % nb, 0.0)
+    for _ in range(clients):
+        push(0.0, "arrive", None)
+    push(1000.0, "tick", None)
+
+    while events and completed[0] < requests + warmup:
+        now, _, kind, data = heapq.heappop(events)
+        if kind == "arrive":
+            arrive(now)
+        elif kind == "done":
+            b, child, arrived = data
+            completed[0] += 1
+            if completed[0] > warmup:
+                latencies.append(now - arrived)
+                if completed[0] == warmup + 1:
+                    measure_start = now
+            push(now, "arrive", None)
+            child_free(b, child, now)
+        elif kind == "ready":
+            b, child = data
+            child_free(b, child, now)
+        elif kind == "tick":
+            maintenance(now)
+    elapsed = now - measure_start if latencies else 0.0
+    latencies.sort()
+    return {
+        "steering": steering, "buckets": nb, "workers": workers,
+        "clients": clients, "requests": len(latencies),
+        "rps": len(latencies) / (elapsed / 1000.0) if elapsed else 0.0,
+        "p50": percentile(latencies, 50), "p90": percentile(latencies, 90),
+        "p99": percentile(latencies, 99),
+        "p99.9": percentile(latencies, 99.9),
+        "mean": sum(latencies) / len(latencies) if latencies else 0.0,
+        "jain_buckets": jain([b.accepted for b in bs]),
+        "jain_children": jain(list(child_count.values())),
+        "children_end": [b.children for b in bs],
+    }
+
+
+def predict(requests=60000, seed=1):
+    """Balance and tail latency at 16, 64 and 256 CPUs: one bucket per CPU
+    (ListenCoresBucketsRatio 1), 16 children per CPU, 1.5 clients per child,
+    exponential 10 ms service, hashing versus one shared queue."""
+    rows = []
+    for cpus in (16, 64, 256):
+        workers = 16 * cpus
+        clients = workers * 3 // 2
+        for steering in ("single", "hash"):
+            r = simulate(buckets=cpus, workers=workers, clients=clients,
+                         requests=requests, warmup=requests // 10, seed=seed,
+                         steering=steering)
+            r["cpus"] = cpus
+            rows.append(r)
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--buckets", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=32)
+    parser.add_argument("--clients", type=int, default=48)
+    parser.add_argument("--mean-ms", type=float, default=10.0)
+    parser.add_argument("--overhead-ms", type=float, default=0.2)
+    parser.add_argument("--requests", type=int, default=100000)
+    parser.add_argument("--steering", choices=("hash", "single"),
+                        default="hash")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--predict", action="store_true")
+    args = parser.parse_args()
+    if args.predict:
+        for r in predict():
+            print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v)
+                              for k, v in r.items()
+                              if k != "children_end"}))
+        return 0
+    r = simulate(buckets=args.buckets, workers=args.workers,
+                 clients=args.clients, mean_ms=args.mean_ms,
+                 overhead_ms=args.overhead_ms, requests=args.requests,
+                 seed=args.seed, steering=args.steering)
+    print(json.dumps(r, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+def write_report(measured, workers, clients, cpus, out_path,
+                 requests=200000):
+    """sim-report.md: the model against this machine's measured hetero runs
+    (measured: {"single": {...}, "hash": {...}, "buckets": N}), then its
+    predictions at 16, 64 and 256 CPUs."""
+    lines = ["# Scale model report", "",
+             "Model: `test/load/sim/bucketsim.py` (closed-loop clients, "
+             "uniform hashing of new connections to buckets or one shared "
+             "queue, FIFO accept queues, exponential service time with mean "
+             "10 ms plus 0.2 ms per-request overhead, the MPM's per-bucket "
+             "maintenance rules once a simulated second).", "",
+             "## Against this machine", "",
+             "Same shape as the measured `hetero` scenario: %d children "
+             "(MaxRequestWorkers), %d clients." % (workers, clients), "",
+             "| case | source | req/s | p50 ms | p90 ms | p99 ms |",
+             "|---|---|---|---|---|---|"]
+    for case, buckets in (("single", 1), ("hash", measured.get("buckets",
+                                                               cpus))):
+        m = measured.get(case)
+        r = simulate(buckets=buckets, workers=workers, clients=clients,
+                     requests=requests, warmup=requests // 10,
+                     steering=case)
+        label = "one shared queue" if case == "single" \
+            else "%d hashed buckets" % buckets
+        lines.append("| %s | model | %.0f | %.1f | %.1f | %.1f |"
+                     % (label, r["rps"], r["p50"], r["p90"], r["p99"]))
+        if m:
+            lines.append("| %s | measured (median) | %.0f | %.1f | %.1f | "
+                         "%.1f |" % (label, m["rps"], m["p50"], m["p90"],
+                                     m["p99"]))
+            lines.append("| %s | model ÷ measured | %.3f | %.3f | %.3f | "
+                         "%.3f |" % (label, r["rps"] / m["rps"],
+                                     r["p50"] / m["p50"], r["p90"] / m["p90"],
+                                     r["p99"] / m["p99"]))
+    lines += ["", "## Predictions", "",
+              "One bucket per CPU (ListenCoresBucketsRatio 1), 16 children "
+              "per CPU, 1.5 clients per child, exponential 10 ms service.",
+              "", "| CPUs | children | steering | req/s | p50 ms | p99 ms | "
+              "p99.9 ms | Jain buckets | Jain children |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for r in predict():
+        lines.append("| %d | %d | %s | %.0f | %.1f | %.1f | %.1f | %.4f | "
+                     "%.4f |" % (r["cpus"], r["workers"], r["steering"],
+                                 r["rps"], r["p50"], r["p99"], r["p99.9"],
+                                 r["jain_buckets"], r["jain_children"]))
+    lines.append("")
+    with open(out_path, "w") as f:
+        f.write("\n".join(lines))
+    return out_path
