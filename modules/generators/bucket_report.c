@@ -702,8 +702,8 @@ void bs_format_prometheus(bs_buf_t *buf, const bs_snapshot_t *snap)
     bs_buf_prom_label(buf, snap->reason);
     bs_buf_printf(buf, "\",so_reuseport=\"%s\"} 1\n",
                   reuseport_word(snap->so_reuseport));
-    prom_family(buf, "httpd_bucket_count", "gauge", "Listener buckets");
-    bs_buf_printf(buf, "httpd_bucket_count %d\n", snap->num_buckets);
+    prom_family(buf, "httpd_bucket_buckets", "gauge", "Listener buckets");
+    bs_buf_printf(buf, "httpd_bucket_buckets %d\n", snap->num_buckets);
     prom_family(buf, "httpd_bucket_cpus_usable", "gauge",
                 "CPUs the bucket count was based on");
     bs_buf_printf(buf, "httpd_bucket_cpus_usable %d\n", snap->cpus_usable);

@@ -7,6 +7,8 @@ import json
 import os
 import random
 import re
+import shutil
+import subprocess
 import unittest
 import urllib.error
 import urllib.parse
@@ -196,9 +198,17 @@ class BucketStatus(unittest.TestCase):
             self.assertEqual(status, 200)
             self.assertEqual(ctype, "text/plain; version=0.0.4; charset=utf-8")
             families = check_prometheus(body)
+            promtool = shutil.which("promtool")
+            self.assertIsNotNone(promtool, "promtool (Debian package "
+                                 "prometheus) is part of the test setup")
+            checked = subprocess.run([promtool, "check", "metrics"],
+                                     input=body, capture_output=True,
+                                     text=True, timeout=30)
+            self.assertEqual(checked.returncode, 0,
+                             checked.stdout + checked.stderr)
             self.assertEqual(families["httpd_bucket_accepted_connections_total"],
                              "counter")
-            self.assertIn("httpd_bucket_count 4\n", body)
+            self.assertIn("httpd_bucket_buckets 4\n", body)
 
     def test_html_page_is_well_formed_and_refreshes(self):
         with self.server() as srv:

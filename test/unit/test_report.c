@@ -368,7 +368,7 @@ START_TEST(every_format_says_when_data_is_unavailable)
             bs_format_prometheus(&buf, &snap);
             ck_assert_ptr_nonnull(strstr(buf.data,
                                          "httpd_bucket_data_available 0\n"));
-            ck_assert_ptr_null(strstr(buf.data, "httpd_bucket_count"));
+            ck_assert_ptr_null(strstr(buf.data, "httpd_bucket_buckets"));
             break;
         }
         if (format != 4) {
