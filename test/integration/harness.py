@@ -237,34 +237,13 @@ class Server:
 
     def group_processes(self):
         """Pids still alive in the server's process group."""
-        pids = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open("/proc/%s/stat" % entry) as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                if int(fields[2]) == self.proc.pid and fields[0] != "Z":
-                    pids.append(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
-        return pids
+        return live_pids(STAT_PGRP, self.proc.pid)
 
     def children(self):
         """Pids whose parent is the server's parent process."""
-        parent = self.proc.pid if self.proc else None
-        kids = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open("/proc/%s/stat" % entry) as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                if int(fields[1]) == parent and fields[0] != "Z":
-                    kids.append(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
-        return sorted(kids)
+        if self.proc is None:
+            return []
+        return sorted(live_pids(STAT_PPID, self.proc.pid))
 
     def cleanup(self):
         self.kill()
@@ -347,6 +326,28 @@ class Server:
     def url(self, path="/", port_index=0):
         return "http://%s:%d%s" % (self.listen_host, self.ports[port_index],
                                    path)
+
+
+# Fields of /proc/PID/stat after the command name.
+STAT_PPID = 1
+STAT_PGRP = 2
+
+
+def live_pids(field, value):
+    """Pids of live (not zombie) processes whose /proc/PID/stat field
+    (STAT_PPID, STAT_PGRP) equals value."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[field]) == value and fields[0] != "Z":
+                pids.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return pids
 
 
 def listen_sockets(port):

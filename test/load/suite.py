@@ -42,7 +42,7 @@ TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
 from harness import (Server, STOCK_PREFORK, STOCK_EVENT, MPM_SO,  # noqa
-                     free_port)
+                     STAT_PGRP, free_port, live_pids)
 import report  # noqa: E402
 
 sys.path.insert(0, os.path.join(HERE, "sim"))
@@ -58,7 +58,7 @@ PROFILES = {
     "quick": {"pairs": 1, "seconds": 2, "fault_seconds": 6, "workers": 32,
               "connections": 32, "open_rate": 800, "slow_clients": 8,
               "scenarios": ["static-close", "hetero", "graceful"]},
-    "full": {"pairs": 3, "seconds": 3, "fault_seconds": 8, "workers": 32,
+    "full": {"pairs": 3, "seconds": 3, "fault_seconds": 6, "workers": 32,
              "connections": 32, "open_rate": 1500, "slow_clients": 16,
              "fault_pairs": 2,
              "scenarios": ["static-close", "static-keepalive", "fourports",
@@ -231,18 +231,7 @@ def make_server(cfg, args, ports, workers):
 # Measuring processes
 
 def group_pids(pgid):
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                pids.append(int(entry))
-        except (OSError, IndexError, ValueError):
-            continue
-    return pids
+    return live_pids(STAT_PGRP, pgid)
 
 
 def server_usage(pgid):
@@ -431,7 +420,8 @@ def scenario_run(name, srv, cfg, args, prof, log):
     if name == "bursts":
         on = "1:%d" % (prof["open_rate"] * 2)
         return run_openloop(args, srv.url("/index.html"),
-                            ",".join([on, "1:0"] * max(1, secs)), log=log)
+                            ",".join([on, "1:0"] * max(1, secs - 1)),
+                            log=log)
     if name == "slowloris":
         with SlowClients(srv.ports[0], prof["slow_clients"]):
             return run_wrk(args, srv.url("/index.html"), conns, secs,
@@ -578,7 +568,7 @@ def syscalls_per_request(cfg, args, prof, out_dir, log):
             for line in f:
                 fields = line.split()
                 if len(fields) >= 5 and fields[-1].isidentifier() and \
-                        fields[3].isdigit():
+                        fields[3].isdigit() and fields[-1] != "total":
                     calls[fields[-1]] = int(fields[3])
     except OSError:
         return {}

@@ -267,6 +267,9 @@ static void child_install_signals(void)
      * children in order. */
     apr_signal(SIGINT, SIG_IGN);
     apr_signal(AP_SIG_GRACEFUL_STOP, SIG_IGN);
+    /* The parent's wake-up handler is no use here; modules that fork
+     * (mod_cgi...) expect the default. */
+    apr_signal(SIGCHLD, SIG_DFL);
 }
 
 /* Waits for and accepts one connection on the bucket's sockets.
@@ -931,6 +934,16 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
                  "bucket %d generation %d exited",
                  pid->pid, slot, bucket_index, gen);
 
+    /* After a graceful restart the old generation's children hold the
+     * slots the new one needs; each one that leaves is replaced at once in
+     * its bucket, so a restart under load does not shrink the pool to one
+     * child per bucket and make it grow back at the spawn ramp's pace. */
+    if (gen != retained->mpm->my_generation
+        && !retained->mpm->shutdown_pending
+        && !retained->mpm->restart_pending && bucket_index >= 0
+        && bucket_index < num_buckets) {
+        spawn_into_bucket(s, bucket_index);
+    }
     respawn_stranded_buckets(s);
 }
 
@@ -1165,6 +1178,25 @@ static apr_status_t setup_shared_state(server_rec *s)
     return APR_SUCCESS;
 }
 
+/* Does nothing: its only job is to exist without SA_RESTART, so that a
+ * child's exit cuts short the parent's one-second sleep in
+ * ap_wait_or_timeout() and the child is reaped (and replaced) at once. */
+static void parent_sigchld_handler(int sig)
+{
+    (void)sig;
+}
+
+static void parent_wake_on_child_exit(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_NOCLDSTOP;
+    sa.sa_handler = parent_sigchld_handler;
+    sigaction(SIGCHLD, &sa, NULL);
+}
+
 static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
 {
     (void)plog;
@@ -1186,6 +1218,9 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
     }
     retained->mpm->restart_pending = retained->mpm->shutdown_pending = 0;
     ap_unixd_mpm_set_signals(pconf, one_process);
+    if (!one_process) {
+        parent_wake_on_child_exit();
+    }
 
     if (one_process) {
         AP_MONCONTROL(1);
