@@ -36,6 +36,15 @@ def live_buckets(srv):
     return result
 
 
+def report(scenario, load, faults=0, **figures):
+    """One line per scenario for the closing table: what was sent, what
+    failed, what was injected."""
+    extra = "".join(" %s=%s" % kv for kv in sorted(figures.items()))
+    print("\nreliability: %s: sent=%d ok=%d failures=%d %s faults=%d%s"
+          % (scenario, load.sent, load.ok, load.failures(),
+             dict(load.errors), faults, extra))
+
+
 def proc_status(pid):
     """(VmRSS kB, open fds) of a process."""
     rss = 0
@@ -57,6 +66,7 @@ class Reliability(unittest.TestCase):
                 srv.graceful()
             time.sleep(1)
             load.stop()
+            report("ten graceful restarts", load, faults=10)
             self.assertEqual(load.errors, {})
             self.assertGreater(load.ok, 1000)
             self.assertEqual(srv.error_log().count("PFB00019"), 10)
@@ -78,6 +88,8 @@ class Reliability(unittest.TestCase):
             stopped = srv.wait_for(lambda: srv.proc.poll() is not None,
                                    timeout=25)
             load.stop()
+            report("graceful-stop under load", load, faults=1,
+                   served_before_stop=before)
             self.assertTrue(stopped, "server still running")
             self.assertGreater(before, 100)
             kinds = set(load.errors) - {"refused", "timeout"}
@@ -107,6 +119,8 @@ class Reliability(unittest.TestCase):
                     timeout=1.5)
                 self.assertTrue(covered, dict(live_buckets(srv)))
             load.stop()
+            report("child SIGKILLed every second", load, faults=kills,
+                   slowest_s=round(max(load.latencies), 3))
             self.assertEqual(kills, 10)
             self.assertGreater(load.ok, 500)
             self.assertLessEqual(load.failures(), kills,
@@ -123,6 +137,7 @@ class Reliability(unittest.TestCase):
             srv.start()
             load = Load("127.0.0.1", srv.ports[0], concurrency=8,
                         max_requests=3000).start().wait(180)
+            report("MaxConnectionsPerChild 50", load)
             self.assertEqual(load.errors, {})
             self.assertEqual(load.ok, 3000)
             srv.wait_access_log(3000)
@@ -143,6 +158,8 @@ class Reliability(unittest.TestCase):
             load = Load("127.0.0.1", srv.ports[0], concurrency=24,
                         path="/pfb-test?sleep=300", max_requests=120,
                         timeout=30).start().wait(120)
+            report("load above MaxRequestWorkers", load,
+                   slowest_s=round(max(load.latencies), 3))
             self.assertEqual(load.errors, {})
             self.assertEqual(load.ok, 120)
             # Queued: the slowest waited for several service times.
@@ -193,6 +210,7 @@ class Reliability(unittest.TestCase):
             load = Load("127.0.0.1", srv.ports[0], concurrency=8).start()
             time.sleep(SOAK_SECONDS)
             load.stop()
+            report("soak %d s" % SOAK_SECONDS, load)
             self.assertEqual(load.errors, {})
             time.sleep(1)       # let the last connections close
             after = proc_status(parent)

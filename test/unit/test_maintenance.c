@@ -170,17 +170,33 @@ START_TEST(queued_bucket_goes_before_idle_deficit)
 }
 END_TEST
 
-START_TEST(queue_beyond_idle_drives_spawning)
+START_TEST(queue_with_no_idle_child_drives_spawning)
 {
     pf_limits_t lim = limits(1, 1, 2, 150);
 
     reset(1);
     rate[0] = 4;
-    set_bucket(0, 3, 1, 10);    /* idle meets min, but 9 connections wait */
+    set_bucket(0, 3, 0, 10);    /* every child busy, 10 connections wait */
     pf_decide_maintenance(&lim, state, occupied(1), rate, action, scratch,
                           &summary);
     ck_assert_int_eq(action[0].spawn, 4);
     ck_assert_int_eq(action[0].kill, 0);
+    ck_assert_int_eq(rate[0], 8);
+}
+END_TEST
+
+START_TEST(momentary_queue_beside_idle_children_is_not_load)
+{
+    /* Regression: reacting to a queue seen at one instant while children
+     * were idle grew the pool to MaxRequestWorkers under light load. */
+    pf_limits_t lim = limits(1, 1, 4, 150);
+
+    reset(1);
+    set_bucket(0, 3, 2, 5);
+    pf_decide_maintenance(&lim, state, occupied(1), rate, action, scratch,
+                          &summary);
+    ck_assert_int_eq(action[0].spawn, 0);
+    ck_assert_int_eq(rate[0], 1);
 }
 END_TEST
 
@@ -303,7 +319,8 @@ Suite *maintenance_suite(void)
     tcase_add_test(spawn, deficit_spawns_with_doubling_ramp);
     tcase_add_test(spawn, ramp_stops_at_max_spawn_rate);
     tcase_add_test(spawn, ramp_falls_back_when_satisfied);
-    tcase_add_test(spawn, queue_beyond_idle_drives_spawning);
+    tcase_add_test(spawn, queue_with_no_idle_child_drives_spawning);
+    tcase_add_test(spawn, momentary_queue_beside_idle_children_is_not_load);
     tcase_add_test(kill, surplus_idle_retires_one_per_cycle);
     tcase_add_test(limit, stranded_bucket_gets_a_child_first);
     tcase_add_test(limit, queued_bucket_goes_before_idle_deficit);

@@ -612,18 +612,70 @@ static void signal_old_children(int everyone)
     }
 }
 
-static void startup_children(server_rec *s)
+/* Children of an older generation still in a bucket: each will be
+ * replaced in that bucket when it exits. */
+static int bucket_old_children(int bucket_index)
 {
-    int b, i, want;
+    int slot, count = 0;
 
+    for (slot = 0; slot < retained->max_daemons_limit; slot++) {
+        process_score *ps = &ap_scoreboard_image->parent[slot];
+
+        if (ps->pid != 0 && ps->generation != retained->mpm->my_generation
+            && ps->bucket == bucket_index) {
+            count++;
+        }
+    }
+    return count;
+}
+
+/* Per bucket, the children the new generation should have once the old
+ * one has gone: as many as the old generation had there (a graceful
+ * restart must not shrink the pool under load), and at least the
+ * bucket's share of StartServers. */
+static int *transition_target;
+
+/* Starts the new generation.  Every bucket gets a child of its own at
+ * once (if a slot is free), so none waits on old children that are only
+ * finishing their connections; then each bucket is brought to its share
+ * of StartServers, counting the old children, which are replaced one for
+ * one as they leave (replace_old_child) up to the bucket's target. */
+static void startup_children(server_rec *s, apr_pool_t *p)
+{
+    int b, i, want, old;
+
+    transition_target = apr_pcalloc(p, sizeof(int) * (apr_size_t)num_buckets);
+    for (b = 0; b < num_buckets; b++) {
+        old = bucket_old_children(b);
+        want = pf_bucket_start(start_servers, num_buckets, b);
+        transition_target[b] = old > want ? old : want;
+        if (bucket_live_children(b) == 0 && spawn_into_bucket(s, b) != 0) {
+            return;
+        }
+    }
     for (b = 0; b < num_buckets; b++) {
         want = pf_bucket_start(start_servers, num_buckets, b)
-               - bucket_live_children(b);
+               - bucket_live_children(b) - bucket_old_children(b);
         for (i = 0; i < want; i++) {
             if (spawn_into_bucket(s, b) != 0) {
                 return;
             }
         }
+    }
+}
+
+/* An older generation's child has left bucket @a b: fork its replacement
+ * while the bucket is short of its target. */
+static void replace_old_child(server_rec *s, int b)
+{
+    if (transition_target == NULL || b < 0 || b >= num_buckets
+        || retained->mpm->shutdown_pending
+        || retained->mpm->restart_pending) {
+        return;
+    }
+    if (bucket_live_children(b) + bucket_old_children(b)
+        < transition_target[b]) {
+        spawn_into_bucket(s, b);
     }
 }
 
@@ -745,9 +797,26 @@ static void publish_snapshot(void)
     shm->updated = now;
 }
 
+/* Slots held by children that are on their way out: an older
+ * generation's, or ones told to stop. */
+static int leaving_children(void)
+{
+    int b, current = 0;
+
+    for (b = 0; b < num_buckets; b++) {
+        current += snapshot.state[b].children;
+    }
+    return snapshot.occupied - current;
+}
+
 static void log_maintenance_limits(server_rec *s,
                                    const pf_decision_summary_t *summary)
 {
+    if (summary->at_max_workers && leaving_children() > 0) {
+        /* A graceful restart or retirements in progress hold slots for a
+         * moment: not a reason to raise MaxRequestWorkers. */
+        return;
+    }
     if (summary->at_max_workers) {
         if (!retained->maxclients_reported) {
             ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
@@ -799,6 +868,15 @@ static void perform_idle_server_maintenance(server_rec *s)
     int b, i;
 
     take_snapshot();
+    /* An older generation's child will be replaced in its bucket as it
+     * leaves: for the decision it counts as a child on its way, not as a
+     * gap to fill. */
+    for (b = 0; b < num_buckets; b++) {
+        int coming = bucket_old_children(b);
+
+        snapshot.state[b].children += coming;
+        snapshot.state[b].idle += coming;
+    }
     lim.num_buckets = num_buckets;
     lim.min_spare_servers = min_spare_servers;
     lim.max_spare_servers = max_spare_servers;
@@ -938,18 +1016,18 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
      * slots the new one needs; each one that leaves is replaced at once in
      * its bucket, so a restart under load does not shrink the pool to one
      * child per bucket and make it grow back at the spawn ramp's pace. */
-    if (gen != retained->mpm->my_generation
-        && !retained->mpm->shutdown_pending
-        && !retained->mpm->restart_pending && bucket_index >= 0
-        && bucket_index < num_buckets) {
-        spawn_into_bucket(s, bucket_index);
+    if (gen != retained->mpm->my_generation) {
+        replace_old_child(s, bucket_index);
     }
     respawn_stranded_buckets(s);
 }
 
 static void server_main_loop(server_rec *s)
 {
-    apr_time_t last_maintenance = 0;
+    /* The first cycle comes a second after (re)start: until then the new
+     * generation is being started and the old one replaced child for
+     * child, and a deficit seen now would only add to that. */
+    apr_time_t last_maintenance = apr_time_now();
 
     while (!retained->mpm->restart_pending
            && !retained->mpm->shutdown_pending) {
@@ -1229,7 +1307,7 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
     }
 
     snapshot_alloc(pconf);
-    startup_children(s);
+    startup_children(s, pconf);
     /* The new generation is accepting; now let the old one go, so that
      * no bucket is ever left without a child. */
     signal_old_children(0);

@@ -326,13 +326,16 @@ void pf_decide_maintenance(const pf_limits_t *lim,
                                       lim->max_spare_servers, nb, b);
         int deficit = min - st->idle;
         int want = deficit;
-        int backlog_beyond_idle = st->queued - st->idle;
+        /* A queue only calls for children when none is idle: an idle
+         * child takes a waiting connection within microseconds, and a
+         * queue seen at one instant beside idle children is not load. */
+        int waiting_for_a_child = st->idle == 0 ? st->queued : 0;
 
         if (spawn_rate[b] < 1) {
             spawn_rate[b] = 1;
         }
-        if (backlog_beyond_idle > want) {
-            want = backlog_beyond_idle;
+        if (waiting_for_a_child > want) {
+            want = waiting_for_a_child;
         }
         if (want < 0) {
             want = 0;
@@ -381,7 +384,8 @@ void pf_decide_maintenance(const pf_limits_t *lim,
     for (b = 0; b < nb; b++) {
         const pf_bucket_state_t *st = &state[b];
         int min = pf_bucket_min_spare(lim->min_spare_servers, nb, b);
-        int wanted_more = st->idle < min || st->queued > st->idle;
+        int wanted_more = st->idle < min
+                          || (st->idle == 0 && st->queued > 0);
 
         if (wanted_more && action[b].spawn > 0) {
             if (spawn_rate[b] >= 8) {

@@ -181,8 +181,9 @@ typedef struct {
  * One cycle of per-bucket idle-server maintenance.
  *
  * Each bucket wants enough children to bring its idle count up to its
- * share of MinSpareServers, and enough to cover connections queued beyond
- * its idle children; it gets at most its spawn rate, which doubles every
+ * share of MinSpareServers, and, when none of its children is idle, one
+ * for each connection waiting in its accept queue; it gets at most its
+ * spawn rate, which doubles every
  * cycle the bucket still wants more and falls back to 1 when it does not.
  * A bucket with no child at all always gets one, whatever its rate.
  * MaxRequestWorkers caps the sum: buckets with no child go first, then

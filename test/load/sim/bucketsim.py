@@ -143,7 +143,7 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
         for b, (children, idle, queued) in enumerate(states):
             lo = min_spare(min_total, nb, b)
             hi = max_spare(min_total, max_total, nb, b)
-            want = max(lo - idle, queued - idle, 0)
+            want = max(lo - idle, queued if idle == 0 else 0, 0)
             if want == 0 and idle > hi and children > 1:
                 kills[b] = 1
             priority = max(lo - idle, 0) + (queued << 20) + \
@@ -181,7 +181,7 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
                 kills[d] += 1
         for b, (children, idle, queued) in enumerate(states):
             lo = min_spare(min_total, nb, b)
-            wanted_more = idle < lo or queued > idle
+            wanted_more = idle < lo or (idle == 0 and queued > 0)
             if wanted_more and spawned[b] > 0:
                 bs[b].rate = min(bs[b].rate * 2, MAX_SPAWN_RATE)
             elif not wanted_more:
