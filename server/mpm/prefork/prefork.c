@@ -113,8 +113,6 @@ typedef struct {
     int planned;                /* plan below holds a previous decision */
     pf_bucket_plan_t plan;
     pf_cpu_info_t cpus;
-    int plan_ratio;             /* directives the plan was made from */
-    int plan_explicit;
     int *spawn_rate;            /* per bucket, carried between cycles */
     int spawn_rate_len;
     apr_pool_t *keep_pool;      /* outlives generations */
@@ -687,6 +685,7 @@ typedef struct {
     pf_bucket_action_t *action;
     pf_rank_t *scratch;
     apr_uint32_t *busy, *starting, *stopping;
+    int *old_generation;        /* children of older generations */
     int *live;                  /* scratch: live children per bucket */
     int occupied;
 } maintenance_snapshot_t;
@@ -704,6 +703,7 @@ static void snapshot_alloc(apr_pool_t *p)
     snapshot.starting = apr_pcalloc(p, n * sizeof(apr_uint32_t));
     snapshot.stopping = apr_pcalloc(p, n * sizeof(apr_uint32_t));
     snapshot.live = apr_pcalloc(p, n * sizeof(int));
+    snapshot.old_generation = apr_pcalloc(p, n * sizeof(int));
 }
 
 /* Reads the scoreboard and the accept queues into the snapshot. */
@@ -719,6 +719,7 @@ static void take_snapshot(void)
         snapshot.state[b].idle = 0;
         snapshot.state[b].queued = 0;
         snapshot.busy[b] = snapshot.starting[b] = snapshot.stopping[b] = 0;
+        snapshot.old_generation[b] = 0;
         for (lr = buckets[b].listeners; lr; lr = lr->next) {
             if (pf_os_listener_queue(lr->sd, &queued, &limit)
                 == APR_SUCCESS) {
@@ -738,6 +739,9 @@ static void take_snapshot(void)
         b = ps->bucket;
         if (b < 0 || b >= num_buckets || ps->pid == 0) {
             continue;
+        }
+        if (ps->generation != retained->mpm->my_generation) {
+            snapshot.old_generation[b]++;
         }
         if (ps->quiescing || ps->generation != retained->mpm->my_generation) {
             snapshot.stopping[b]++;
@@ -801,12 +805,12 @@ static void publish_snapshot(void)
  * generation's, or ones told to stop. */
 static int leaving_children(void)
 {
-    int b, current = 0;
+    int b, leaving = 0;
 
     for (b = 0; b < num_buckets; b++) {
-        current += snapshot.state[b].children;
+        leaving += (int)snapshot.stopping[b];
     }
-    return snapshot.occupied - current;
+    return leaving;
 }
 
 static void log_maintenance_limits(server_rec *s,
@@ -872,10 +876,8 @@ static void perform_idle_server_maintenance(server_rec *s)
      * leaves: for the decision it counts as a child on its way, not as a
      * gap to fill. */
     for (b = 0; b < num_buckets; b++) {
-        int coming = bucket_old_children(b);
-
-        snapshot.state[b].children += coming;
-        snapshot.state[b].idle += coming;
+        snapshot.state[b].children += snapshot.old_generation[b];
+        snapshot.state[b].idle += snapshot.old_generation[b];
     }
     lim.num_buckets = num_buckets;
     lim.min_spare_servers = min_spare_servers;
@@ -1624,8 +1626,6 @@ static void plan_buckets(server_rec *s, int level_flags)
     }
     retained->plan = wanted;
     retained->planned = 1;
-    retained->plan_ratio = buckets_ratio;
-    retained->plan_explicit = buckets_explicit;
     /* Start-up reads the configuration twice and core has pointed stderr
      * at the error log by now, so the first pass stays quiet: the admin
      * gets one line about buckets, not two. */
