@@ -246,11 +246,14 @@ def server_usage(pgid):
             cpu += int(fields[11]) + int(fields[12])
             if pid == pgid:
                 cpu += int(fields[13]) + int(fields[14])
-            with open("/proc/%d/status" % pid) as f:
-                for line in f:
-                    if line.startswith(("voluntary_ctxt_switches",
-                                        "nonvoluntary_ctxt_switches")):
-                        switches += int(line.split()[1])
+            # Every thread's switches: the event MPM and nginx are not
+            # single-threaded like prefork.
+            for task in os.listdir("/proc/%d/task" % pid):
+                with open("/proc/%d/task/%s/status" % (pid, task)) as f:
+                    for line in f:
+                        if line.startswith(("voluntary_ctxt_switches",
+                                            "nonvoluntary_ctxt_switches")):
+                            switches += int(line.split()[1])
         except (OSError, IndexError, ValueError):
             continue
     return cpu / float(ticks), switches
