@@ -93,17 +93,25 @@ done:
 #endif
 }
 
-apr_status_t pf_os_set_reuseport(apr_socket_t *sd)
+/* setsockopt() on an APR socket, with errno as the status. */
+static apr_status_t set_socket_option(apr_socket_t *sd, int level, int name,
+                                      const void *value, socklen_t len)
 {
-#ifdef HAVE_SO_REUSEPORT
     apr_os_sock_t fd;
-    int one = 1;
 
     apr_os_sock_get(&fd, sd);
-    if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one))) {
+    if (setsockopt(fd, level, name, value, len)) {
         return errno;
     }
     return APR_SUCCESS;
+}
+
+apr_status_t pf_os_set_reuseport(apr_socket_t *sd)
+{
+#ifdef HAVE_SO_REUSEPORT
+    int one = 1;
+
+    return set_socket_option(sd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 #else
     (void)sd;
     return APR_ENOTIMPL;
@@ -261,15 +269,11 @@ apr_status_t pf_os_refuse_new_connections(apr_socket_t *sd)
         BPF_STMT(BPF_RET | BPF_K, 0)
     };
     struct sock_fprog prog;
-    apr_os_sock_t fd;
 
     prog.len = 1;
     prog.filter = drop_all;
-    apr_os_sock_get(&fd, sd);
-    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog))) {
-        return errno;
-    }
-    return APR_SUCCESS;
+    return set_socket_option(sd, SOL_SOCKET, SO_ATTACH_FILTER, &prog,
+                             sizeof(prog));
 #else
     (void)sd;
     return APR_ENOTIMPL;
