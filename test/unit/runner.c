@@ -5,7 +5,9 @@
  * failure; with UNIT_TAP=FILE also writes TAP there.
  */
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "unit.h"
 
@@ -19,6 +21,16 @@ int main(void)
     srunner_add_suite(runner, plan_suite());
     srunner_add_suite(runner, maintenance_suite());
     srunner_add_suite(runner, report_suite());
+    srunner_add_suite(runner, steer_suite());
+    if (geteuid() == 0) {
+        srunner_add_suite(runner, steer_kernel_suite());
+    }
+    else {
+        /* bpf(2) and the programs' attachment need root (CAP_BPF and
+         * CAP_NET_ADMIN); these tests are left out, not passed. */
+        printf("steer-kernel suite NOT RUN: needs root (euid %d)\n",
+               (int)geteuid());
+    }
     if (tap != NULL && *tap != '\0') {
         srunner_set_tap(runner, tap);
     }

@@ -9,5 +9,7 @@ Suite *parse_suite(void);
 Suite *plan_suite(void);
 Suite *maintenance_suite(void);
 Suite *report_suite(void);
+Suite *steer_suite(void);
+Suite *steer_kernel_suite(void);
 
 #endif /* PREFORK_UNIT_H */

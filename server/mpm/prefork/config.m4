@@ -24,4 +24,24 @@ if test "$ac_cv_tcp_info" = "yes"; then
     AC_DEFINE([HAVE_TCP_INFO], [1], [Define if <netinet/tcp.h> has struct tcp_info])
 fi
 AC_CHECK_HEADERS([sched.h])
-AC_CHECK_FUNCS([sched_getaffinity])
+AC_CHECK_FUNCS([sched_getaffinity sched_setaffinity])
+
+dnl ---- ListenBucketSteering: programs attached to the reuseport groups --------
+dnl The kernel is asked at run time whether it takes them; without the headers
+dnl the directive falls back to hash.
+AC_CACHE_CHECK([for SO_ATTACH_REUSEPORT_CBPF and bpf(2) headers],
+    [ac_cv_reuseport_steering],
+    [AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <linux/bpf.h>
+#include <linux/filter.h>]],
+        [[int a = SO_ATTACH_REUSEPORT_CBPF, b = SO_ATTACH_REUSEPORT_EBPF;
+          int c = BPF_PROG_TYPE_SK_REUSEPORT, d = BPF_MAP_TYPE_REUSEPORT_SOCKARRAY;
+          int e = BPF_F_MMAPABLE; long f = SYS_bpf;
+          (void)a; (void)b; (void)c; (void)d; (void)e; (void)f;]])],
+        [ac_cv_reuseport_steering=yes], [ac_cv_reuseport_steering=no])])
+if test "$ac_cv_reuseport_steering" = "yes"; then
+    AC_DEFINE([HAVE_REUSEPORT_STEERING], [1],
+              [Define if the headers have SO_ATTACH_REUSEPORT_CBPF/EBPF and bpf(2)])
+fi
+

@@ -34,6 +34,11 @@
 #ifdef __linux__
 #include <linux/filter.h>
 #endif
+#ifdef HAVE_REUSEPORT_STEERING
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <linux/bpf.h>
+#endif
 
 #include "apr_portable.h"
 #include "apr_strings.h"
@@ -358,3 +363,312 @@ void pf_os_probe_cpus(pf_cpu_info_t *info)
 #endif
     info->quota = cgroup_v2_quota();
 }
+
+/* ------------------------------------------------------------------ */
+/* ListenBucketSteering                                                */
+
+/* Masks wider than cpu_set_t (1024 CPUs) are read with a dynamic set. */
+#define PF_MAX_CPUS 8192
+
+int pf_os_affinity_cpus(int *cpus, int room)
+{
+#if defined(HAVE_SCHED_GETAFFINITY) && defined(CPU_ALLOC)
+    cpu_set_t *set = CPU_ALLOC(PF_MAX_CPUS);
+    size_t size = CPU_ALLOC_SIZE(PF_MAX_CPUS);
+    int cpu, n = 0;
+
+    if (set == NULL) {
+        return 0;
+    }
+    CPU_ZERO_S(size, set);
+    if (sched_getaffinity(0, size, set) == 0) {
+        for (cpu = 0; cpu < PF_MAX_CPUS && n < room; cpu++) {
+            if (CPU_ISSET_S(cpu, size, set)) {
+                cpus[n++] = cpu;
+            }
+        }
+    }
+    CPU_FREE(set);
+    return n;
+#else
+    (void)cpus;
+    (void)room;
+    return 0;
+#endif
+}
+
+apr_status_t pf_os_pin_to_cpus(const int *cpus, int num_cpus)
+{
+#if defined(HAVE_SCHED_SETAFFINITY) && defined(CPU_ALLOC)
+    cpu_set_t *set = CPU_ALLOC(PF_MAX_CPUS);
+    size_t size = CPU_ALLOC_SIZE(PF_MAX_CPUS);
+    apr_status_t rv = APR_SUCCESS;
+    int i;
+
+    if (set == NULL) {
+        return APR_ENOMEM;
+    }
+    CPU_ZERO_S(size, set);
+    for (i = 0; i < num_cpus; i++) {
+        if (cpus[i] >= 0 && cpus[i] < PF_MAX_CPUS) {
+            CPU_SET_S(cpus[i], size, set);
+        }
+    }
+    if (sched_setaffinity(0, size, set)) {
+        rv = errno;
+    }
+    CPU_FREE(set);
+    return rv;
+#else
+    (void)cpus;
+    (void)num_cpus;
+    return APR_ENOTIMPL;
+#endif
+}
+
+#ifdef HAVE_REUSEPORT_STEERING
+
+/* SO_DETACH_REUSEPORT_BPF is Linux 5.8; older headers lack the name. */
+#ifndef SO_DETACH_REUSEPORT_BPF
+#define SO_DETACH_REUSEPORT_BPF 68
+#endif
+
+static long bpf_call(int cmd, union bpf_attr *attr)
+{
+    return syscall(SYS_bpf, cmd, attr, sizeof(*attr));
+}
+
+apr_status_t pf_os_attach_cpu_program(apr_socket_t *sd,
+                                      const pf_cbpf_insn_t *prog, int len)
+{
+    struct sock_fprog fprog;
+
+    /* pf_cbpf_insn_t has struct sock_filter's layout (checked by the
+     * unit tests against <linux/filter.h>). */
+    fprog.len = (unsigned short)len;
+    fprog.filter = (struct sock_filter *)(void *)prog;
+    return set_socket_option(sd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF,
+                             &fprog, sizeof(fprog));
+}
+
+apr_status_t pf_os_attach_idle_program(apr_socket_t *sd, int prog_fd)
+{
+    return set_socket_option(sd, SOL_SOCKET, SO_ATTACH_REUSEPORT_EBPF,
+                             &prog_fd, sizeof(prog_fd));
+}
+
+apr_status_t pf_os_detach_steering(apr_socket_t *sd)
+{
+    int unused = 0;
+    apr_status_t rv;
+
+    rv = set_socket_option(sd, SOL_SOCKET, SO_DETACH_REUSEPORT_BPF, &unused,
+                           sizeof(unused));
+    /* ENOENT: no program was attached, which is what we want. */
+    return rv == ENOENT ? APR_SUCCESS : rv;
+}
+
+apr_status_t pf_os_bpf_create_stats_map(int entries, int *fd,
+                                        pf_steer_bucket_t **mem,
+                                        size_t *mem_len)
+{
+    union bpf_attr attr;
+    long page = sysconf(_SC_PAGESIZE);
+    size_t len;
+    void *addr;
+    int map_fd;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.map_type = BPF_MAP_TYPE_ARRAY;
+    attr.key_size = sizeof(uint32_t);
+    attr.value_size = sizeof(pf_steer_bucket_t);
+    attr.max_entries = (uint32_t)entries;
+    attr.map_flags = BPF_F_MMAPABLE;
+    memcpy(attr.map_name, "pfb_idle", sizeof("pfb_idle"));
+    map_fd = (int)bpf_call(BPF_MAP_CREATE, &attr);
+    if (map_fd < 0) {
+        return errno;
+    }
+    len = (size_t)entries * sizeof(pf_steer_bucket_t);
+    if (page > 0) {
+        len = (len + (size_t)page - 1) / (size_t)page * (size_t)page;
+    }
+    addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd, 0);
+    if (addr == MAP_FAILED) {
+        apr_status_t rv = errno;
+
+        close(map_fd);
+        return rv;
+    }
+    *fd = map_fd;
+    *mem = addr;
+    *mem_len = len;
+    return APR_SUCCESS;
+}
+
+apr_status_t pf_os_bpf_create_socket_map(int entries, int *fd)
+{
+    union bpf_attr attr;
+    int map_fd;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.map_type = BPF_MAP_TYPE_REUSEPORT_SOCKARRAY;
+    attr.key_size = sizeof(uint32_t);
+    attr.value_size = sizeof(uint64_t);
+    attr.max_entries = (uint32_t)entries;
+    memcpy(attr.map_name, "pfb_buckets", sizeof("pfb_buckets"));
+    map_fd = (int)bpf_call(BPF_MAP_CREATE, &attr);
+    if (map_fd < 0) {
+        return errno;
+    }
+    *fd = map_fd;
+    return APR_SUCCESS;
+}
+
+apr_status_t pf_os_bpf_set_socket(int map_fd, int key, apr_socket_t *sd)
+{
+    union bpf_attr attr;
+    uint32_t k = (uint32_t)key;
+    uint64_t value;
+    apr_os_sock_t fd;
+
+    apr_os_sock_get(&fd, sd);
+    value = (uint64_t)fd;
+    memset(&attr, 0, sizeof(attr));
+    attr.map_fd = (uint32_t)map_fd;
+    attr.key = (uint64_t)(uintptr_t)&k;
+    attr.value = (uint64_t)(uintptr_t)&value;
+    attr.flags = BPF_ANY;
+    if (bpf_call(BPF_MAP_UPDATE_ELEM, &attr)) {
+        return errno;
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t pf_os_bpf_load_idle_program(const pf_ebpf_insn_t *prog, int len,
+                                         int *fd, char *log, size_t log_len)
+{
+    /* The project's licence; the program calls no GPL-only helper. */
+    static const char license[] = "Apache-2.0";
+    union bpf_attr attr;
+    int prog_fd;
+
+    if (log && log_len) {
+        log[0] = '\0';
+    }
+    memset(&attr, 0, sizeof(attr));
+    attr.prog_type = BPF_PROG_TYPE_SK_REUSEPORT;
+    attr.expected_attach_type = BPF_SK_REUSEPORT_SELECT;
+    attr.insn_cnt = (uint32_t)len;
+    /* pf_ebpf_insn_t has struct bpf_insn's layout (unit-tested). */
+    attr.insns = (uint64_t)(uintptr_t)prog;
+    attr.license = (uint64_t)(uintptr_t)license;
+    memcpy(attr.prog_name, "pfb_idle_steer", sizeof("pfb_idle_steer"));
+    prog_fd = (int)bpf_call(BPF_PROG_LOAD, &attr);
+    if (prog_fd < 0 && errno != EPERM && log && log_len > 1) {
+        /* Load again with the verifier's log, for the error message. */
+        apr_status_t first = errno;
+
+        attr.log_level = 1;
+        attr.log_buf = (uint64_t)(uintptr_t)log;
+        attr.log_size = (uint32_t)log_len;
+        prog_fd = (int)bpf_call(BPF_PROG_LOAD, &attr);
+        if (prog_fd < 0) {
+            return first;
+        }
+    }
+    if (prog_fd < 0) {
+        return errno;
+    }
+    *fd = prog_fd;
+    return APR_SUCCESS;
+}
+
+void pf_os_bpf_close(int fd)
+{
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
+void pf_os_bpf_unmap(pf_steer_bucket_t *mem, size_t mem_len)
+{
+    if (mem) {
+        munmap((void *)mem, mem_len);
+    }
+}
+
+#else /* !HAVE_REUSEPORT_STEERING */
+
+apr_status_t pf_os_attach_cpu_program(apr_socket_t *sd,
+                                      const pf_cbpf_insn_t *prog, int len)
+{
+    (void)sd;
+    (void)prog;
+    (void)len;
+    return APR_ENOTIMPL;
+}
+
+apr_status_t pf_os_attach_idle_program(apr_socket_t *sd, int prog_fd)
+{
+    (void)sd;
+    (void)prog_fd;
+    return APR_ENOTIMPL;
+}
+
+apr_status_t pf_os_detach_steering(apr_socket_t *sd)
+{
+    (void)sd;
+    return APR_SUCCESS;
+}
+
+apr_status_t pf_os_bpf_create_stats_map(int entries, int *fd,
+                                        pf_steer_bucket_t **mem,
+                                        size_t *mem_len)
+{
+    (void)entries;
+    (void)fd;
+    (void)mem;
+    (void)mem_len;
+    return APR_ENOTIMPL;
+}
+
+apr_status_t pf_os_bpf_create_socket_map(int entries, int *fd)
+{
+    (void)entries;
+    (void)fd;
+    return APR_ENOTIMPL;
+}
+
+apr_status_t pf_os_bpf_set_socket(int map_fd, int key, apr_socket_t *sd)
+{
+    (void)map_fd;
+    (void)key;
+    (void)sd;
+    return APR_ENOTIMPL;
+}
+
+apr_status_t pf_os_bpf_load_idle_program(const pf_ebpf_insn_t *prog, int len,
+                                         int *fd, char *log, size_t log_len)
+{
+    (void)prog;
+    (void)len;
+    (void)fd;
+    if (log && log_len) {
+        log[0] = '\0';
+    }
+    return APR_ENOTIMPL;
+}
+
+void pf_os_bpf_close(int fd)
+{
+    (void)fd;
+}
+
+void pf_os_bpf_unmap(pf_steer_bucket_t *mem, size_t mem_len)
+{
+    (void)mem;
+    (void)mem_len;
+}
+
+#endif /* HAVE_REUSEPORT_STEERING */
