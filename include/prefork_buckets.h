@@ -53,7 +53,7 @@ extern "C" {
 /** "PFBK": marks a segment written by this MPM. */
 #define PFB_SHM_MAGIC 0x5046424bu
 /** Bumped whenever the layout below changes. */
-#define PFB_SHM_VERSION 1u
+#define PFB_SHM_VERSION 2u
 /** Each bucket record starts on its own line, so children of different
  *  buckets never write to the same cache line. */
 #define PFB_CACHE_LINE 128
@@ -72,6 +72,14 @@ typedef enum {
     /** Buckets asked for but SO_REUSEPORT unusable: one bucket per Listen. */
     PFB_MODE_PER_LISTEN = 2
 } pfb_mode_e;
+
+/** How a new connection picks its bucket (ListenBucketSteering). */
+typedef enum {
+    PFB_STEER_HASH = 0,         /**< the kernel's hash of the 4-tuple */
+    PFB_STEER_CPU = 1,          /**< the CPU that took the connection */
+    PFB_STEER_IDLE = 2          /**< the hash's bucket, unless it has no
+                                     idle child and another has one */
+} pfb_steer_e;
 
 /** Why the bucket count is what it is. */
 typedef enum {
@@ -106,6 +114,14 @@ typedef struct {
     apr_int64_t sample_time[PFB_RATE_SAMPLES];
     /** NUL-terminated listener address, "host:port". */
     char listener[PFB_LISTENER_LEN];
+    /** Parent, with idle steering: connections the kernel program left in
+     *  the bucket its hash chose, and ones it moved here from a bucket
+     *  with no idle child, since start (copied once per cycle). */
+    apr_uint64_t steer_kept;
+    apr_uint64_t steer_moved;
+    /** Parent, with idle steering: the idle count the program reads
+     *  (waiting children minus connections sent and not yet accepted). */
+    apr_int64_t steer_idle;
 } pfb_bucket_fields_t;
 
 typedef union {
@@ -139,6 +155,10 @@ typedef struct {
     /** Highest scoreboard slot ever used + 1: readers in a child must use
      *  this, not their own copy of the MPM's state from fork time. */
     apr_int32_t slots_used;
+    apr_int32_t steer_wanted;   /**< pfb_steer_e asked for */
+    apr_int32_t steer_active;   /**< pfb_steer_e in force */
+    apr_int32_t cpu_affinity;   /**< BucketCPUAffinity in force */
+    apr_int32_t steer_reserved;
     apr_int64_t started;        /**< apr_time_t of the first start */
     apr_int64_t updated;        /**< apr_time_t of the last cycle */
 } pfb_shm_t;
@@ -223,6 +243,20 @@ static APR_INLINE const char *pfb_reason_name(int reason)
         return "duplicate-failed";
     case PFB_WHY_KEPT:
         return "kept-over-graceful-restart";
+    default:
+        return "unknown";
+    }
+}
+
+static APR_INLINE const char *pfb_steer_name(int steer)
+{
+    switch (steer) {
+    case PFB_STEER_HASH:
+        return "hash";
+    case PFB_STEER_CPU:
+        return "cpu";
+    case PFB_STEER_IDLE:
+        return "idle";
     default:
         return "unknown";
     }

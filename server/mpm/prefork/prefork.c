@@ -71,7 +71,10 @@
 
 #include "prefork_buckets.h"
 #include "prefork_policy.h"
+#include "prefork_steer.h"
 #include "prefork_os.h"
+
+#include <sys/mman.h>
 
 /* Children are single-threaded: one worker slot per process. */
 #define HARD_THREAD_LIMIT 1
@@ -100,6 +103,34 @@ typedef struct {
     int in_use;                 /* wanted by the current generation */
 } prefork_dup_socket_t;
 
+/* ListenBucketSteering's kernel objects.  The idle counts live for the
+ * server's lifetime (children of every generation update the same
+ * records); the socket map and the programs are made again each
+ * generation from the bucket sockets in force, and attaching a program
+ * replaces the previous one atomically, so connections never see a
+ * half-built state. */
+typedef struct {
+    int active;                 /* pf_steer_mode_e in force */
+    int attached;               /* a program may be on the groups */
+    int fallback_logged;        /* the one line for a refusal was logged */
+    int stats_fd;               /* the mmap-able array of bucket records */
+    pf_steer_bucket_t *stats;
+    size_t stats_len;
+    int stats_capacity;
+    int stats_buckets;          /* records in use by the last layout */
+    int *slot_idle;             /* per slot: bucket + 1 while the child
+                                   counts itself waiting, else 0 (shared) */
+    size_t slot_idle_len;
+    int socks_fd;               /* the REUSEPORT_SOCKARRAY, kept too: a
+                                   socket can be in one such map only */
+    int socks_capacity;
+    apr_os_sock_t *socks_at;    /* per key: the descriptor put there */
+    long *pending;              /* per bucket: difference seen last cycle */
+    int pending_len;
+    int *cpus;                  /* the affinity mask, ascending */
+    int num_cpus;
+} prefork_steering_t;
+
 /* State that outlives a restart (ap_retained_data_create). */
 typedef struct {
     ap_unixd_mpm_retained_data *mpm;
@@ -121,6 +152,7 @@ typedef struct {
     pfb_shm_t *shm_base;
     int shm_bucket_capacity;
     apr_time_t started;
+    prefork_steering_t steer;
 } prefork_retained_data;
 
 static prefork_retained_data *retained;
@@ -133,6 +165,8 @@ static int max_workers;         /* MaxRequestWorkers */
 static int server_limit;
 static int buckets_ratio;       /* ListenCoresBucketsRatio */
 static int buckets_explicit;    /* ListenBuckets */
+static int steering_wanted;     /* ListenBucketSteering */
+static int bucket_cpu_affinity; /* BucketCPUAffinity */
 
 /* This generation's buckets. */
 static prefork_bucket_t *buckets;
@@ -177,6 +211,77 @@ static void note_accepted_connection(void)
     apr_atomic_inc64(&pfb_shm_bucket(shm, my_bucket_index)->f.accepted);
     if (my_child_num < (int)shm->num_slots) {
         apr_atomic_inc64(pfb_shm_slot_accepted(shm, my_child_num));
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Idle steering: the counts the kernel program reads                  */
+
+static pf_steer_bucket_t *steer_record(int bucket_index)
+{
+    prefork_steering_t *st = &retained->steer;
+
+    if (st->active != PF_STEER_IDLE || st->stats == NULL || bucket_index < 0
+        || bucket_index >= st->stats_capacity) {
+        return NULL;
+    }
+    return &st->stats[bucket_index];
+}
+
+static void steer_add_idle(pf_steer_bucket_t *rec, long delta)
+{
+    apr_atomic_add64((volatile apr_uint64_t *)&rec->idle,
+                     (apr_uint64_t)(apr_int64_t)delta);
+}
+
+/* A child about to wait in accept(): it counts itself idle, marking its
+ * slot first, so that if it dies in between the parent takes one too many
+ * back (corrected at the next cycles) rather than leaving a phantom idle
+ * child advertised. */
+static void steer_count_in(void)
+{
+    pf_steer_bucket_t *rec = steer_record(my_bucket_index);
+
+    if (rec == NULL || retained->steer.slot_idle == NULL) {
+        return;
+    }
+    retained->steer.slot_idle[my_child_num] = my_bucket_index + 1;
+    steer_add_idle(rec, 1);
+}
+
+/* Back from accept(): with a connection, the program already took the
+ * child's count when it sent the connection here; without one (a signal,
+ * an error, a stop), the child takes its count back itself. */
+static void steer_count_out(int got_connection)
+{
+    pf_steer_bucket_t *rec = steer_record(my_bucket_index);
+
+    if (rec == NULL || retained->steer.slot_idle == NULL
+        || retained->steer.slot_idle[my_child_num] == 0) {
+        return;
+    }
+    if (!got_connection) {
+        steer_add_idle(rec, -1);
+    }
+    retained->steer.slot_idle[my_child_num] = 0;
+}
+
+/* Parent: a child has gone.  If it was counted as waiting, its count goes
+ * now, so a crashed child is never advertised as idle. */
+static void steer_forget_slot(int slot)
+{
+    prefork_steering_t *st = &retained->steer;
+    pf_steer_bucket_t *rec;
+    int counted;
+
+    if (st->slot_idle == NULL || slot < 0
+        || (size_t)slot >= st->slot_idle_len / sizeof(int)) {
+        return;
+    }
+    counted = st->slot_idle[slot];
+    st->slot_idle[slot] = 0;
+    if (counted > 0 && (rec = steer_record(counted - 1)) != NULL) {
+        steer_add_idle(rec, -1);
     }
 }
 
@@ -366,6 +471,34 @@ static apr_pollset_t *child_make_pollset(prefork_bucket_t *bucket)
     return pollset;
 }
 
+/* BucketCPUAffinity on: the child runs on the CPUs whose connections its
+ * bucket takes under cpu steering (prefork_steer.h has the layout). */
+static void pin_child_to_bucket_cpus(void)
+{
+    prefork_steering_t *st = &retained->steer;
+    int per_listen = retained->plan.buckets_per_listen;
+    int *cpus, n;
+    apr_status_t rv;
+
+    if (retained->plan.mode != PFB_MODE_REUSEPORT || per_listen < 2
+        || st->num_cpus < 1) {
+        return;
+    }
+    cpus = apr_palloc(pchild, sizeof(int) * (apr_size_t)st->num_cpus);
+    n = pf_steer_shard_cpus(st->cpus, st->num_cpus, per_listen,
+                            my_bucket_index % per_listen, cpus);
+    if (n < 1) {
+        return;
+    }
+    rv = pf_os_pin_to_cpus(cpus, n);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, ap_server_conf,
+                     PFBLOGNO(00045) "BucketCPUAffinity: couldn't pin the "
+                     "child of bucket %d to its %d CPU(s); it runs "
+                     "unpinned", my_bucket_index, n);
+    }
+}
+
 static void child_init_process(prefork_bucket_t *bucket)
 {
     apr_status_t rv;
@@ -385,6 +518,16 @@ static void child_init_process(prefork_bucket_t *bucket)
         }
     }
     devnull_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    /* The child updates the idle counts through its inherited mapping
+     * only; it has no use for the map's descriptor. */
+    if (retained->steer.stats_fd >= 0) {
+        pf_os_bpf_close(retained->steer.stats_fd);
+        retained->steer.stats_fd = -1;
+        retained->steer.socks_fd = -1;
+    }
+    if (bucket_cpu_affinity) {
+        pin_child_to_bucket_cpus();
+    }
     if (ap_run_drop_privileges(pchild, ap_server_conf)) {
         clean_child_exit(APEXIT_CHILDFATAL);
     }
@@ -451,7 +594,9 @@ static void child_main(int child_num, int bucket_index)
         if (child_die_now) {
             break;
         }
+        steer_count_in();
         rv = accept_one(bucket, pollset, &csd, ptrans);
+        steer_count_out(rv == APR_SUCCESS && csd != NULL);
         child_in_accept_wait = 0;
         if (rv == APR_EGENERAL) {
             clean_child_exit(APEXIT_CHILDSICK);
@@ -559,6 +704,7 @@ static void note_child_gone(int slot, pid_t pid, ap_generation_t gen)
     process_score *ps = &ap_scoreboard_image->parent[slot];
 
     (void)ap_update_child_status_from_indexes(slot, 0, SERVER_DEAD, NULL);
+    steer_forget_slot(slot);
     ap_run_child_status(ap_server_conf, pid, gen, slot, MPM_CHILD_EXITED);
     ps->pid = 0;
     ps->quiescing = 0;
@@ -791,12 +937,20 @@ static void publish_snapshot(void)
         f->stopping = snapshot.stopping[b];
         f->queue_depth = (apr_uint32_t)snapshot.state[b].queued;
         f->backlog = (apr_uint32_t)backlog;
+        if (steer_record(b) != NULL) {
+            f->steer_kept = steer_record(b)->kept;
+            f->steer_moved = steer_record(b)->moved;
+            f->steer_idle = steer_record(b)->idle;
+        }
         next = f->sample_next % PFB_RATE_SAMPLES;
         f->accepted_sample[next] = apr_atomic_read64(&f->accepted);
         f->sample_time[next] = now;
         f->sample_next = (next + 1) % PFB_RATE_SAMPLES;
     }
     shm->generation = retained->mpm->my_generation;
+    shm->steer_wanted = steering_wanted;
+    shm->steer_active = retained->steer.active;
+    shm->cpu_affinity = bucket_cpu_affinity;
     shm->slots_used = retained->max_daemons_limit;
     shm->updated = now;
 }
@@ -865,6 +1019,45 @@ static void retire_idle_children(int bucket_index, int count)
     }
 }
 
+/* Compares each bucket's idle count with what the slots and the accept
+ * queue say, and corrects drift: a handshake the program counted that
+ * never completed, or a child killed between marking its slot and
+ * counting itself. */
+static void steer_reconcile(server_rec *s)
+{
+    prefork_steering_t *st = &retained->steer;
+    int *waiting = snapshot.live;
+    int slot, b, counted;
+
+    if (st->active != PF_STEER_IDLE || st->stats == NULL
+        || st->slot_idle == NULL || st->pending_len < num_buckets) {
+        return;
+    }
+    memset(waiting, 0, sizeof(int) * (apr_size_t)num_buckets);
+    for (slot = 0; slot < retained->max_daemons_limit; slot++) {
+        counted = st->slot_idle[slot];
+        if (counted > 0 && counted <= num_buckets) {
+            waiting[counted - 1]++;
+        }
+    }
+    for (b = 0; b < num_buckets; b++) {
+        long advertised = (long)st->stats[b].idle;
+        long truth = pf_steer_idle_truth(waiting[b],
+                                         snapshot.state[b].queued);
+        long fix = pf_steer_idle_correction(advertised, truth,
+                                            &st->pending[b]);
+
+        if (fix != 0) {
+            steer_add_idle(&st->stats[b], fix);
+            ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
+                         PFBLOGNO(00047) "idle steering: bucket %d "
+                         "advertised %ld idle, %d waiting and %d queued; "
+                         "corrected by %ld", b, advertised, waiting[b],
+                         snapshot.state[b].queued, fix);
+        }
+    }
+}
+
 static void perform_idle_server_maintenance(server_rec *s)
 {
     pf_limits_t lim;
@@ -872,6 +1065,7 @@ static void perform_idle_server_maintenance(server_rec *s)
     int b, i;
 
     take_snapshot();
+    steer_reconcile(s);
     /* An older generation's child will be replaced in its bucket as it
      * leaves: for the decision it counts as a child on its way, not as a
      * gap to fill. */
@@ -1183,6 +1377,344 @@ static int shutdown_server(server_rec *s)
 /* ------------------------------------------------------------------ */
 /* Shared memory                                                       */
 
+/* ------------------------------------------------------------------ */
+/* ListenBucketSteering: attaching the programs                        */
+
+/* The socket of shard 0 of Listen @a l: a program attached through any
+ * socket of a reuseport group serves the whole group. */
+static apr_socket_t *listen_group_socket(int l)
+{
+    return buckets[l * retained->plan.buckets_per_listen].listeners->sd;
+}
+
+static int listen_groups(void)
+{
+    return num_buckets / retained->plan.buckets_per_listen;
+}
+
+static void steer_detach_all(server_rec *s)
+{
+    prefork_steering_t *st = &retained->steer;
+    apr_status_t rv;
+    int l;
+
+    for (l = 0; l < listen_groups(); l++) {
+        rv = pf_os_detach_steering(listen_group_socket(l));
+        if (rv != APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
+                         PFBLOGNO(00048) "ListenBucketSteering: couldn't "
+                         "detach the program from listener %s (needs Linux "
+                         "5.8); it stays until the next full restart",
+                         buckets[l * retained->plan.buckets_per_listen]
+                             .address);
+        }
+    }
+    st->attached = 0;
+}
+
+/* The kernel or our privileges refused a step: back to hash, said once. */
+static void steer_fall_back(server_rec *s, const char *step, apr_status_t rv,
+                            const char *detail)
+{
+    prefork_steering_t *st = &retained->steer;
+
+    if (st->attached) {
+        steer_detach_all(s);
+    }
+    st->active = PF_STEER_HASH;
+    if (!st->fallback_logged) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
+                     PFBLOGNO(00043) "ListenBucketSteering %s unavailable: "
+                     "%s failed%s%s; falling back to hash steering",
+                     pf_steer_mode_name(steering_wanted), step,
+                     detail && *detail ? ": " : "",
+                     detail ? detail : "");
+        st->fallback_logged = 1;
+    }
+}
+
+static void setup_cpu_steering(server_rec *s, apr_pool_t *p)
+{
+    prefork_steering_t *st = &retained->steer;
+    int per_listen = retained->plan.buckets_per_listen;
+    pf_cpu_run_t *runs;
+    pf_cbpf_insn_t *prog;
+    int num_runs, len = -1, l;
+    apr_status_t rv;
+
+    if (st->num_cpus < 1) {
+        steer_fall_back(s, "sched_getaffinity()", APR_ENOTIMPL, NULL);
+        return;
+    }
+    runs = apr_palloc(p, sizeof(*runs) * (apr_size_t)st->num_cpus);
+    num_runs = pf_steer_cpu_runs(st->cpus, st->num_cpus, per_listen, runs);
+    if (num_runs > 0
+        && PF_CBPF_CPU_INSNS(num_runs) <= PF_CBPF_MAX_INSNS) {
+        prog = apr_palloc(p, sizeof(*prog) * PF_CBPF_CPU_INSNS(num_runs));
+        len = pf_steer_build_cpu_program(runs, num_runs, prog);
+    }
+    if (len < 0) {
+        steer_fall_back(s, "building the program", APR_EINVAL,
+                        apr_psprintf(p, "%d CPU groups need more than the "
+                                     "kernel's %d instructions", num_runs,
+                                     PF_CBPF_MAX_INSNS));
+        return;
+    }
+    for (l = 0; l < listen_groups(); l++) {
+        rv = pf_os_attach_cpu_program(listen_group_socket(l), prog, len);
+        if (rv != APR_SUCCESS) {
+            st->attached = l > 0;
+            steer_fall_back(s, "setsockopt(SO_ATTACH_REUSEPORT_CBPF)", rv,
+                            NULL);
+            return;
+        }
+        st->attached = 1;
+    }
+    st->active = PF_STEER_CPU;
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                 PFBLOGNO(00044) "ListenBucketSteering cpu: %d CPU(s) of "
+                 "the affinity mask feed %d bucket(s) per Listen on %d "
+                 "Listen(s) (classic BPF, %d instructions)%s",
+                 st->num_cpus, per_listen, listen_groups(), len,
+                 bucket_cpu_affinity ? "; children pinned to their "
+                                       "bucket's CPUs" : "");
+}
+
+/* The records of the idle counts: kept for the server's lifetime, made
+ * larger (and new) only when a restart adds buckets. */
+static apr_status_t ensure_steer_stats(server_rec *s)
+{
+    prefork_steering_t *st = &retained->steer;
+    pf_steer_bucket_t *mem;
+    size_t len;
+    int fd, capacity = 16, b;
+    apr_status_t rv;
+
+    if (st->stats == NULL || st->stats_capacity < num_buckets) {
+        while (capacity < num_buckets) {
+            capacity *= 2;
+        }
+        rv = pf_os_bpf_create_stats_map(capacity, &fd, &mem, &len);
+        if (rv != APR_SUCCESS) {
+            steer_fall_back(s, "bpf(BPF_MAP_CREATE) of the mmap-able idle "
+                            "counts", rv, NULL);
+            return rv;
+        }
+        /* Older generations' children keep their own mapping of the old
+         * records; unmapping here does not touch theirs. */
+        pf_os_bpf_unmap(st->stats, st->stats_len);
+        pf_os_bpf_close(st->stats_fd);
+        st->stats = mem;
+        st->stats_len = len;
+        st->stats_fd = fd;
+        st->stats_capacity = capacity;
+        st->stats_buckets = 0;
+    }
+    if (st->pending_len < num_buckets) {
+        st->pending = apr_pcalloc(retained->keep_pool,
+                                  sizeof(long) * (apr_size_t)num_buckets);
+        st->pending_len = num_buckets;
+    }
+    if (st->stats_buckets != num_buckets) {
+        /* A new layout: bucket numbers mean other sockets now.  The counts
+         * start from the children's slots at the next cycles. */
+        for (b = 0; b < st->stats_capacity; b++) {
+            st->stats[b].idle = 0;
+        }
+        memset(st->pending, 0, sizeof(long) * (apr_size_t)st->pending_len);
+        st->stats_buckets = num_buckets;
+    }
+    return APR_SUCCESS;
+}
+
+/* Puts each bucket's socket under its bucket number in the socket map.
+ * The map lives as long as the server: the kernel lets a socket be in one
+ * such map at a time, under one key, so a graceful restart that keeps the
+ * sockets keeps the entries, and a changed layout first takes the old
+ * entries out.  While they change, the program finds no socket and the
+ * kernel hashes, so no connection is refused. */
+static apr_status_t fill_socket_map(server_rec *s)
+{
+    prefork_steering_t *st = &retained->steer;
+    apr_os_sock_t fd;
+    apr_status_t rv;
+    int b, same = st->socks_fd >= 0 && st->socks_capacity >= num_buckets;
+
+    for (b = 0; same && b < num_buckets; b++) {
+        apr_os_sock_get(&fd, buckets[b].listeners->sd);
+        same = st->socks_at[b] == fd;
+    }
+    if (same) {
+        return APR_SUCCESS;
+    }
+    for (b = 0; st->socks_fd >= 0 && b < st->socks_capacity; b++) {
+        if (st->socks_at[b] >= 0) {
+            pf_os_bpf_clear_socket(st->socks_fd, b);
+            st->socks_at[b] = -1;
+        }
+    }
+    if (st->socks_fd < 0 || st->socks_capacity < num_buckets) {
+        int capacity = 16, map_fd;
+
+        while (capacity < num_buckets) {
+            capacity *= 2;
+        }
+        rv = pf_os_bpf_create_socket_map(capacity, &map_fd);
+        if (rv != APR_SUCCESS) {
+            steer_fall_back(s, "bpf(BPF_MAP_CREATE) of the "
+                            "REUSEPORT_SOCKARRAY", rv, NULL);
+            return rv;
+        }
+        pf_os_bpf_close(st->socks_fd);
+        st->socks_fd = map_fd;
+        st->socks_capacity = capacity;
+        st->socks_at = apr_palloc(retained->keep_pool,
+                                  sizeof(apr_os_sock_t)
+                                      * (apr_size_t)capacity);
+        for (b = 0; b < capacity; b++) {
+            st->socks_at[b] = -1;
+        }
+    }
+    for (b = 0; b < num_buckets; b++) {
+        rv = pf_os_bpf_set_socket(st->socks_fd, b, buckets[b].listeners->sd);
+        if (rv != APR_SUCCESS) {
+            steer_fall_back(s, "bpf(BPF_MAP_UPDATE_ELEM) of a bucket socket",
+                            rv, buckets[b].address);
+            return rv;
+        }
+        apr_os_sock_get(&st->socks_at[b], buckets[b].listeners->sd);
+    }
+    return APR_SUCCESS;
+}
+
+/* The verifier's last line, for the one log line of a refusal. */
+static const char *last_log_line(apr_pool_t *p, char *log)
+{
+    char *end = log + strlen(log), *start;
+
+    while (end > log && (end[-1] == '\n' || end[-1] == ' ')) {
+        *--end = '\0';
+    }
+    start = strrchr(log, '\n');
+    start = start ? start + 1 : log;
+    return *start ? apr_psprintf(p, "verifier says: %s", start) : NULL;
+}
+
+static void setup_idle_steering(server_rec *s, apr_pool_t *p)
+{
+    prefork_steering_t *st = &retained->steer;
+    pf_idle_program_t spec;
+    pf_ebpf_insn_t *prog;
+    int socks_fd, prog_fd, len, l;
+    char *log;
+    apr_status_t rv;
+
+    if (st->slot_idle == NULL) {
+        steer_fall_back(s, "mmap() of the per-slot marks", APR_ENOMEM, NULL);
+        return;
+    }
+    if (ensure_steer_stats(s) != APR_SUCCESS) {
+        return;
+    }
+    if (fill_socket_map(s) != APR_SUCCESS) {
+        return;
+    }
+    socks_fd = st->socks_fd;
+    prog = apr_palloc(p, sizeof(*prog) * PF_EBPF_IDLE_MAX_INSNS);
+    log = apr_palloc(p, 16384);
+    spec.stats_map_fd = st->stats_fd;
+    spec.socks_map_fd = socks_fd;
+    spec.per_listen = retained->plan.buckets_per_listen;
+    spec.probes = pf_steer_idle_probes(spec.per_listen);
+    for (l = 0; l < listen_groups(); l++) {
+        spec.first_bucket = l * spec.per_listen;
+        len = pf_steer_build_idle_program(&spec, prog, PF_EBPF_IDLE_MAX_INSNS);
+        rv = len < 0 ? APR_EINVAL
+                     : pf_os_bpf_load_idle_program(prog, len, &prog_fd, log,
+                                                   16384);
+        if (rv != APR_SUCCESS) {
+            st->attached = st->attached || l > 0;
+            steer_fall_back(s, "bpf(BPF_PROG_LOAD) of the "
+                            "SK_REUSEPORT program", rv,
+                            len < 0 ? "program too large"
+                                    : last_log_line(p, log));
+            return;
+        }
+        rv = pf_os_attach_idle_program(listen_group_socket(l), prog_fd);
+        /* The group holds the program now (or it failed): either way our
+         * descriptor is no longer needed. */
+        pf_os_bpf_close(prog_fd);
+        if (rv != APR_SUCCESS) {
+            st->attached = st->attached || l > 0;
+            steer_fall_back(s, "setsockopt(SO_ATTACH_REUSEPORT_EBPF)", rv,
+                            NULL);
+            return;
+        }
+        st->attached = 1;
+    }
+    st->active = PF_STEER_IDLE;
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                 PFBLOGNO(00046) "ListenBucketSteering idle: eBPF program "
+                 "attached to %d Listen(s) of %d bucket(s) each, probing up "
+                 "to %d other bucket(s) when the hash's has no idle child",
+                 listen_groups(), spec.per_listen, spec.probes);
+}
+
+/* Run by the parent at every (re)start, before the children fork, so that
+ * they inherit the mapping of the idle counts. */
+static void setup_steering(server_rec *s, apr_pool_t *p)
+{
+    prefork_steering_t *st = &retained->steer;
+    int per_listen = retained->plan.buckets_per_listen;
+
+    if (st->slot_idle == NULL) {
+        /* Shared with the children, anonymous: ServerLimit cannot change
+         * over restarts, so this is the size for good. */
+        size_t len = sizeof(int) * (size_t)retained->first_server_limit;
+        void *mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+        if (mem != MAP_FAILED) {
+            st->slot_idle = mem;
+            st->slot_idle_len = len;
+        }
+    }
+    if (st->cpus == NULL) {
+        st->cpus = apr_palloc(retained->keep_pool, sizeof(int) * 8192);
+    }
+    st->num_cpus = pf_os_affinity_cpus(st->cpus, 8192);
+    st->active = PF_STEER_HASH;
+
+    if (retained->plan.mode != PFB_MODE_REUSEPORT || per_listen < 2) {
+        if (steering_wanted != PF_STEER_HASH || bucket_cpu_affinity) {
+            ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                         PFBLOGNO(00042) "ListenBucketSteering %s, "
+                         "BucketCPUAffinity %s: nothing to steer with %d "
+                         "bucket(s) per Listen (mode %s)",
+                         pf_steer_mode_name(steering_wanted),
+                         bucket_cpu_affinity ? "on" : "off", per_listen,
+                         pfb_mode_name(retained->plan.mode));
+        }
+        if (st->attached) {
+            steer_detach_all(s);
+        }
+        return;
+    }
+    switch (steering_wanted) {
+    case PF_STEER_CPU:
+        setup_cpu_steering(s, p);
+        break;
+    case PF_STEER_IDLE:
+        setup_idle_steering(s, p);
+        break;
+    default:
+        if (st->attached) {
+            steer_detach_all(s);
+        }
+        break;
+    }
+}
+
 static apr_status_t setup_shared_state(server_rec *s)
 {
     pfb_shm_t *shm;
@@ -1308,6 +1840,7 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
         /* not reached: the child loop exits the process */
     }
 
+    setup_steering(s, pconf);
     snapshot_alloc(pconf);
     startup_children(s, pconf);
     /* The new generation is accepting; now let the old one go, so that
@@ -1732,6 +2265,8 @@ static int prefork_pre_config(apr_pool_t *p, apr_pool_t *plog,
         apr_pool_tag(retained->keep_pool, "prefork_buckets_keep");
         retained->dup_sockets = apr_array_make(retained->keep_pool, 8,
                                                sizeof(prefork_dup_socket_t));
+        retained->steer.stats_fd = -1;
+        retained->steer.socks_fd = -1;
     }
     retained->mpm->mpm_state = AP_MPMQ_STARTING;
     if (retained->mpm->baton != retained) {
@@ -1763,6 +2298,8 @@ static int prefork_pre_config(apr_pool_t *p, apr_pool_t *plog,
     max_workers = DEFAULT_SERVER_LIMIT;
     buckets_ratio = 0;
     buckets_explicit = 0;
+    steering_wanted = PF_STEER_HASH;
+    bucket_cpu_affinity = 0;
     ap_max_mem_free = APR_ALLOCATOR_MAX_FREE_UNLIMITED;
 
     rv = ap_mutex_register(p, AP_ACCEPT_MUTEX_TYPE, NULL, APR_LOCK_DEFAULT, 0);
@@ -2019,6 +2556,45 @@ static const char *set_buckets_explicit(cmd_parms *cmd, void *dummy,
                                &buckets_explicit);
 }
 
+static const char *set_bucket_steering(cmd_parms *cmd, void *dummy,
+                                       const char *arg)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+
+    (void)dummy;
+    if (err != NULL) {
+        return err;
+    }
+    if (pf_steer_parse_mode(arg, &steering_wanted) != 0) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a steering mode; "
+                            "expected hash, cpu or idle", cmd->cmd->name,
+                            arg);
+    }
+    return NULL;
+}
+
+static const char *set_bucket_cpu_affinity(cmd_parms *cmd, void *dummy,
+                                           const char *arg)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+
+    (void)dummy;
+    if (err != NULL) {
+        return err;
+    }
+    if (!strcasecmp(arg, "on")) {
+        bucket_cpu_affinity = 1;
+    }
+    else if (!strcasecmp(arg, "off")) {
+        bucket_cpu_affinity = 0;
+    }
+    else {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a switch; expected "
+                            "On or Off", cmd->cmd->name, arg);
+    }
+    return NULL;
+}
+
 /* clang-format off */
 /* Built from core's individual Listen handlers instead of LISTEN_COMMANDS,
  * because that macro carries core's own ListenCoresBucketsRatio and the
@@ -2042,6 +2618,12 @@ AP_INIT_TAKE1("ListenCoresBucketsRatio", set_buckets_ratio, NULL, RSRC_CONF,
 AP_INIT_TAKE1("ListenBuckets", set_buckets_explicit, NULL, RSRC_CONF,
     "an integer from 0 to 200000: listener buckets per Listen, 0 = follow "
     "ListenCoresBucketsRatio"),
+AP_INIT_TAKE1("ListenBucketSteering", set_bucket_steering, NULL, RSRC_CONF,
+    "hash, cpu or idle: how a new connection picks its bucket among a "
+    "Listen's sockets (default hash)"),
+AP_INIT_TAKE1("BucketCPUAffinity", set_bucket_cpu_affinity, NULL, RSRC_CONF,
+    "On or Off: pin each bucket's children to the CPUs that feed it under "
+    "cpu steering (default Off)"),
 AP_INIT_TAKE1("StartServers", set_start_servers, NULL, RSRC_CONF,
     "an integer from 0 to 200000: number of child processes created at "
     "start-up"),

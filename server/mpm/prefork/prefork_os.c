@@ -545,6 +545,20 @@ apr_status_t pf_os_bpf_set_socket(int map_fd, int key, apr_socket_t *sd)
     return APR_SUCCESS;
 }
 
+apr_status_t pf_os_bpf_clear_socket(int map_fd, int key)
+{
+    union bpf_attr attr;
+    uint32_t k = (uint32_t)key;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.map_fd = (uint32_t)map_fd;
+    attr.key = (uint64_t)(uintptr_t)&k;
+    if (bpf_call(BPF_MAP_DELETE_ELEM, &attr) && errno != ENOENT) {
+        return errno;
+    }
+    return APR_SUCCESS;
+}
+
 apr_status_t pf_os_bpf_load_idle_program(const pf_ebpf_insn_t *prog, int len,
                                          int *fd, char *log, size_t log_len)
 {
@@ -645,6 +659,13 @@ apr_status_t pf_os_bpf_set_socket(int map_fd, int key, apr_socket_t *sd)
     (void)map_fd;
     (void)key;
     (void)sd;
+    return APR_ENOTIMPL;
+}
+
+apr_status_t pf_os_bpf_clear_socket(int map_fd, int key)
+{
+    (void)map_fd;
+    (void)key;
     return APR_ENOTIMPL;
 }
 

@@ -125,6 +125,11 @@ apr_status_t pf_os_bpf_create_socket_map(int entries, int *fd);
 /** Puts listening socket @a sd under key @a key of a socket map. */
 apr_status_t pf_os_bpf_set_socket(int map_fd, int key, apr_socket_t *sd);
 
+/** Takes the socket under key @a key out of a socket map (a socket can be
+ *  in one such map, under one key, at a time).  APR_SUCCESS also when the
+ *  key held none. */
+apr_status_t pf_os_bpf_clear_socket(int map_fd, int key);
+
 /**
  * Loads an idle-steering program (BPF_PROG_TYPE_SK_REUSEPORT).  On a
  * refusal the verifier's last lines are left in @a log.
