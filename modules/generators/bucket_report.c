@@ -345,6 +345,17 @@ static const char *reuseport_word(int so_reuseport)
     return so_reuseport > 0 ? "yes" : so_reuseport == 0 ? "no" : "unknown";
 }
 
+/* Kept/moved figures mean something only under idle steering. */
+static int steering_counts(const bs_snapshot_t *snap)
+{
+    return snap->steering != NULL && strcmp(snap->steering, "idle") == 0;
+}
+
+static const char *text_or(const char *s, const char *fallback)
+{
+    return s != NULL ? s : fallback;
+}
+
 /* ------------------------------------------------------------------ */
 /* HTML                                                                */
 
@@ -364,6 +375,15 @@ static void html_summary(bs_buf_t *buf, const bs_snapshot_t *snap)
                   snap->reason);
     bs_buf_printf(buf, "<dt>SO_REUSEPORT</dt><dd>%s</dd>\n",
                   reuseport_word(snap->so_reuseport));
+    bs_buf_printf(buf, "<dt>Steering</dt><dd>%s", text_or(snap->steering,
+                                                            "hash"));
+    if (snap->steering_wanted
+        && strcmp(text_or(snap->steering, "hash"), snap->steering_wanted)) {
+        bs_buf_printf(buf, " (%s asked for; refused, see the error log)",
+                      snap->steering_wanted);
+    }
+    bs_buf_printf(buf, "; BucketCPUAffinity %s</dd>\n",
+                  snap->cpu_affinity ? "on" : "off");
     bs_buf_printf(buf,
                   "<dt>Buckets</dt><dd>%d (%d per Listen, %d Listen(s))</dd>\n",
                   snap->num_buckets, snap->buckets_per_listen,
@@ -385,7 +405,12 @@ static void html_tables(bs_buf_t *buf, const bs_snapshot_t *snap)
     buf_puts(buf, "<table border=\"1\">\n<tr><th>Bucket</th><th>Listener"
                   "</th><th>Children</th><th>Idle</th><th>Busy</th>"
                   "<th>Starting</th><th>Stopping</th><th>Accepted</th>"
-                  "<th>Last 10 s</th><th>Queue</th><th>Backlog</th></tr>\n");
+                  "<th>Last 10 s</th><th>Queue</th><th>Backlog</th>");
+    if (steering_counts(snap)) {
+        buf_puts(buf, "<th>Kept by hash</th><th>Moved in</th>"
+                      "<th>Idle (program)</th>");
+    }
+    buf_puts(buf, "</tr>\n");
     for (i = 0; i < snap->num_buckets; i++) {
         const bs_bucket_t *b = &snap->buckets[i];
 
@@ -394,10 +419,15 @@ static void html_tables(bs_buf_t *buf, const bs_snapshot_t *snap)
         bs_buf_printf(buf,
                       "</td><td>%u</td><td>%u</td><td>%u</td><td>%u</td>"
                       "<td>%u</td><td>%llu</td><td>%llu</td><td>%u</td>"
-                      "<td>%u</td></tr>\n",
+                      "<td>%u</td>",
                       b->children, b->idle, b->busy, b->starting, b->stopping,
                       b->accepted, b->accepted_10s, b->queue_depth,
                       b->backlog);
+        if (steering_counts(snap)) {
+            bs_buf_printf(buf, "<td>%llu</td><td>%llu</td><td>%lld</td>",
+                          b->steer_kept, b->steer_moved, b->steer_idle);
+        }
+        buf_puts(buf, "</tr>\n");
     }
     buf_puts(buf, "</table>\n<h3>Balance of accepted connections</h3>\n"
                   "<table border=\"1\">\n<tr><th>Over</th><th>N</th>"
@@ -517,6 +547,11 @@ void bs_format_auto(bs_buf_t *buf, const bs_snapshot_t *snap)
     bs_buf_printf(buf, "BucketModeReason: %s\n", snap->reason);
     bs_buf_printf(buf, "BucketSoReuseport: %s\n",
                   reuseport_word(snap->so_reuseport));
+    bs_buf_printf(buf, "BucketSteering: %s\n",
+                  text_or(snap->steering, "hash"));
+    bs_buf_printf(buf, "BucketSteeringWanted: %s\n",
+                  text_or(snap->steering_wanted, "hash"));
+    bs_buf_printf(buf, "BucketCPUAffinity: %d\n", snap->cpu_affinity);
     bs_buf_printf(buf, "BucketCount: %d\n", snap->num_buckets);
     bs_buf_printf(buf, "BucketsPerListen: %d\n", snap->buckets_per_listen);
     bs_buf_printf(buf, "BucketCPUsUsable: %d\n", snap->cpus_usable);
@@ -541,6 +576,14 @@ void bs_format_auto(bs_buf_t *buf, const bs_snapshot_t *snap)
                       b->accepted_10s);
         bs_buf_printf(buf, "Bucket%dQueueDepth: %u\n", b->id, b->queue_depth);
         bs_buf_printf(buf, "Bucket%dBacklog: %u\n", b->id, b->backlog);
+        if (steering_counts(snap)) {
+            bs_buf_printf(buf, "Bucket%dSteerKept: %llu\n", b->id,
+                          b->steer_kept);
+            bs_buf_printf(buf, "Bucket%dSteerMoved: %llu\n", b->id,
+                          b->steer_moved);
+            bs_buf_printf(buf, "Bucket%dSteerIdle: %lld\n", b->id,
+                          b->steer_idle);
+        }
     }
 }
 
@@ -578,6 +621,12 @@ void bs_format_json(bs_buf_t *buf, const bs_snapshot_t *snap)
     bs_buf_json_string(buf, snap->mode);
     buf_puts(buf, ", \"mode_reason\": ");
     bs_buf_json_string(buf, snap->reason);
+    buf_puts(buf, ", \"steering\": ");
+    bs_buf_json_string(buf, text_or(snap->steering, "hash"));
+    buf_puts(buf, ", \"steering_wanted\": ");
+    bs_buf_json_string(buf, text_or(snap->steering_wanted, "hash"));
+    bs_buf_printf(buf, ", \"cpu_affinity\": %s",
+                  snap->cpu_affinity ? "true" : "false");
     bs_buf_printf(buf,
                   ", \"so_reuseport\": %s, \"generation\": %d, "
                   "\"uptime_seconds\": %.1f, \"bucket_count\": %d, "
@@ -604,10 +653,17 @@ void bs_format_json(bs_buf_t *buf, const bs_snapshot_t *snap)
                       ", \"children\": {\"total\": %u, \"idle\": %u, "
                       "\"busy\": %u, \"starting\": %u, \"stopping\": %u}, "
                       "\"accepted\": %llu, \"accepted_last_10s\": %llu, "
-                      "\"queue_depth\": %u, \"backlog\": %u}",
+                      "\"queue_depth\": %u, \"backlog\": %u",
                       b->children, b->idle, b->busy, b->starting, b->stopping,
                       b->accepted, b->accepted_10s, b->queue_depth,
                       b->backlog);
+        if (steering_counts(snap)) {
+            bs_buf_printf(buf,
+                          ", \"steering\": {\"kept\": %llu, \"moved\": "
+                          "%llu, \"idle\": %lld}",
+                          b->steer_kept, b->steer_moved, b->steer_idle);
+        }
+        buf_putc(buf, '}');
     }
     buf_puts(buf, "],\n \"children\": [");
     for (i = 0; i < snap->num_children; i++) {
@@ -700,8 +756,11 @@ void bs_format_prometheus(bs_buf_t *buf, const bs_snapshot_t *snap)
     bs_buf_prom_label(buf, snap->mode);
     buf_puts(buf, "\",reason=\"");
     bs_buf_prom_label(buf, snap->reason);
-    bs_buf_printf(buf, "\",so_reuseport=\"%s\"} 1\n",
-                  reuseport_word(snap->so_reuseport));
+    bs_buf_printf(buf, "\",so_reuseport=\"%s\",steering=\"%s\","
+                  "cpu_affinity=\"%s\"} 1\n",
+                  reuseport_word(snap->so_reuseport),
+                  text_or(snap->steering, "hash"),
+                  snap->cpu_affinity ? "on" : "off");
     prom_family(buf, "httpd_bucket_buckets", "gauge", "Listener buckets");
     bs_buf_printf(buf, "httpd_bucket_buckets %d\n", snap->num_buckets);
     prom_family(buf, "httpd_bucket_cpus_usable", "gauge",
@@ -716,6 +775,29 @@ void bs_format_prometheus(bs_buf_t *buf, const bs_snapshot_t *snap)
                     "Connections waiting in the bucket's accept queue", 2);
     prom_per_bucket(buf, snap, "httpd_bucket_backlog", "gauge",
                     "Limit of the bucket's accept queue", 3);
+    if (steering_counts(snap)) {
+        prom_family(buf, "httpd_bucket_steered_connections_total", "counter",
+                    "Connections the idle-steering program sent to the "
+                    "bucket: kept where the hash chose, or moved in");
+        for (i = 0; i < snap->num_buckets; i++) {
+            const bs_bucket_t *b = &snap->buckets[i];
+
+            buf_puts(buf, "httpd_bucket_steered_connections_total");
+            prom_bucket_labels(buf, b);
+            bs_buf_printf(buf, ",how=\"kept\"} %llu\n", b->steer_kept);
+            buf_puts(buf, "httpd_bucket_steered_connections_total");
+            prom_bucket_labels(buf, b);
+            bs_buf_printf(buf, ",how=\"moved\"} %llu\n", b->steer_moved);
+        }
+        prom_family(buf, "httpd_bucket_steering_idle", "gauge",
+                    "Idle count the steering program reads: waiting "
+                    "children minus connections sent and not yet accepted");
+        for (i = 0; i < snap->num_buckets; i++) {
+            buf_puts(buf, "httpd_bucket_steering_idle");
+            prom_bucket_labels(buf, &snap->buckets[i]);
+            bs_buf_printf(buf, "} %lld\n", snap->buckets[i].steer_idle);
+        }
+    }
     prom_family(buf, "httpd_bucket_children", "gauge",
                 "Children of the bucket by state");
     for (i = 0; i < snap->num_buckets; i++) {

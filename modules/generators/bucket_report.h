@@ -54,6 +54,11 @@ typedef struct {
     unsigned long long accepted;
     unsigned long long accepted_10s;
     unsigned queue_depth, backlog;
+    /* Idle steering only (steering "idle" in force): */
+    unsigned long long steer_kept;  /**< left where the hash sent them */
+    unsigned long long steer_moved; /**< moved in from a bucket with no
+                                         idle child */
+    long long steer_idle;           /**< idle count the program reads */
 } bs_bucket_t;
 
 /** One live child, from the scoreboard and its slot counter. */
@@ -69,6 +74,9 @@ typedef struct {
     const char *mpm_name;       /**< the running MPM, for "unavailable" */
     const char *mode;           /**< "reuseport", "per-listen", "single" */
     const char *reason;         /**< how the count was derived */
+    const char *steering;       /**< ListenBucketSteering in force */
+    const char *steering_wanted;/**< as configured (differs on fallback) */
+    int cpu_affinity;           /**< BucketCPUAffinity */
     int so_reuseport;           /**< 1, 0, or -1 not probed */
     int cpus_online, cpus_affinity, cpus_quota, cpus_usable;
     int ratio, explicit_buckets, buckets_per_listen, num_listeners;

@@ -66,6 +66,9 @@ static void copy_bucket(bs_bucket_t *out, const pfb_bucket_t *in, int id,
     out->stopping = f->stopping;
     out->queue_depth = f->queue_depth;
     out->backlog = f->backlog;
+    out->steer_kept = f->steer_kept;
+    out->steer_moved = f->steer_moved;
+    out->steer_idle = f->steer_idle;
     out->accepted = apr_atomic_read64(
         (volatile apr_uint64_t *)&in->f.accepted);
     for (i = 0; i < PFB_RATE_SAMPLES; i++) {
@@ -122,6 +125,9 @@ static void take_snapshot(bs_snapshot_t *snap, apr_pool_t *p)
     snap->available = 1;
     snap->mode = pfb_mode_name(shm->mode);
     snap->reason = pfb_reason_name(shm->reason);
+    snap->steering = pfb_steer_name(shm->steer_active);
+    snap->steering_wanted = pfb_steer_name(shm->steer_wanted);
+    snap->cpu_affinity = shm->cpu_affinity;
     snap->so_reuseport = shm->so_reuseport;
     snap->cpus_online = shm->cpus_online;
     snap->cpus_affinity = shm->cpus_affinity;

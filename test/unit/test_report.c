@@ -255,6 +255,66 @@ START_TEST(json_has_schema_fields_and_escapes)
 }
 END_TEST
 
+/* Under idle steering every format carries the mode and, per bucket, the
+ * kept and moved counts; under hash none of them shows the counts. */
+START_TEST(steering_figures_in_every_format)
+{
+    bs_snapshot_t snap;
+    bs_buf_t buf;
+    int f, idle;
+
+    for (idle = 0; idle < 2; idle++) {
+        make_snapshot(&snap, 1);
+        snap.steering = idle ? "idle" : "hash";
+        snap.steering_wanted = "idle";
+        snap.cpu_affinity = 1;
+        test_buckets[0].steer_kept = 250;
+        test_buckets[0].steer_moved = 50;
+        test_buckets[1].steer_kept = 70;
+        test_buckets[1].steer_moved = 30;
+        test_buckets[1].steer_idle = -2;
+        for (f = 0; f < 4; f++) {
+            bs_buf_init(&buf);
+            switch (f) {
+            case 0:
+                bs_format_json(&buf, &snap);
+                ck_assert_ptr_nonnull(strstr(buf.data, idle
+                    ? "\"steering\": \"idle\""
+                    : "\"steering\": \"hash\", \"steering_wanted\": "
+                      "\"idle\", \"cpu_affinity\": true"));
+                ck_assert(!idle == !strstr(buf.data, "\"steering\": "
+                          "{\"kept\": 70, \"moved\": 30, \"idle\": -2}"));
+                break;
+            case 1:
+                bs_format_auto(&buf, &snap);
+                ck_assert_ptr_nonnull(strstr(buf.data, idle
+                    ? "BucketSteering: idle\n" : "BucketSteering: hash\n"));
+                ck_assert_ptr_nonnull(strstr(buf.data,
+                                             "BucketCPUAffinity: 1\n"));
+                ck_assert(!idle == !strstr(buf.data, "Bucket0SteerMoved: 50\n"));
+                break;
+            case 2:
+                bs_format_prometheus(&buf, &snap);
+                ck_assert_ptr_nonnull(strstr(buf.data, idle
+                    ? "steering=\"idle\",cpu_affinity=\"on\"} 1"
+                    : "steering=\"hash\",cpu_affinity=\"on\"} 1"));
+                ck_assert(!idle == !strstr(buf.data,
+                    "httpd_bucket_steered_connections_total{bucket=\"0\","
+                    "listener=\"127.0.0.1:8080\",how=\"kept\"} 250\n"));
+                break;
+            default:
+                bs_format_html_page(&buf, &snap, 0);
+                ck_assert(!idle == !strstr(buf.data, "<th>Moved in</th>"));
+                ck_assert(idle == !strstr(buf.data, "(idle asked for"));
+                break;
+            }
+            ck_assert(!buf.failed);
+            bs_buf_free(&buf);
+        }
+    }
+}
+END_TEST
+
 START_TEST(auto_lines_are_name_colon_value)
 {
     bs_snapshot_t snap;
@@ -399,6 +459,7 @@ Suite *report_suite(void)
     tcase_add_test(query, parse_query_survives_random_input);
     tcase_add_test(format, json_has_schema_fields_and_escapes);
     tcase_add_test(format, auto_lines_are_name_colon_value);
+    tcase_add_test(format, steering_figures_in_every_format);
     tcase_add_test(format, prometheus_families_have_help_and_type);
     tcase_add_test(format, html_page_escapes_and_refreshes);
     tcase_add_test(format, every_format_says_when_data_is_unavailable);
