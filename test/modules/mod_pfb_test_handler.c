@@ -7,12 +7,14 @@
  *
  *   ?sleep=MS   sleep MS milliseconds (0-60000, fractions allowed)
  *   ?spin=MS    burn CPU for MS milliseconds (0-60000)
+ *   ?hold=MS    send "pid N" at once, then sleep MS milliseconds
  *
  * Never load it on a production server.
  */
 
 #include <math.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "apr_strings.h"
 #include "apr_time.h"
@@ -41,7 +43,7 @@ static double parse_ms(const char *value)
 static int pfb_test_handler(request_rec *r)
 {
     double ms = 0.0;
-    int spin = 0;
+    int spin = 0, hold = 0;
 
     if (strcmp(r->handler, "pfb-test") != 0) {
         return DECLINED;
@@ -54,6 +56,10 @@ static int pfb_test_handler(request_rec *r)
             ms = parse_ms(r->args + 5);
             spin = 1;
         }
+        else if (strncmp(r->args, "hold=", 5) == 0) {
+            ms = parse_ms(r->args + 5);
+            hold = 1;
+        }
         else {
             ms = -1.0;
         }
@@ -62,6 +68,16 @@ static int pfb_test_handler(request_rec *r)
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                       PFBLOGNO(00038) "pfb-test: bad query string");
         return HTTP_BAD_REQUEST;
+    }
+    if (hold) {
+        /* The client learns which child holds it before the wait: the
+         * steering tests block chosen buckets this way. */
+        ap_set_content_type(r, "text/plain");
+        ap_rprintf(r, "pid %ld\n", (long)getpid());
+        ap_rflush(r);
+        apr_sleep((apr_interval_time_t)(ms * 1000.0));
+        ap_rprintf(r, "held %.3f ms\n", ms);
+        return OK;
     }
     if (spin) {
         apr_time_t until = apr_time_now() + (apr_time_t)(ms * 1000.0);

@@ -1,0 +1,313 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""ListenBucketSteering and BucketCPUAffinity against the real server.
+
+Loading BPF programs needs root, as do all these tests (run.py refuses to
+run otherwise); the kernel's own verifier checks the programs here.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import unittest
+import urllib.request
+
+from harness import Server, Load
+
+STATUS_LOAD = "LoadModule bucket_status_module %s\n" % os.environ.get(
+    "STATUS_SO", os.path.abspath("build/mod_bucket_status.so"))
+TEST_HANDLER_LOAD = "LoadModule pfb_test_handler_module %s\n" % os.environ.get(
+    "TEST_HANDLER_SO", os.path.abspath("build/mod_pfb_test_handler.so"))
+NOBPF_SHIM = os.environ.get("NOBPF_SO", os.path.abspath("build/nobpf.so"))
+LOCATIONS = ("<Location /bucket-status>\n    SetHandler bucket-status\n"
+             "</Location>\n<Location /pfb-test>\n    SetHandler pfb-test\n"
+             "</Location>\n")
+MODULES = STATUS_LOAD + TEST_HANDLER_LOAD
+
+# Four buckets of exactly two children, and no slot to spare: a bucket
+# whose two children are held stays without an idle child.
+FOUR_FULL = ("ListenBuckets 4\nStartServers 8\nMinSpareServers 4\n"
+             "MaxSpareServers 8\nMaxRequestWorkers 8\nServerLimit 8\n")
+HOLD_MS = 8000
+
+# A client run on one CPU: connects COUNT times, then prints the status
+# JSON, fetched from that CPU too (so it counts there as well).
+PINNED_CLIENT = r"""
+import os, socket, sys, urllib.request
+cpu, port, count = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+os.sched_setaffinity(0, {cpu})
+for _ in range(count):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"GET /index.html HTTP/1.0\r\nHost: t\r\n\r\n")
+    while s.recv(65536):
+        pass
+    s.close()
+with urllib.request.urlopen("http://127.0.0.1:%d/bucket-status?json" % port,
+                            timeout=10) as r:
+    sys.stdout.write(r.read().decode())
+"""
+
+
+def status_json(srv):
+    with urllib.request.urlopen(srv.url("/bucket-status?json"),
+                                timeout=10) as r:
+        return json.loads(r.read().decode())
+
+
+def hold_child(port, ms):
+    """Opens a request that keeps its child busy for ms; returns the socket
+    and the pid of the child holding it."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=ms / 1000 + 10)
+    s.sendall(b"GET /pfb-test?hold=%d HTTP/1.0\r\nHost: t\r\n\r\n" % ms)
+    data = b""
+    while b"pid " not in data or not data.split(b"pid ", 1)[1].count(b"\n"):
+        chunk = s.recv(4096)
+        if not chunk:
+            raise AssertionError("hold request closed early: %r" % data)
+        data += chunk
+    return s, int(data.split(b"pid ", 1)[1].split(b"\n", 1)[0])
+
+
+def block_one_bucket(srv, per_bucket=2):
+    """Holds children until every child of one bucket is held.  Returns
+    that bucket and the held sockets (to be closed by the caller)."""
+    buckets_of = srv.child_buckets()
+    held, counts = [], {}
+    while len(held) < 4 * per_bucket:
+        s, pid = hold_child(srv.ports[0], HOLD_MS)
+        held.append(s)
+        b = buckets_of.get(pid)
+        if b is None:
+            buckets_of = srv.child_buckets()
+            b = buckets_of[pid]
+        counts[b] = counts.get(b, 0) + 1
+        if counts[b] == per_bucket:
+            return b, held
+    raise AssertionError("no bucket filled: %s" % counts)
+
+
+def wait_children(srv, n):
+    ok = srv.wait_for(lambda: len(srv.children()) >= n, timeout=10)
+    # Children count themselves idle just before they wait in accept().
+    time.sleep(1.2)
+    return ok
+
+
+class IdleSteering(unittest.TestCase):
+
+    def start(self, srv):
+        srv.start()
+        self.assertTrue(wait_children(srv, 8), srv.children())
+        self.assertIn("PFB00046: ListenBucketSteering idle: eBPF program "
+                      "attached to 1 Listen(s) of 4 bucket(s) each",
+                      srv.error_log())
+
+    def test_idle_steering_avoids_a_blocked_bucket(self):
+        extra = FOUR_FULL + "ListenBucketSteering idle\n" + LOCATIONS
+        with Server(extra=extra, extra_modules=MODULES) as srv:
+            self.start(srv)
+            blocked, held = block_one_bucket(srv)
+            try:
+                before = status_json(srv)
+                load = Load("127.0.0.1", srv.ports[0], concurrency=2,
+                            max_requests=80).start().wait(60)
+                time.sleep(1.2)     # one maintenance cycle publishes
+                after = status_json(srv)
+            finally:
+                for s in held:
+                    s.close()
+            self.assertEqual(load.errors, {})
+            slowest = max(load.latencies)
+            print("idle steering: bucket %d blocked, 80 requests, slowest "
+                  "%.3f s" % (blocked, slowest))
+            self.assertLess(slowest, 2.0, "a request waited behind the "
+                            "blocked bucket")
+            self.assertEqual(after["buckets"][blocked]["accepted"],
+                             before["buckets"][blocked]["accepted"],
+                             "the blocked bucket accepted a connection")
+            moved = sum(b["steering"]["moved"] for b in after["buckets"]) - \
+                sum(b["steering"]["moved"] for b in before["buckets"])
+            self.assertGreater(moved, 0, "nothing was moved: was the hash's "
+                               "bucket never the blocked one?")
+            # Reaching MaxRequestWorkers is this test's set-up.
+            self.assertEqual(srv.unexpected_log_lines(("PFB00010",)), [])
+
+    def test_hash_steering_waits_behind_a_blocked_bucket(self):
+        """The control: the same scene without the program shows the
+        delay that idle steering removes, so the test above can fail."""
+        extra = FOUR_FULL + LOCATIONS
+        with Server(extra=extra, extra_modules=MODULES) as srv:
+            srv.start()
+            self.assertTrue(wait_children(srv, 8))
+            blocked, held = block_one_bucket(srv)
+            try:
+                load = Load("127.0.0.1", srv.ports[0], concurrency=2,
+                            max_requests=80, timeout=30).start().wait(60)
+            finally:
+                for s in held:
+                    s.close()
+            slowest = max(load.latencies)
+            print("hash steering: bucket %d blocked, slowest %.3f s"
+                  % (blocked, slowest))
+            self.assertGreater(slowest, 2.0)
+
+    def test_status_counts_every_steered_connection(self):
+        extra = FOUR_FULL + "ListenBucketSteering idle\n" + LOCATIONS
+        with Server(extra=extra, extra_modules=MODULES) as srv:
+            self.start(srv)
+            load = Load("127.0.0.1", srv.ports[0], concurrency=4,
+                        max_requests=600).start().wait(60)
+            self.assertEqual(load.errors, {})
+            time.sleep(1.2)
+            snap = status_json(srv)
+            self.assertEqual(snap["steering"], "idle")
+            self.assertEqual(snap["steering_wanted"], "idle")
+            steered = sum(b["steering"]["kept"] + b["steering"]["moved"]
+                          for b in snap["buckets"])
+            accepted = sum(b["accepted"] for b in snap["buckets"])
+            # The JSON request itself is accepted now and counted by the
+            # program now, but published at the next cycle.
+            self.assertEqual(steered + 1, accepted)
+            self.assertGreaterEqual(accepted, 601)
+            with urllib.request.urlopen(srv.url("/bucket-status?prometheus"),
+                                        timeout=10) as r:
+                prom = r.read().decode()
+            self.assertIn('steering="idle"', prom)
+            self.assertIn('httpd_bucket_steered_connections_total{bucket="0"',
+                          prom)
+            with urllib.request.urlopen(srv.url("/bucket-status?auto"),
+                                        timeout=10) as r:
+                self.assertIn("BucketSteering: idle\n", r.read().decode())
+
+    def test_idle_counts_match_children_after_kills_and_restarts(self):
+        """A child killed while counted idle is not advertised afterwards,
+        and a graceful restart keeps the counts true."""
+        extra = FOUR_FULL + "ListenBucketSteering idle\n" + LOCATIONS
+        with Server(extra=extra, extra_modules=MODULES) as srv:
+            self.start(srv)
+
+            def counts_true():
+                snap = status_json(srv)
+                return all(b["steering"]["idle"] == b["children"]["idle"]
+                           for b in snap["buckets"]), snap
+
+            ok, snap = counts_true()
+            self.assertTrue(ok, snap["buckets"])
+            live = set(srv.children())
+            for b in (0, 1, 2):
+                victim = [pid for pid, pb in srv.child_buckets().items()
+                          if pb == b and pid in live][0]
+                os.kill(victim, signal.SIGKILL)
+                # The first figures published after the parent reaped it
+                # (the bucket shows one child) must already be true: the
+                # drift correction, which needs two cycles, cannot be what
+                # fixed them.
+                self.assertTrue(srv.wait_for(
+                    lambda: status_json(srv)["buckets"][b]["children"]
+                    ["total"] == 1, timeout=5))
+                ok, snap = counts_true()
+                self.assertTrue(ok, [(x["steering"], x["children"])
+                                     for x in snap["buckets"]])
+            load = Load("127.0.0.1", srv.ports[0], concurrency=4).start()
+            for _ in range(3):
+                srv.graceful()
+                time.sleep(1.0)
+            load.stop()
+            self.assertEqual(load.errors, {})
+            self.assertTrue(srv.wait_for(lambda: counts_true()[0],
+                                         timeout=6), counts_true()[1])
+            self.assertEqual(srv.error_log().count("PFB00046"), 4)
+            self.assertNotIn("PFB00043", srv.error_log())
+            self.assertEqual(srv.unexpected_log_lines(("PFB00035",)), [])
+
+
+class CpuSteering(unittest.TestCase):
+
+    def test_connections_follow_the_cpu_they_came_in_on(self):
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            self.skipTest("needs two CPUs in the affinity mask, have %s"
+                          % cpus)
+        extra = ("ListenBuckets 2\nStartServers 4\nListenBucketSteering cpu\n"
+                 "BucketCPUAffinity on\n" + LOCATIONS)
+        with Server(extra=extra, extra_modules=MODULES) as srv:
+            srv.start()
+            self.assertTrue(wait_children(srv, 4))
+            self.assertIn("PFB00044: ListenBucketSteering cpu: %d CPU(s) of "
+                          "the affinity mask feed 2 bucket(s) per Listen"
+                          % len(cpus), srv.error_log())
+            # The bucket-to-CPU map of prefork_steer.h: the lower half of
+            # the mask feeds bucket 0, the upper half bucket 1.
+            half = len(cpus) // 2
+            for pid, b in srv.child_buckets().items():
+                if pid in srv.children():
+                    want = set(cpus[:half]) if b == 0 else set(cpus[half:])
+                    self.assertEqual(os.sched_getaffinity(pid), want,
+                                     "child %d of bucket %d" % (pid, b))
+            runs = []
+            for cpu in (cpus[0], cpus[-1], cpus[0]):
+                out = subprocess.run(
+                    [sys.executable, "-c", PINNED_CLIENT, str(cpu),
+                     str(srv.ports[0]), "50"],
+                    capture_output=True, text=True, timeout=60, check=True)
+                runs.append(json.loads(out.stdout))
+            for i, cpu in enumerate((cpus[-1], cpus[0])):
+                bucket = 1 if cpu == cpus[-1] else 0
+                delta = [runs[i + 1]["buckets"][b]["accepted"]
+                         - runs[i]["buckets"][b]["accepted"] for b in (0, 1)]
+                print("cpu steering: 51 connections from CPU %d -> per-bucket "
+                      "accepted %s" % (cpu, delta))
+                self.assertEqual(delta[bucket], 51)
+                self.assertEqual(delta[1 - bucket], 0)
+            self.assertEqual(runs[0]["steering"], "cpu")
+            self.assertTrue(runs[0]["cpu_affinity"])
+
+
+class SteeringFallback(unittest.TestCase):
+
+    def check_fallback(self, mode, step):
+        extra = FOUR_FULL + "ListenBucketSteering %s\n" % mode + LOCATIONS
+        with Server(extra=extra, extra_modules=MODULES,
+                    env={"LD_PRELOAD": NOBPF_SHIM}) as srv:
+            srv.start()
+            load = Load("127.0.0.1", srv.ports[0], concurrency=4,
+                        max_requests=200).start().wait(60)
+            self.assertEqual(load.errors, {})
+            srv.graceful()
+            time.sleep(1.5)
+            log = srv.error_log()
+            lines = [l for l in log.splitlines() if "PFB00043" in l]
+            self.assertEqual(len(lines), 1, lines)
+            self.assertIn("ListenBucketSteering %s unavailable: %s failed;"
+                          % (mode, step), lines[0])
+            self.assertIn("Operation not permitted", lines[0])
+            self.assertIn("falling back to hash steering", lines[0])
+            snap = status_json(srv)
+            self.assertEqual(snap["steering"], "hash")
+            self.assertEqual(snap["steering_wanted"], mode)
+            self.assertEqual(srv.unexpected_log_lines(("PFB00043",)), [])
+
+    def test_idle_falls_back_to_hash_when_bpf_is_refused(self):
+        self.check_fallback("idle", "bpf(BPF_MAP_CREATE) of the mmap-able "
+                            "idle counts")
+
+    def test_cpu_falls_back_to_hash_when_attaching_is_refused(self):
+        self.check_fallback("cpu", "setsockopt(SO_ATTACH_REUSEPORT_CBPF)")
+
+    def test_nothing_to_steer_with_one_bucket(self):
+        extra = "ListenBucketSteering idle\nBucketCPUAffinity on\n" + \
+            LOCATIONS
+        with Server(extra=extra, extra_modules=MODULES) as srv:
+            srv.start()
+            self.assertIn("PFB00042: ListenBucketSteering idle, "
+                          "BucketCPUAffinity on: nothing to steer with 1 "
+                          "bucket(s) per Listen (mode single)",
+                          srv.error_log())
+            self.assertEqual(status_json(srv)["steering"], "hash")
+
+
+if __name__ == "__main__":
+    unittest.main()
