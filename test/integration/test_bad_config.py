@@ -53,6 +53,25 @@ class BadConfiguration(unittest.TestCase):
                 with self.subTest(directive=directive, value=value):
                     self.assert_refused(directive, value, lo, hi)
 
+    def test_switch_directives_refuse_bad_values(self):
+        cases = [("ListenBucketSteering", v, "is not a steering mode; "
+                  "expected hash, cpu or idle")
+                 for v in ("random", "hashing", "0", "idle,cpu")]
+        cases += [("BucketCPUAffinity", v, "is not a switch; expected On or "
+                   "Off") for v in ("yes", "1", "onn")]
+        for directive, value, expected in cases:
+            with self.subTest(directive=directive, value=value):
+                with Server(extra="%s %s\n" % (directive, value)) as srv:
+                    rc = srv.start(expect_failure=True)
+                    self.assertNotEqual(rc, 0)
+                    self.assertIn("%s: '%s' %s" % (directive, value, expected),
+                                  srv.startup_output)
+                    self.assertEqual(srv.group_processes(), [])
+        with Server(extra="ListenBucketSteering\n") as srv:
+            self.assertNotEqual(srv.start(expect_failure=True), 0)
+            self.assertIn("ListenBucketSteering takes one argument, hash, cpu "
+                          "or idle", srv.startup_output)
+
     def test_directive_outside_global_context_is_refused(self):
         extra = "<VirtualHost *:80>\nListenBuckets 2\n</VirtualHost>\n"
         with Server(extra=extra) as srv:
