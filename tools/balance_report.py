@@ -23,6 +23,17 @@ def main(url):
              "yes" if doc["so_reuseport"] else "no", doc["bucket_count"],
              doc["buckets_per_listen"], cpus["usable"], cpus["online"],
              cpus["affinity"], cpus["quota"]))
+    steering = doc.get("steering", "hash")
+    line = "steering %s" % steering
+    if doc.get("steering_wanted", steering) != steering:
+        line += " (%s asked for and refused: see the error log)" \
+            % doc["steering_wanted"]
+    if steering == "idle":
+        kept = sum(b["steering"]["kept"] for b in doc["buckets"])
+        moved = sum(b["steering"]["moved"] for b in doc["buckets"])
+        line += "; %d connection(s) kept where the hash sent them, %d " \
+            "moved to a bucket with an idle child" % (kept, moved)
+    print(line)
     total = sum(b["accepted"] for b in doc["buckets"]) or 1
     widest = max(b["accepted"] for b in doc["buckets"]) or 1
     print("  bucket  listener               children idle busy  accepted"

@@ -177,6 +177,53 @@ plot %s
     return png if os.path.exists(os.path.join(out_dir, png)) else None
 
 
+STEERING_ROWS = (("single bucket (one shared queue)", "pfb-1"),
+                 ("hash (the kernel's, no program)", "pfb-N"),
+                 ("cpu (classic BPF) + BucketCPUAffinity", "pfb-N-cpu"),
+                 ("idle (eBPF)", "pfb-N-idle"))
+
+
+def steering_section(doc):
+    """ListenBucketSteering side by side, with the ratios its acceptance
+    criteria name: idle p99 against one bucket and against hash on the
+    heterogeneous scenario, idle throughput against hash on static."""
+    if not any(r["config"] in ("pfb-N-cpu", "pfb-N-idle")
+               for r in doc["runs"]):
+        return []
+    lines = ["", "## ListenBucketSteering", ""]
+    for scenario in ("hetero", "static-close", "static-keepalive"):
+        if not runs_of(doc, scenario, "pfb-N-idle"):
+            continue
+        lines += ["### %s" % scenario, "",
+                  "| steering | req/s | p50 ms | p99 ms | p99.9 ms | runs |",
+                  "|---|---|---|---|---|---|"]
+        med = {}
+        for label, key in STEERING_ROWS:
+            runs = runs_of(doc, scenario, key)
+            if not runs:
+                continue
+            med[key] = {m: median([r.get(m) for r in runs])
+                        for m in ("rps", "p50", "p99", "p99.9")}
+            lines.append("| %s | %s | %s | %s | %s | %d |" % (
+                label, fmt(med[key]["rps"], 0), fmt(med[key]["p50"], 2),
+                fmt(med[key]["p99"], 2), fmt(med[key]["p99.9"], 2),
+                len(runs)))
+        ratios = []
+        if "pfb-N-idle" in med and "pfb-1" in med:
+            ratios.append("idle p99 / single-bucket p99 = %.3f"
+                          % (med["pfb-N-idle"]["p99"] / med["pfb-1"]["p99"]))
+        if "pfb-N-idle" in med and "pfb-N" in med:
+            ratios.append("idle p99 / hash p99 = %.3f"
+                          % (med["pfb-N-idle"]["p99"] / med["pfb-N"]["p99"]))
+            ratios.append("idle req/s / hash req/s = %.3f"
+                          % (med["pfb-N-idle"]["rps"] / med["pfb-N"]["rps"]))
+        if "pfb-N-cpu" in med and "pfb-N" in med:
+            ratios.append("cpu req/s / hash req/s = %.3f"
+                          % (med["pfb-N-cpu"]["rps"] / med["pfb-N"]["rps"]))
+        lines += ["", "Ratios of medians: " + "; ".join(ratios) + ".", ""]
+    return lines
+
+
 def write_report(doc, out_dir):
     host = doc["host"]
     lines = ["# Load-test report", "",
@@ -205,6 +252,7 @@ def write_report(doc, out_dir):
             if chart:
                 charts.append(chart)
                 lines += ["", "![%s](%s)" % (chart, chart)]
+    lines += steering_section(doc)
     if doc.get("syscalls"):
         lines += ["", "## System calls per request (sampled `strace -c -f`, "
                   "1000 requests, ab -c 4)", "",

@@ -75,8 +75,8 @@ PROFILES = {
                              "graceful", "kills"]},
 }
 
-CONFIG_ORDER = ["pfb-1", "pfb-ratio1", "pfb-N", "stock", "stock-ratio1",
-                "event", "nginx"]
+CONFIG_ORDER = ["pfb-1", "pfb-ratio1", "pfb-N", "pfb-N-cpu", "pfb-N-idle",
+                "stock", "stock-ratio1", "event", "nginx"]
 BASELINE = "stock"
 
 
@@ -91,6 +91,15 @@ def configs(args):
         "pfb-N": {"label": "this MPM, ListenBuckets %d" % n,
                   "kind": "apache", "mpm": MPM_SO,
                   "extra": "ListenBuckets %d\n" % n},
+        "pfb-N-cpu": {"label": "this MPM, ListenBuckets %d, steering cpu "
+                      "+ BucketCPUAffinity" % n,
+                      "kind": "apache", "mpm": MPM_SO,
+                      "extra": "ListenBuckets %d\nListenBucketSteering cpu\n"
+                               "BucketCPUAffinity on\n" % n},
+        "pfb-N-idle": {"label": "this MPM, ListenBuckets %d, steering idle"
+                       % n, "kind": "apache", "mpm": MPM_SO,
+                       "extra": "ListenBuckets %d\nListenBucketSteering "
+                                "idle\n" % n},
         "stock": {"label": "stock prefork", "kind": "apache",
                   "mpm": STOCK_PREFORK, "extra": ""},
         "stock-ratio1": {"label": "stock prefork, ListenCoresBucketsRatio 1",
@@ -657,6 +666,7 @@ def main():
            "settings": prof, "configs": {k: all_configs[k]["label"]
                                          for k in keys},
            "baseline": BASELINE, "runs": [], "syscalls": {},
+           "buckets": args.buckets,
            "command": " ".join([os.path.basename(sys.argv[0])]
                                + sys.argv[1:])}
     print("host: %s" % json.dumps(doc["host"]))
@@ -712,13 +722,16 @@ def main():
 def write_sim_report(doc, prof, keys, out_dir):
     """The scale model, checked against this run's hetero medians."""
     measured = {}
-    for case, key in (("single", "pfb-1"), ("hash", "pfb-ratio1")):
+    for case, key in (("single", "pfb-1"), ("hash", "pfb-ratio1"),
+                      ("idle", "pfb-N-idle")):
         runs = [r for r in doc["runs"] if r["scenario"] == "hetero"
                 and r["config"] == key and "skipped" not in r]
         if runs and key in keys:
             measured[case] = {m: statistics.median(r[m] for r in runs)
                               for m in ("rps", "p50", "p90", "p99")}
     measured["buckets"] = doc["host"]["cpus_usable"]
+    if "idle" in measured:
+        measured["idle_buckets"] = doc.get("buckets", 4)
     path = bucketsim.write_report(measured, prof["workers"],
                                   int(prof["workers"] * 1.5),
                                   doc["host"]["cpus_usable"],

@@ -350,6 +350,9 @@ static long run_idle_program(const pf_ebpf_insn_t *prog, int len,
             *(uint32_t *)(uintptr_t)(r[dst] + (uint64_t)in->off) =
                 (uint32_t)r[src];
             break;
+        case 0x03 | 0x18 | 0x60:        /* stx u64 */
+            *(uint64_t *)(uintptr_t)(r[dst] + (uint64_t)in->off) = r[src];
+            break;
         case 0x03 | 0x18 | 0xc0:        /* atomic add u64 */
             if (in->imm != 0) {
                 return -1;
@@ -408,6 +411,12 @@ static long run_idle_program(const pf_ebpf_insn_t *prog, int len,
             break;
         case 0x05 | 0x10 | 0x08:        /* jeq reg */
             jump = r[dst] == r[src];
+            break;
+        case 0x05 | 0x50 | 0x08:        /* jne reg */
+            jump = r[dst] != r[src];
+            break;
+        case 0x05 | 0x70 | 0x08:        /* jsge reg */
+            jump = (int64_t)r[dst] >= (int64_t)r[src];
             break;
         case 0x05 | 0x50:               /* jne imm */
             jump = r[dst] != imm;
@@ -530,6 +539,39 @@ START_TEST(test_idle_program_queues_at_hash_when_all_busy)
             ck_assert_uint_eq(stats[i].kept + stats[i].moved, 0);
         }
     }
+}
+END_TEST
+
+/* No bucket has an idle child: the connection joins the shortest queue
+ * among the probed buckets (the highest count), and stays with the hash's
+ * bucket on a tie. */
+START_TEST(test_idle_program_joins_shortest_queue)
+{
+    pf_ebpf_insn_t prog[PF_EBPF_IDLE_MAX_INSNS];
+    pf_steer_bucket_t stats[4];
+    ebpf_vm_t vm;
+    int len = build_idle(0, 4, prog);
+
+    memset(stats, 0, sizeof(stats));
+    stats[0].idle = -5;
+    stats[1].idle = -3;
+    stats[2].idle = -1;
+    stats[3].idle = -4;
+    memset(&vm, 0, sizeof(vm));
+    vm.stats = stats;
+    vm.num_buckets = 4;
+    vm.hash = hash_for_shard(0, 4);
+    vm.random = 0x9abcdef0u;
+    ck_assert_int_eq(run_idle_program(prog, len, &vm), 1);
+    ck_assert_int_eq(vm.selected, 2);
+    ck_assert_int_eq(stats[2].idle, -2);
+    ck_assert_uint_eq(stats[2].moved, 1);
+    /* A tie with the hash's bucket: it stays there. */
+    stats[0].idle = -2;
+    ck_assert_int_eq(run_idle_program(prog, len, &vm), 1);
+    ck_assert_int_eq(vm.selected, 0);
+    ck_assert_uint_eq(stats[0].kept, 1);
+    ck_assert_int_eq(stats[0].idle, -3);
 }
 END_TEST
 
@@ -759,6 +801,7 @@ Suite *steer_suite(void)
     tcase_add_test(tc, test_idle_program_moves_to_idle_bucket);
     tcase_add_test(tc, test_idle_program_queues_at_hash_when_all_busy);
     tcase_add_test(tc, test_idle_program_probe_window);
+    tcase_add_test(tc, test_idle_program_joins_shortest_queue);
     tcase_add_test(tc, test_idle_program_select_failure_counts_nothing);
     tcase_add_test(tc, test_idle_program_shape);
     tcase_add_test(tc, test_idle_bookkeeping_simulation);

@@ -124,7 +124,6 @@ typedef struct {
     int socks_fd;               /* the REUSEPORT_SOCKARRAY, kept too: a
                                    socket can be in one such map only */
     int socks_capacity;
-    apr_os_sock_t *socks_at;    /* per key: the descriptor put there */
     long *pending;              /* per bucket: difference seen last cycle */
     int pending_len;
     int *cpus;                  /* the affinity mask, ascending */
@@ -1528,30 +1527,20 @@ static apr_status_t ensure_steer_stats(server_rec *s)
 }
 
 /* Puts each bucket's socket under its bucket number in the socket map.
- * The map lives as long as the server: the kernel lets a socket be in one
- * such map at a time, under one key, so a graceful restart that keeps the
- * sockets keeps the entries, and a changed layout first takes the old
- * entries out.  While they change, the program finds no socket and the
- * kernel hashes, so no connection is refused. */
+ * The map lives as long as the server, because the kernel lets a socket be
+ * in one such map at a time, under one key: every (re)start empties it and
+ * fills it again from the sockets in force, so a socket closed by a full
+ * restart (and its descriptor number reused) can never leave a stale
+ * entry.  While it is refilled the program finds no socket and the kernel
+ * hashes, so no connection is refused. */
 static apr_status_t fill_socket_map(server_rec *s)
 {
     prefork_steering_t *st = &retained->steer;
-    apr_os_sock_t fd;
     apr_status_t rv;
-    int b, same = st->socks_fd >= 0 && st->socks_capacity >= num_buckets;
+    int b;
 
-    for (b = 0; same && b < num_buckets; b++) {
-        apr_os_sock_get(&fd, buckets[b].listeners->sd);
-        same = st->socks_at[b] == fd;
-    }
-    if (same) {
-        return APR_SUCCESS;
-    }
     for (b = 0; st->socks_fd >= 0 && b < st->socks_capacity; b++) {
-        if (st->socks_at[b] >= 0) {
-            pf_os_bpf_clear_socket(st->socks_fd, b);
-            st->socks_at[b] = -1;
-        }
+        pf_os_bpf_clear_socket(st->socks_fd, b);
     }
     if (st->socks_fd < 0 || st->socks_capacity < num_buckets) {
         int capacity = 16, map_fd;
@@ -1568,12 +1557,6 @@ static apr_status_t fill_socket_map(server_rec *s)
         pf_os_bpf_close(st->socks_fd);
         st->socks_fd = map_fd;
         st->socks_capacity = capacity;
-        st->socks_at = apr_palloc(retained->keep_pool,
-                                  sizeof(apr_os_sock_t)
-                                      * (apr_size_t)capacity);
-        for (b = 0; b < capacity; b++) {
-            st->socks_at[b] = -1;
-        }
     }
     for (b = 0; b < num_buckets; b++) {
         rv = pf_os_bpf_set_socket(st->socks_fd, b, buckets[b].listeners->sd);
@@ -1582,7 +1565,6 @@ static apr_status_t fill_socket_map(server_rec *s)
                             rv, buckets[b].address);
             return rv;
         }
-        apr_os_sock_get(&st->socks_at[b], buckets[b].listeners->sd);
     }
     return APR_SUCCESS;
 }

@@ -59,6 +59,7 @@
 #define OP_JGE      0x30
 #define OP_JNE      0x50
 #define OP_JSGT     0x60
+#define OP_JSGE     0x70
 #define OP_CALL     0x80
 #define OP_EXIT     0x90
 #define OP_JLT      0xa0
@@ -94,8 +95,11 @@
 #define SK_PASS                     1
 /* offsetof(struct sk_reuseport_md, hash) */
 #define MD_HASH_OFFSET              32
-/* Stack slot of the 4-byte map key. */
+/* Stack slots: the 4-byte map key, and the best bucket seen so far with
+ * its idle count (8 bytes each, aligned). */
 #define KEY_SLOT                    (-4)
+#define BEST_IDLE_SLOT              (-16)
+#define BEST_BUCKET_SLOT            (-24)
 
 int pf_steer_parse_mode(const char *arg, int *mode)
 {
@@ -337,7 +341,7 @@ long pf_steer_run_cpu_program(const pf_cbpf_insn_t *prog, int len,
 
 /* The program under construction, with labels for forward jumps: a jump
  * is written with its label number in .off and patched by resolve(). */
-#define MAX_LABELS (2 * PF_STEER_MAX_PROBES + 8)
+#define MAX_LABELS (3 * PF_STEER_MAX_PROBES + 8)
 #define MAX_FIXUPS (8 * PF_STEER_MAX_PROBES + 16)
 
 typedef struct {
@@ -415,6 +419,12 @@ static void store_u32(ebpf_builder_t *b, int dst, int16_t off, int src)
     emit(b, OP_STX | OP_W | OP_MEM, dst, src, off, 0);
 }
 
+/* *(u64 *)(dst + off) = src */
+static void store_u64(ebpf_builder_t *b, int dst, int16_t off, int src)
+{
+    emit(b, OP_STX | OP_DW | OP_MEM, dst, src, off, 0);
+}
+
 /* lock *(u64 *)(dst + off) += src */
 static void atomic_add_u64(ebpf_builder_t *b, int dst, int16_t off, int src)
 {
@@ -455,6 +465,18 @@ static void jump_imm(ebpf_builder_t *b, uint8_t op, int dst, int32_t imm,
     b->fixup_label[b->fixups] = label;
     b->fixups++;
     emit(b, OP_JMP | op | OP_K, dst, 0, 0, imm);
+}
+
+/* if (dst <op> src) goto label */
+static void jump_reg(ebpf_builder_t *b, uint8_t op, int dst, int src,
+                     int label)
+{
+    jump_imm(b, op, dst, 0, label);
+    if (!b->failed) {
+        b->insn[b->len - 1].code = OP_JMP | op | OP_X;
+        b->insn[b->len - 1].regs =
+            (uint8_t)((dst & 0x0f) | ((src & 0x0f) << 4));
+    }
 }
 
 static void goto_label(ebpf_builder_t *b, int label)
@@ -505,7 +527,7 @@ enum {
     L_SELECT,       /* r7 = bucket, r8 = 0 kept / 1 moved */
     L_COUNT_MOVED,
     L_PASS,
-    L_PROBE         /* two per probe: past each wrap-around */
+    L_PROBE         /* three per probe: past each wrap-around, next */
 };
 
 int pf_steer_build_idle_program(const pf_idle_program_t *spec,
@@ -533,11 +555,15 @@ int pf_steer_build_idle_program(const pf_idle_program_t *spec,
     alu64_imm(&b, OP_MUL, R7, spec->per_listen);
     alu64_imm(&b, OP_RSH, R7, 32);
 
-    /* Block 2: bucket h has an idle child (count > 0): keep it there. */
+    /* Block 2: bucket h has an idle child (count > 0): keep it there.
+     * Otherwise h is the best bucket so far: its count and number go to
+     * the stack (BEST_IDLE_SLOT, BEST_BUCKET_SLOT). */
     lookup_stats(&b, spec, R7);
     jump_imm(&b, OP_JEQ, R0, 0, L_KEEP);
     load_u64(&b, R1, R0, PF_STEER_IDLE_OFFSET);
     jump_imm(&b, OP_JSGT, R1, 0, L_KEEP);
+    store_u64(&b, R10, BEST_IDLE_SLOT, R1);
+    store_u64(&b, R10, BEST_BUCKET_SLOT, R7);
 
     /* Block 3: a random start among the N - 1 other buckets,
      * r8 = (rand * (N - 1)) >> 32, so that overflow from one bucket
@@ -550,9 +576,12 @@ int pf_steer_build_idle_program(const pf_idle_program_t *spec,
     /* Block 4, unrolled probes: the i-th other bucket after the start,
      * r9 = h + 1 + ((r8 + i) mod (N - 1)), taken mod N, which never
      * lands on h and visits each other bucket once.  The first with an
-     * idle child takes the connection. */
+     * idle child takes the connection; meanwhile the bucket with the
+     * highest count, that is the shortest queue for its children, is
+     * remembered. */
     for (i = 0; i < spec->probes; i++) {
-        int wrapped = L_PROBE + 2 * i, in_range = L_PROBE + 2 * i + 1;
+        int wrapped = L_PROBE + 3 * i, in_range = L_PROBE + 3 * i + 1;
+        int next = L_PROBE + 3 * i + 2;
 
         mov64_reg(&b, R9, R8);
         alu64_imm(&b, OP_ADD, R9, i);
@@ -568,20 +597,30 @@ int pf_steer_build_idle_program(const pf_idle_program_t *spec,
         jump_imm(&b, OP_JEQ, R0, 0, L_KEEP);
         load_u64(&b, R1, R0, PF_STEER_IDLE_OFFSET);
         jump_imm(&b, OP_JSGT, R1, 0, L_MOVE);
+        load_u64(&b, R2, R10, BEST_IDLE_SLOT);
+        jump_reg(&b, OP_JSGE, R2, R1, next);
+        store_u64(&b, R10, BEST_IDLE_SLOT, R1);
+        store_u64(&b, R10, BEST_BUCKET_SLOT, R9);
+        place_label(&b, next);
     }
-    /* No bucket has an idle child: the hash's bucket queues it. */
 
-    /* Block 5, keep: target r7, counted as kept. */
+    /* Block 5, no bucket has an idle child: join the shortest queue.
+     * The hash's bucket keeps the connection unless a probed bucket's
+     * count is strictly higher (ties stay where the kernel put them). */
+    load_u64(&b, R9, R10, BEST_BUCKET_SLOT);
+    jump_reg(&b, OP_JNE, R9, R7, L_MOVE);
+
+    /* Block 6, keep: target r7, counted as kept. */
     place_label(&b, L_KEEP);
     mov64_imm(&b, R8, 0);
     goto_label(&b, L_SELECT);
 
-    /* Block 6, move: target r9, counted as moved. */
+    /* Block 7, move: target r9, counted as moved. */
     place_label(&b, L_MOVE);
     mov64_reg(&b, R7, R9);
     mov64_imm(&b, R8, 1);
 
-    /* Block 7: hand the socket of bucket r7 to the kernel.  If that
+    /* Block 8: hand the socket of bucket r7 to the kernel.  If that
      * fails (the map lost the socket), returning SK_PASS with nothing
      * selected makes the kernel fall back to its hash. */
     place_label(&b, L_SELECT);
@@ -596,7 +635,7 @@ int pf_steer_build_idle_program(const pf_idle_program_t *spec,
     call_helper(&b, HELPER_SK_SELECT_REUSEPORT);
     jump_imm(&b, OP_JNE, R0, 0, L_PASS);
 
-    /* Block 8, bookkeeping: the bucket has one waiting child less (or one
+    /* Block 9, bookkeeping: the bucket has one waiting child less (or one
      * more queued connection), and one more kept or moved connection. */
     lookup_stats(&b, spec, R7);
     jump_imm(&b, OP_JEQ, R0, 0, L_PASS);
@@ -609,7 +648,7 @@ int pf_steer_build_idle_program(const pf_idle_program_t *spec,
     place_label(&b, L_COUNT_MOVED);
     atomic_add_u64(&b, R0, PF_STEER_MOVED_OFFSET, R1);
 
-    /* Block 9: SK_PASS, with the socket chosen above (if any). */
+    /* Block 10: SK_PASS, with the socket chosen above (if any). */
     place_label(&b, L_PASS);
     mov64_imm(&b, R0, SK_PASS);
     exit_program(&b);

@@ -204,8 +204,10 @@ int pf_steer_idle_probes(int per_listen);
  * block): shard h = the kernel's choice from the connection's hash; if
  * bucket h has an idle child, keep it there; otherwise probe up to
  * @a probes other buckets from a random start and move the connection to
- * the first with an idle child; if none has one, keep it at h.  The chosen
- * bucket's idle count drops by one and its kept or moved counter rises.
+ * the first with an idle child; if none has one, send it to the probed
+ * bucket with the highest count (the shortest queue for its children),
+ * keeping it at h on a tie.  The chosen bucket's idle count drops by one
+ * and its kept or moved counter rises.
  * @return the instruction count, or -1 on bad input
  */
 int pf_steer_build_idle_program(const pf_idle_program_t *spec,

@@ -7,9 +7,13 @@ What it models:
   on a new connection as soon as its previous one is answered;
 - steering: "hash" puts each new connection in a bucket chosen uniformly at
   random, which is what the kernel's hash of the 4-tuple does with random
-  ephemeral ports; "single" is one shared accept queue;
+  ephemeral ports; "single" is one shared accept queue; "idle" is
+  ListenBucketSteering idle: the hash's bucket unless it has no idle child,
+  then the first of up to 16 other buckets (random start) with one, else
+  the probed bucket with the shortest queue (the model sees the counts the
+  program reads without their microsecond lag);
 - each bucket's accept queue is FIFO and its idle children take connections
-  in turn; a connection never moves to another bucket;
+  in turn; a queued connection never moves to another bucket;
 - service time: exponential with the given mean, plus a fixed per-request
   overhead (accept, parse, log) calibrated against this machine;
 - the MPM's per-bucket maintenance once a simulated second: the same rules
@@ -36,6 +40,8 @@ import sys
 MAX_SPAWN_RATE = 32
 # The MPM retires idle children elsewhere for starved buckets at the cap.
 REBALANCE = True
+# Buckets the idle-steering program looks at after the hash's.
+PROBES = 16
 
 
 def share(total, n, b):
@@ -117,8 +123,28 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
         child_count[child] += 1
         push(t + service_time(), "done", (b, child, arrived))
 
+    def idle_steer(home):
+        """ListenBucketSteering idle: the hash's bucket if it has an idle
+        child, else the first of up to 16 others (from a random start)
+        that has one, else the probed bucket with the shortest queue
+        (ties stay home) - the eBPF program's rule."""
+        if bs[home].idle or nb == 1:
+            return home
+        probes = min(nb - 1, PROBES)
+        start = rng.randrange(nb - 1)
+        best, best_queue = home, len(bs[home].queue)
+        for i in range(probes):
+            c = (home + 1 + (start + i) % (nb - 1)) % nb
+            if bs[c].idle:
+                return c
+            if len(bs[c].queue) < best_queue:
+                best, best_queue = c, len(bs[c].queue)
+        return best
+
     def arrive(t):
         b = rng.randrange(nb) if nb > 1 else 0
+        if steering == "idle":
+            b = idle_steer(b)
         bucket = bs[b]
         if bucket.idle:
             start(b, bucket.idle.pop(), t, t)
@@ -241,7 +267,7 @@ def predict(requests=60000, seed=1):
     for cpus in (16, 64, 256):
         workers = 16 * cpus
         clients = workers * 3 // 2
-        for steering in ("single", "hash"):
+        for steering in ("single", "hash", "idle"):
             r = simulate(buckets=cpus, workers=workers, clients=clients,
                          requests=requests, warmup=requests // 10, seed=seed,
                          steering=steering)
@@ -258,7 +284,7 @@ def main():
     parser.add_argument("--mean-ms", type=float, default=10.0)
     parser.add_argument("--overhead-ms", type=float, default=0.2)
     parser.add_argument("--requests", type=int, default=100000)
-    parser.add_argument("--steering", choices=("hash", "single"),
+    parser.add_argument("--steering", choices=("hash", "single", "idle"),
                         default="hash")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--predict", action="store_true")
@@ -298,13 +324,17 @@ def write_report(measured, workers, clients, cpus, out_path,
              "| case | source | req/s | p50 ms | p90 ms | p99 ms |",
              "|---|---|---|---|---|---|"]
     for case, buckets in (("single", 1), ("hash", measured.get("buckets",
-                                                               cpus))):
+                                                               cpus)),
+                          ("idle", measured.get("idle_buckets", 0))):
         m = measured.get(case)
+        if buckets < 1:
+            continue
         r = simulate(buckets=buckets, workers=workers, clients=clients,
                      requests=requests, warmup=requests // 10,
                      steering=case)
         label = "one shared queue" if case == "single" \
-            else "%d hashed buckets" % buckets
+            else "%d hashed buckets" % buckets if case == "hash" \
+            else "%d buckets, idle steering" % buckets
         lines.append("| %s | model | %.0f | %.1f | %.1f | %.1f |"
                      % (label, r["rps"], r["p50"], r["p90"], r["p99"]))
         if m:
