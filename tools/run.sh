@@ -12,7 +12,7 @@ TOP=$(pwd)
 DEMO_ROOT="$TOP/build/demo"
 DEMO_PORT="${DEMO_PORT:-8080}"
 PACKAGES="apache2 apache2-dev apache2-utils libapr1-dev libaprutil1-dev check \
-autoconf pkg-config gcc make python3 curl wrk iproute2 procps valgrind strace \
+autoconf pkg-config gcc libc6-dev linux-libc-dev make python3 curl wrk iproute2 procps valgrind strace \
 nginx-light gnuplot-nox prometheus"
 
 say() { printf '==> %s\n' "$*"; }

@@ -74,6 +74,7 @@
 #include "prefork_steer.h"
 #include "prefork_os.h"
 
+#include <poll.h>
 #include <sys/mman.h>
 
 /* Children are single-threaded: one worker slot per process. */
@@ -279,7 +280,11 @@ static void steer_forget_slot(int slot)
     }
     counted = st->slot_idle[slot];
     st->slot_idle[slot] = 0;
-    if (counted > 0 && (rec = steer_record(counted - 1)) != NULL) {
+    /* Even when a later generation runs without idle steering: the
+     * records outlive generations and must stay true for the next one
+     * that uses them. */
+    if (counted > 0 && st->stats != NULL && counted <= st->stats_capacity) {
+        rec = &st->stats[counted - 1];
         steer_add_idle(rec, -1);
     }
 }
@@ -470,6 +475,8 @@ static apr_pollset_t *child_make_pollset(prefork_bucket_t *bucket)
     return pollset;
 }
 
+static void close_parent_wake_pipe(void);
+
 /* BucketCPUAffinity on: the child runs on the CPUs whose connections its
  * bucket takes under cpu steering (prefork_steer.h has the layout). */
 static void pin_child_to_bucket_cpus(void)
@@ -517,6 +524,7 @@ static void child_init_process(prefork_bucket_t *bucket)
         }
     }
     devnull_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    close_parent_wake_pipe();
     /* The child updates the idle counts through its inherited mapping
      * only; it has no use for the map's descriptor. */
     if (retained->steer.stats_fd >= 0) {
@@ -1217,6 +1225,102 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
     respawn_stranded_buckets(s);
 }
 
+/* ------------------------------------------------------------------ */
+/* Parent: waiting for children                                        */
+
+/* A child's exit must wake the parent at once: under MaxRequestWorkers a
+ * graceful restart can only start a new child when an old one leaves, and
+ * until then its bucket may have nobody accepting.  httpd's
+ * ap_wait_or_timeout() checks for exited children and then sleeps a
+ * second, and a SIGCHLD that lands between the two is lost for that
+ * second (the suite saw p99 jump to 0.94 s on graceful restarts).  So
+ * the handler writes a byte to a pipe and the parent sleeps in poll() on
+ * it: an exit before the sleep leaves the byte there and the poll
+ * returns at once. */
+static int wake_pipe[2] = { -1, -1 };
+
+static void parent_sigchld_handler(int sig)
+{
+    int saved_errno = errno;
+    ssize_t ignored;
+
+    (void)sig;
+    if (wake_pipe[1] >= 0) {
+        ignored = write(wake_pipe[1], "", 1);  /* full pipe: already awake */
+        (void)ignored;
+    }
+    errno = saved_errno;
+}
+
+static void parent_wake_on_child_exit(void)
+{
+    struct sigaction sa;
+    int i;
+
+    if (wake_pipe[0] < 0 && pipe(wake_pipe) == 0) {
+        for (i = 0; i < 2; i++) {
+            fcntl(wake_pipe[i], F_SETFL, O_NONBLOCK);
+            fcntl(wake_pipe[i], F_SETFD, FD_CLOEXEC);
+        }
+    }
+    memset(&sa, 0, sizeof(sa));
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_NOCLDSTOP;
+    sa.sa_handler = parent_sigchld_handler;
+    sigaction(SIGCHLD, &sa, NULL);
+}
+
+/* Children have no use for the parent's pipe. */
+static void close_parent_wake_pipe(void)
+{
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        if (wake_pipe[i] >= 0) {
+            close(wake_pipe[i]);
+            wake_pipe[i] = -1;
+        }
+    }
+}
+
+/* ap_wait_or_timeout() without its lost-wake-up window: reaps one exited
+ * child if there is one, else waits up to a second for the next exit (or
+ * any signal). */
+static void wait_for_child_exit(apr_exit_why_e *exitwhy, int *status,
+                                apr_proc_t *pid, apr_pool_t *p,
+                                server_rec *s)
+{
+    static int calls;
+    struct pollfd pfd;
+    char drain[64];
+    apr_status_t rv;
+
+    /* As httpd does: the monitor hook every tenth pass. */
+    if (++calls >= 10) {
+        calls = 0;
+        ap_run_monitor(p, s);
+    }
+    rv = apr_proc_wait_all_procs(pid, status, exitwhy, APR_NOWAIT, p);
+    ap_update_global_status();
+    if (APR_STATUS_IS_CHILD_DONE(rv)) {
+        return;
+    }
+    pid->pid = -1;
+    if (APR_STATUS_IS_EINTR(rv) || wake_pipe[0] < 0) {
+        if (wake_pipe[0] < 0) {
+            apr_sleep(apr_time_from_sec(1));
+        }
+        return;
+    }
+    pfd.fd = wake_pipe[0];
+    pfd.events = POLLIN;
+    pfd.revents = 0;
+    if (poll(&pfd, 1, 1000) > 0) {
+        while (read(wake_pipe[0], drain, sizeof(drain)) > 0) {
+        }
+    }
+}
+
 static void server_main_loop(server_rec *s)
 {
     /* The first cycle comes a second after (re)start: until then the new
@@ -1231,7 +1335,7 @@ static void server_main_loop(server_rec *s)
         apr_proc_t pid;
         apr_time_t now;
 
-        ap_wait_or_timeout(&exitwhy, &status, &pid, pconf, s);
+        wait_for_child_exit(&exitwhy, &status, &pid, pconf, s);
         if (pid.pid != -1) {
             handle_child_exit(s, &pid, exitwhy, status);
         }
@@ -1569,6 +1673,9 @@ static apr_status_t fill_socket_map(server_rec *s)
     return APR_SUCCESS;
 }
 
+/* Room for the verifier's account of a refused program. */
+#define VERIFIER_LOG_SIZE 16384
+
 /* The verifier's last line, for the one log line of a refusal. */
 static const char *last_log_line(apr_pool_t *p, char *log)
 {
@@ -1588,7 +1695,7 @@ static void setup_idle_steering(server_rec *s, apr_pool_t *p)
     pf_idle_program_t spec;
     pf_ebpf_insn_t *prog;
     int socks_fd, prog_fd, len, l;
-    char *log;
+    char *verifier_log;
     apr_status_t rv;
 
     if (st->slot_idle == NULL) {
@@ -1603,7 +1710,7 @@ static void setup_idle_steering(server_rec *s, apr_pool_t *p)
     }
     socks_fd = st->socks_fd;
     prog = apr_palloc(p, sizeof(*prog) * PF_EBPF_IDLE_MAX_INSNS);
-    log = apr_palloc(p, 16384);
+    verifier_log = apr_palloc(p, VERIFIER_LOG_SIZE);
     spec.stats_map_fd = st->stats_fd;
     spec.socks_map_fd = socks_fd;
     spec.per_listen = retained->plan.buckets_per_listen;
@@ -1612,14 +1719,15 @@ static void setup_idle_steering(server_rec *s, apr_pool_t *p)
         spec.first_bucket = l * spec.per_listen;
         len = pf_steer_build_idle_program(&spec, prog, PF_EBPF_IDLE_MAX_INSNS);
         rv = len < 0 ? APR_EINVAL
-                     : pf_os_bpf_load_idle_program(prog, len, &prog_fd, log,
-                                                   16384);
+                     : pf_os_bpf_load_idle_program(prog, len, &prog_fd,
+                                                   verifier_log,
+                                                   VERIFIER_LOG_SIZE);
         if (rv != APR_SUCCESS) {
             st->attached = st->attached || l > 0;
             steer_fall_back(s, "bpf(BPF_PROG_LOAD) of the "
                             "SK_REUSEPORT program", rv,
                             len < 0 ? "program too large"
-                                    : last_log_line(p, log));
+                                    : last_log_line(p, verifier_log));
             return;
         }
         rv = pf_os_attach_idle_program(listen_group_socket(l), prog_fd);
@@ -1770,25 +1878,6 @@ static apr_status_t setup_shared_state(server_rec *s)
                     PFB_LISTENER_LEN);
     }
     return APR_SUCCESS;
-}
-
-/* Does nothing: its only job is to exist without SA_RESTART, so that a
- * child's exit cuts short the parent's one-second sleep in
- * ap_wait_or_timeout() and the child is reaped (and replaced) at once. */
-static void parent_sigchld_handler(int sig)
-{
-    (void)sig;
-}
-
-static void parent_wake_on_child_exit(void)
-{
-    struct sigaction sa;
-
-    memset(&sa, 0, sizeof(sa));
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_NOCLDSTOP;
-    sa.sa_handler = parent_sigchld_handler;
-    sigaction(SIGCHLD, &sa, NULL);
 }
 
 static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
