@@ -287,7 +287,8 @@ def run_wrk(args, url, connections, seconds, close=True, exp_ms=None,
     if exp_ms:
         env["WRK_EXP_MS"] = str(exp_ms)
     command = client_prefix(args) + [
-        "wrk", "-t", str(max(1, min(4, len(os.sched_getaffinity(0))))),
+        "wrk", "-t", str(args.wrk_threads or
+                         max(1, min(4, len(os.sched_getaffinity(0))))),
         "-c", str(connections), "-d", "%ds" % seconds, "--latency",
         "-s", WRK_SCRIPT, url]
     out = subprocess.run(["timeout", str(seconds + 60)] + command, env=env,
@@ -633,6 +634,15 @@ def main():
     parser.add_argument("--server-cpus", help="taskset CPU list for servers")
     parser.add_argument("--client-cpus",
                         help="taskset CPU list for load generators")
+    parser.add_argument("--workers", type=int,
+                        help="MaxRequestWorkers (= StartServers); hetero "
+                        "runs 1.5 clients per worker")
+    parser.add_argument("--connections", type=int,
+                        help="wrk connections for the static scenarios")
+    parser.add_argument("--wrk-threads", type=int,
+                        help="wrk threads (default: CPUs, at most 4); with "
+                        "cpu steering on loopback, connections come in on "
+                        "the CPUs the generator runs on")
     parser.add_argument("--no-strace", action="store_true",
                         help="skip the sampled strace -c -f runs")
     parser.add_argument("--out")
@@ -649,6 +659,10 @@ def main():
         prof["pairs"] = prof["fault_pairs"] = args.pairs
     if args.seconds:
         prof["seconds"] = args.seconds
+    if args.workers:
+        prof["workers"] = args.workers
+    if args.connections:
+        prof["connections"] = args.connections
     keys = args.configs.split(",") if args.configs else CONFIG_ORDER
     scenarios = args.scenarios.split(",") if args.scenarios \
         else prof["scenarios"]
