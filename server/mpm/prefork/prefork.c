@@ -1563,15 +1563,16 @@ static void setup_cpu_steering(server_rec *s, apr_pool_t *p)
                                      PF_CBPF_MAX_INSNS));
         return;
     }
+    /* From here a program may be on some groups: a fallback detaches
+     * them all (detaching where there is none is harmless). */
+    st->attached = 1;
     for (l = 0; l < listen_groups(); l++) {
         rv = pf_os_attach_cpu_program(listen_group_socket(l), prog, len);
         if (rv != APR_SUCCESS) {
-            st->attached = l > 0;
             steer_fall_back(s, "setsockopt(SO_ATTACH_REUSEPORT_CBPF)", rv,
                             NULL);
             return;
         }
-        st->attached = 1;
     }
     st->active = PF_STEER_CPU;
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
@@ -1715,6 +1716,7 @@ static void setup_idle_steering(server_rec *s, apr_pool_t *p)
     spec.socks_map_fd = socks_fd;
     spec.per_listen = retained->plan.buckets_per_listen;
     spec.probes = pf_steer_idle_probes(spec.per_listen);
+    st->attached = 1;           /* as for cpu: a fallback detaches all */
     for (l = 0; l < listen_groups(); l++) {
         spec.first_bucket = l * spec.per_listen;
         len = pf_steer_build_idle_program(&spec, prog, PF_EBPF_IDLE_MAX_INSNS);
@@ -1723,7 +1725,6 @@ static void setup_idle_steering(server_rec *s, apr_pool_t *p)
                                                    verifier_log,
                                                    VERIFIER_LOG_SIZE);
         if (rv != APR_SUCCESS) {
-            st->attached = st->attached || l > 0;
             steer_fall_back(s, "bpf(BPF_PROG_LOAD) of the "
                             "SK_REUSEPORT program", rv,
                             len < 0 ? "program too large"
@@ -1735,12 +1736,10 @@ static void setup_idle_steering(server_rec *s, apr_pool_t *p)
          * descriptor is no longer needed. */
         pf_os_bpf_close(prog_fd);
         if (rv != APR_SUCCESS) {
-            st->attached = st->attached || l > 0;
             steer_fall_back(s, "setsockopt(SO_ATTACH_REUSEPORT_EBPF)", rv,
                             NULL);
             return;
         }
-        st->attached = 1;
     }
     st->active = PF_STEER_IDLE;
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,

@@ -468,24 +468,34 @@ apr_status_t pf_os_detach_steering(apr_socket_t *sd)
     return rv == ENOENT ? APR_SUCCESS : rv;
 }
 
+/* BPF_MAP_CREATE of a map keyed by a 32-bit bucket number. */
+static int create_bucket_map(uint32_t type, uint32_t value_size,
+                             int entries, uint32_t flags, const char *name)
+{
+    union bpf_attr attr;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.map_type = type;
+    attr.key_size = sizeof(uint32_t);
+    attr.value_size = value_size;
+    attr.max_entries = (uint32_t)entries;
+    attr.map_flags = flags;
+    /* The kernel keeps 15 characters of a name. */
+    strncat(attr.map_name, name, sizeof(attr.map_name) - 1);
+    return (int)bpf_call(BPF_MAP_CREATE, &attr);
+}
+
 apr_status_t pf_os_bpf_create_stats_map(int entries, int *fd,
                                         pf_steer_bucket_t **mem,
                                         size_t *mem_len)
 {
-    union bpf_attr attr;
     long page = sysconf(_SC_PAGESIZE);
     size_t len;
     void *addr;
     int map_fd;
 
-    memset(&attr, 0, sizeof(attr));
-    attr.map_type = BPF_MAP_TYPE_ARRAY;
-    attr.key_size = sizeof(uint32_t);
-    attr.value_size = sizeof(pf_steer_bucket_t);
-    attr.max_entries = (uint32_t)entries;
-    attr.map_flags = BPF_F_MMAPABLE;
-    memcpy(attr.map_name, "pfb_idle", sizeof("pfb_idle"));
-    map_fd = (int)bpf_call(BPF_MAP_CREATE, &attr);
+    map_fd = create_bucket_map(BPF_MAP_TYPE_ARRAY, sizeof(pf_steer_bucket_t),
+                               entries, BPF_F_MMAPABLE, "pfb_idle");
     if (map_fd < 0) {
         return errno;
     }
@@ -508,16 +518,10 @@ apr_status_t pf_os_bpf_create_stats_map(int entries, int *fd,
 
 apr_status_t pf_os_bpf_create_socket_map(int entries, int *fd)
 {
-    union bpf_attr attr;
-    int map_fd;
+    int map_fd = create_bucket_map(BPF_MAP_TYPE_REUSEPORT_SOCKARRAY,
+                                   sizeof(uint64_t), entries, 0,
+                                   "pfb_buckets");
 
-    memset(&attr, 0, sizeof(attr));
-    attr.map_type = BPF_MAP_TYPE_REUSEPORT_SOCKARRAY;
-    attr.key_size = sizeof(uint32_t);
-    attr.value_size = sizeof(uint64_t);
-    attr.max_entries = (uint32_t)entries;
-    memcpy(attr.map_name, "pfb_buckets", sizeof("pfb_buckets"));
-    map_fd = (int)bpf_call(BPF_MAP_CREATE, &attr);
     if (map_fd < 0) {
         return errno;
     }
