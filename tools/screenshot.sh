@@ -16,6 +16,6 @@ profile=$(mktemp -d)
 trap 'rm -rf "$profile"' EXIT
 timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-quic \
     --no-first-run --disable-background-networking --disable-component-update \
-    --disable-sync --user-data-dir="$profile" --window-size=1000,700 \
+    --disable-sync --user-data-dir="$profile" --window-size=1200,720 \
     --screenshot="$PWD/build/bucket-status.png" "$url" 2>/dev/null
 echo "wrote build/bucket-status.png from $url"

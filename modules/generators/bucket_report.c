@@ -407,8 +407,11 @@ static void html_tables(bs_buf_t *buf, const bs_snapshot_t *snap)
                   "<th>Starting</th><th>Stopping</th><th>Accepted</th>"
                   "<th>Last 10 s</th><th>Queue</th><th>Backlog</th>");
     if (steering_counts(snap)) {
-        buf_puts(buf, "<th>Kept by hash</th><th>Moved in</th>"
-                      "<th>Idle (program)</th>");
+        buf_puts(buf, "<th title=\"left where the kernel's hash sent them\">"
+                      "Kept</th><th title=\"moved here from a bucket with no "
+                      "idle child\">Moved</th><th title=\"the count the "
+                      "steering program reads: waiting children minus "
+                      "connections sent and not yet accepted\">Free</th>");
     }
     buf_puts(buf, "</tr>\n");
     for (i = 0; i < snap->num_buckets; i++) {
@@ -429,7 +432,17 @@ static void html_tables(bs_buf_t *buf, const bs_snapshot_t *snap)
         }
         buf_puts(buf, "</tr>\n");
     }
-    buf_puts(buf, "</table>\n<h3>Balance of accepted connections</h3>\n"
+    buf_puts(buf, "</table>\n");
+    if (steering_counts(snap)) {
+        buf_puts(buf, "<p><small>Idle steering: <b>Kept</b>, connections "
+                      "left where the kernel's hash sent them; <b>Moved</b>, "
+                      "moved here from a bucket with no idle child; "
+                      "<b>Free</b>, the count the program reads (waiting "
+                      "children minus connections sent and not yet "
+                      "accepted; below 0 when connections queue).  Copied "
+                      "once a second.</small></p>\n");
+    }
+    buf_puts(buf, "<h3>Balance of accepted connections</h3>\n"
                   "<table border=\"1\">\n<tr><th>Over</th><th>N</th>"
                   "<th>Total</th><th>Max/mean</th><th>Min/mean</th>"
                   "<th>CV</th><th>Jain</th></tr>\n");

@@ -16,6 +16,7 @@ import unittest
 import urllib.request
 
 from harness import Server, Load
+from test_status import check_html
 
 STATUS_LOAD = "LoadModule bucket_status_module %s\n" % os.environ.get(
     "STATUS_SO", os.path.abspath("build/mod_bucket_status.so"))
@@ -187,6 +188,12 @@ class IdleSteering(unittest.TestCase):
             with urllib.request.urlopen(srv.url("/bucket-status?auto"),
                                         timeout=10) as r:
                 self.assertIn("BucketSteering: idle\n", r.read().decode())
+            with urllib.request.urlopen(srv.url("/bucket-status"),
+                                        timeout=10) as r:
+                page = r.read().decode()
+            check_html(page)
+            self.assertIn("Free</th>", page)
+            self.assertIn("<b>Moved</b>", page)
 
     def test_idle_counts_match_children_after_kills_and_restarts(self):
         """A child killed while counted idle is not advertised afterwards,

@@ -304,7 +304,7 @@ START_TEST(steering_figures_in_every_format)
                 break;
             default:
                 bs_format_html_page(&buf, &snap, 0);
-                ck_assert(!idle == !strstr(buf.data, "<th>Moved in</th>"));
+                ck_assert(!idle == !strstr(buf.data, "idle child\">Moved</th>"));
                 ck_assert(idle == !strstr(buf.data, "(idle asked for"));
                 break;
             }
