@@ -926,6 +926,7 @@ static void publish_snapshot(void)
     }
     for (b = 0; b < num_buckets && b < (int)shm->num_buckets; b++) {
         pfb_bucket_fields_t *f = &pfb_shm_bucket(shm, b)->f;
+        pf_steer_bucket_t *rec;
         ap_listen_rec *lr;
         int queued, limit, backlog = 0;
         apr_uint32_t next;
@@ -944,10 +945,10 @@ static void publish_snapshot(void)
         f->stopping = snapshot.stopping[b];
         f->queue_depth = (apr_uint32_t)snapshot.state[b].queued;
         f->backlog = (apr_uint32_t)backlog;
-        if (steer_record(b) != NULL) {
-            f->steer_kept = steer_record(b)->kept;
-            f->steer_moved = steer_record(b)->moved;
-            f->steer_idle = steer_record(b)->idle;
+        if ((rec = steer_record(b)) != NULL) {
+            f->steer_kept = rec->kept;
+            f->steer_moved = rec->moved;
+            f->steer_idle = rec->idle;
         }
         next = f->sample_next % PFB_RATE_SAMPLES;
         f->accepted_sample[next] = apr_atomic_read64(&f->accepted);
@@ -1584,6 +1585,18 @@ static void setup_cpu_steering(server_rec *s, apr_pool_t *p)
                                        "bucket's CPUs" : "");
 }
 
+/* Room for @a needed buckets in a steering map: a power of two, at least
+ * 16, so that a restart adding a Listen seldom needs a new map. */
+static int steer_map_capacity(int needed)
+{
+    int capacity = 16;
+
+    while (capacity < needed) {
+        capacity *= 2;
+    }
+    return capacity;
+}
+
 /* The records of the idle counts: kept for the server's lifetime, made
  * larger (and new) only when a restart adds buckets. */
 static apr_status_t ensure_steer_stats(server_rec *s)
@@ -1591,13 +1604,11 @@ static apr_status_t ensure_steer_stats(server_rec *s)
     prefork_steering_t *st = &retained->steer;
     pf_steer_bucket_t *mem;
     size_t len;
-    int fd, capacity = 16, b;
+    int fd, capacity, b;
     apr_status_t rv;
 
     if (st->stats == NULL || st->stats_capacity < num_buckets) {
-        while (capacity < num_buckets) {
-            capacity *= 2;
-        }
+        capacity = steer_map_capacity(num_buckets);
         rv = pf_os_bpf_create_stats_map(capacity, &fd, &mem, &len);
         if (rv != APR_SUCCESS) {
             steer_fall_back(s, "bpf(BPF_MAP_CREATE) of the mmap-able idle "
@@ -1648,11 +1659,8 @@ static apr_status_t fill_socket_map(server_rec *s)
         pf_os_bpf_clear_socket(st->socks_fd, b);
     }
     if (st->socks_fd < 0 || st->socks_capacity < num_buckets) {
-        int capacity = 16, map_fd;
+        int capacity = steer_map_capacity(num_buckets), map_fd;
 
-        while (capacity < num_buckets) {
-            capacity *= 2;
-        }
         rv = pf_os_bpf_create_socket_map(capacity, &map_fd);
         if (rv != APR_SUCCESS) {
             steer_fall_back(s, "bpf(BPF_MAP_CREATE) of the "
