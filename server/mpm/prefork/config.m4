@@ -45,3 +45,15 @@ if test "$ac_cv_reuseport_steering" = "yes"; then
               [Define if the headers have SO_ATTACH_REUSEPORT_CBPF/EBPF and bpf(2)])
 fi
 
+dnl ---- core's ListenTCPDeferAccept handler (2.4.63 and later) ---------------
+dnl httpd's own headers cannot be compiled yet at this point (ap_config_auto.h
+dnl is written at the end of configure), so read the declaration from the
+dnl tree's ap_listen.h.
+AC_MSG_CHECKING([for ap_set_listentcpdeferaccept in ap_listen.h])
+if grep 'ap_set_listentcpdeferaccept' "$abs_srcdir/include/ap_listen.h" >/dev/null 2>&1; then
+    AC_MSG_RESULT(yes)
+    AC_DEFINE([HAVE_AP_SET_LISTENTCPDEFERACCEPT], [1],
+              [Define if core has a handler for ListenTCPDeferAccept])
+else
+    AC_MSG_RESULT(no)
+fi

@@ -69,6 +69,11 @@
 #include "ap_listen.h"
 #include "ap_mmn.h"
 
+/* ap_update_global_status() arrived in 2.4.35 (MMN 20120211.80). */
+#if !AP_MODULE_MAGIC_AT_LEAST(20120211, 80)
+#error "this MPM needs httpd 2.4.35 or later; 2.4.37 is the oldest tested"
+#endif
+
 #include "prefork_buckets.h"
 #include "prefork_policy.h"
 #include "prefork_steer.h"
@@ -299,9 +304,12 @@ static void clean_child_exit(int code)
     apr_signal(SIGHUP, SIG_IGN);
     apr_signal(SIGTERM, SIG_IGN);
     if (pchild) {
+#if AP_MODULE_MAGIC_AT_LEAST(20120211, 110)
+        /* The child_stopping hook exists from 2.4.49 on. */
         if (!code) {
             ap_run_child_stopping(pchild, 0);
         }
+#endif
         apr_pool_destroy(pchild);
         pchild = NULL;
     }
@@ -2688,8 +2696,12 @@ AP_INIT_TAKE1("SendBufferSize", ap_set_send_buffer_size, NULL, RSRC_CONF,
     "Send buffer size in bytes"),
 AP_INIT_TAKE1("ReceiveBufferSize", ap_set_receive_buffer_size, NULL,
     RSRC_CONF, "Receive buffer size in bytes"),
+#ifdef HAVE_AP_SET_LISTENTCPDEFERACCEPT
+/* Core's handler exists only in releases that have the directive (found by
+ * configure); without it the directive is unknown there, as with any MPM. */
 AP_INIT_TAKE1("ListenTCPDeferAccept", ap_set_listentcpdeferaccept, NULL,
     RSRC_CONF, "Value set for the socket option TCP_DEFER_ACCEPT if it is set"),
+#endif
 AP_INIT_TAKE1("ListenCoresBucketsRatio", set_buckets_ratio, NULL, RSRC_CONF,
     "an integer from 0 to 200000: usable CPUs per listener bucket, 0 = "
     "buckets off"),
