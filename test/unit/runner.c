@@ -22,6 +22,7 @@ int main(void)
     srunner_add_suite(runner, maintenance_suite());
     srunner_add_suite(runner, report_suite());
     srunner_add_suite(runner, steer_suite());
+    srunner_add_suite(runner, cgroup_suite());
     if (geteuid() == 0) {
         srunner_add_suite(runner, steer_kernel_suite());
     }

@@ -11,5 +11,6 @@ Suite *maintenance_suite(void);
 Suite *report_suite(void);
 Suite *steer_suite(void);
 Suite *steer_kernel_suite(void);
+Suite *cgroup_suite(void);
 
 #endif /* PREFORK_UNIT_H */

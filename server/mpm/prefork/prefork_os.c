@@ -302,52 +302,166 @@ static int read_small_file(const char *path, char *buf, size_t len)
     return 0;
 }
 
-/* The tightest cpu.max from our cgroup up to the root of the cgroup v2
- * mount: a parent's quota limits every group below it. */
-static int cgroup_v2_quota(void)
+/* Longest cgroup path or mount point followed; longer ones are skipped
+ * (Kubernetes paths run to about 200 bytes). */
+#define PF_CGROUP_PATH_MAX 2048
+
+/* Reads a control file of a group's directory. */
+static int read_cgroup_file(const char *dir, const char *name, char *buf,
+                            size_t len)
 {
-    char self[1024], path[1400], text[128];
-    char *rel, *nl, *slash;
+    char path[PF_CGROUP_PATH_MAX + 64];
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    return read_small_file(path, buf, len);
+}
+
+/* Finds the directory of this process's group in the hierarchy that holds
+ * a cgroup v1 controller (or the v2 hierarchy, controller NULL), through
+ * /proc/self/cgroup and /proc/self/mountinfo under `top` ("" on a live
+ * system).  *mount_len is set to the length of the mount point's part of
+ * dir: the groups above it are not visible. */
+static int find_cgroup_dir(const char *top, const char *proc_cgroup,
+                           const char *controller, char *dir, size_t len,
+                           size_t *mount_len)
+{
+    char group[PF_CGROUP_PATH_MAX], root[PF_CGROUP_PATH_MAX];
+    char mnt[PF_CGROUP_PATH_MAX], below[PF_CGROUP_PATH_MAX];
+    char line[3 * PF_CGROUP_PATH_MAX];
+    FILE *mountinfo;
+    int found = -1, whole_line = 1, n;
+
+    if (pf_cgroup_self_path(proc_cgroup, controller, group, sizeof(group))) {
+        return -1;
+    }
+    snprintf(line, sizeof(line), "%s/proc/self/mountinfo", top);
+    mountinfo = fopen(line, "re");
+    if (mountinfo == NULL) {
+        return -1;
+    }
+    while (found < 0 && fgets(line, sizeof(line), mountinfo) != NULL) {
+        /* The tail of a line too long for the buffer is not a line. */
+        int starts_line = whole_line;
+
+        whole_line = strchr(line, '\n') != NULL;
+        if (!starts_line
+            || pf_parse_mountinfo_cgroup(line, controller, root,
+                                         sizeof(root), mnt,
+                                         sizeof(mnt)) != 1
+            || pf_cgroup_dir(mnt, root, group, below, sizeof(below))) {
+            continue;
+        }
+        n = snprintf(dir, len, "%s%s", top, below);
+        if (n > 0 && (size_t)n < len) {
+            *mount_len = strlen(top) + strlen(mnt);
+            found = 0;
+        }
+    }
+    fclose(mountinfo);
+    return found;
+}
+
+/* Cuts the last component off a group's directory; 0 once it would go
+ * above the mount point. */
+static int parent_group(char *dir, size_t mount_len)
+{
+    char *slash = strrchr(dir, '/');
+
+    if (strlen(dir) <= mount_len || slash == NULL
+        || (size_t)(slash - dir) < mount_len) {
+        return 0;
+    }
+    *slash = '\0';
+    return 1;
+}
+
+/* The tightest CPU quota on the way from a group up to its mount point:
+ * a parent's quota limits every group below it.  v2 keeps it in cpu.max,
+ * v1 in cpu.cfs_quota_us and cpu.cfs_period_us. */
+static int tightest_quota(char *dir, size_t mount_len, int v1)
+{
+    char text[128], period[128];
     int tightest = 0, cpus;
 
-    if (read_small_file("/proc/self/cgroup", self, sizeof(self))) {
-        return 0;
-    }
-    rel = strstr(self, "0::");
-    if (rel == NULL || (rel != self && rel[-1] != '\n')) {
-        return 0;
-    }
-    rel += 3;
-    nl = strchr(rel, '\n');
-    if (nl) {
-        *nl = '\0';
-    }
-    for (;;) {
-        snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max",
-                 strcmp(rel, "/") == 0 ? "" : rel);
-        if (read_small_file(path, text, sizeof(text)) == 0) {
+    do {
+        cpus = 0;
+        if (!v1 && read_cgroup_file(dir, "cpu.max", text, sizeof(text)) == 0) {
             cpus = pf_parse_cpu_max(text);
-            if (cpus > 0 && (tightest == 0 || cpus < tightest)) {
-                tightest = cpus;
-            }
         }
-        slash = strrchr(rel, '/');
-        if (slash == NULL || strcmp(rel, "/") == 0) {
-            break;
+        else if (v1
+                 && read_cgroup_file(dir, "cpu.cfs_quota_us", text,
+                                     sizeof(text)) == 0
+                 && read_cgroup_file(dir, "cpu.cfs_period_us", period,
+                                     sizeof(period)) == 0) {
+            cpus = pf_parse_cfs_quota(text, period);
         }
-        if (slash == rel) {
-            rel[1] = '\0';
+        if (cpus > 0 && (tightest == 0 || cpus < tightest)) {
+            tightest = cpus;
         }
-        else {
-            *slash = '\0';
+    } while (parent_group(dir, mount_len));
+    return tightest;
+}
+
+/* The CPUs of a group's cpuset: the effective list, which the kernel has
+ * already cut down to the parents' lists. */
+static int cpuset_cpus(const char *dir, int v1)
+{
+    char text[4096];
+    int cpus = -1;
+
+    if (v1) {
+        if (read_cgroup_file(dir, "cpuset.effective_cpus", text,
+                             sizeof(text)) == 0
+            || read_cgroup_file(dir, "cpuset.cpus", text, sizeof(text)) == 0) {
+            cpus = pf_parse_cpu_list(text);
         }
     }
-    return tightest;
+    else if (read_cgroup_file(dir, "cpuset.cpus.effective", text,
+                              sizeof(text)) == 0) {
+        cpus = pf_parse_cpu_list(text);
+    }
+    return cpus > 0 ? cpus : 0;
+}
+
+static int smaller_limit(int a, int b)
+{
+    if (a <= 0) {
+        return b;
+    }
+    return (b > 0 && b < a) ? b : a;
+}
+
+void pf_os_cgroup_cpus(const char *top, int *quota, int *cpuset)
+{
+    char self[8192], path[PF_CGROUP_PATH_MAX + 64], dir[PF_CGROUP_PATH_MAX];
+    size_t mount_len;
+
+    *quota = 0;
+    *cpuset = 0;
+    snprintf(path, sizeof(path), "%s/proc/self/cgroup", top);
+    if (read_small_file(path, self, sizeof(self))) {
+        return;
+    }
+    /* A host can mount both: v1 controllers beside an empty v2 hierarchy
+     * (this file, "hybrid"), or the other way round; each limit counts
+     * where its files are. */
+    if (find_cgroup_dir(top, self, NULL, dir, sizeof(dir), &mount_len) == 0) {
+        *cpuset = smaller_limit(*cpuset, cpuset_cpus(dir, 0));
+        *quota = smaller_limit(*quota, tightest_quota(dir, mount_len, 0));
+    }
+    if (find_cgroup_dir(top, self, "cpu", dir, sizeof(dir), &mount_len) == 0) {
+        *quota = smaller_limit(*quota, tightest_quota(dir, mount_len, 1));
+    }
+    if (find_cgroup_dir(top, self, "cpuset", dir, sizeof(dir),
+                        &mount_len) == 0) {
+        *cpuset = smaller_limit(*cpuset, cpuset_cpus(dir, 1));
+    }
 }
 
 void pf_os_probe_cpus(pf_cpu_info_t *info)
 {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int cpuset;
 
     info->online = online > 0 ? (int)online : 1;
     info->affinity = 0;
@@ -361,7 +475,10 @@ void pf_os_probe_cpus(pf_cpu_info_t *info)
         }
     }
 #endif
-    info->quota = cgroup_v2_quota();
+    pf_os_cgroup_cpus("", &info->quota, &cpuset);
+    /* A cpuset already narrows the affinity mask on Linux; counting it
+     * as well covers a mask that was read before the cpuset changed. */
+    info->affinity = smaller_limit(info->affinity, cpuset);
 }
 
 /* ------------------------------------------------------------------ */

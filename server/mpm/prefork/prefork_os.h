@@ -32,8 +32,10 @@
 /** What pf_os_probe_cpus() found. */
 typedef struct {
     int online;     /**< online CPUs */
-    int affinity;   /**< CPUs in our affinity mask, 0 if unknown */
-    int quota;      /**< cgroup v2 cpu.max in CPUs, 0 if none or unknown */
+    int affinity;   /**< CPUs in our affinity mask and our cgroup's
+                         cpuset, whichever is fewer; 0 if unknown */
+    int quota;      /**< cgroup CPU quota in CPUs (v2 cpu.max, v1
+                         cpu.cfs_quota_us), 0 if none or unknown */
 } pf_cpu_info_t;
 
 /**
@@ -77,8 +79,21 @@ apr_status_t pf_os_listener_queue(apr_socket_t *sd, int *queued,
  */
 apr_status_t pf_os_refuse_new_connections(apr_socket_t *sd);
 
-/** Counts online CPUs, the affinity mask and the cgroup v2 quota. */
+/** Counts online CPUs, the affinity mask and the cgroup limits. */
 void pf_os_probe_cpus(pf_cpu_info_t *info);
+
+/**
+ * Reads the CPU limits of this process's cgroup, v1 and v2 alike: the
+ * tightest quota from its group up to the top of the mount (v2 cpu.max,
+ * v1 cpu.cfs_quota_us / cpu.cfs_period_us) and its cpuset's effective
+ * CPUs.  Hierarchies are found through /proc/self/cgroup and
+ * /proc/self/mountinfo.
+ * @param top "" on a live system; the tests pass a directory holding a
+ *        fake proc/self/ and the mount points below it
+ * @param quota Set to the quota in whole CPUs rounded up, 0 if none
+ * @param cpuset Set to the cpuset's CPU count, 0 if none is readable
+ */
+void pf_os_cgroup_cpus(const char *top, int *quota, int *cpuset);
 
 /* ------------------------------------------------------------------ */
 /* ListenBucketSteering                                                */

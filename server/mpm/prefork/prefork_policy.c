@@ -127,6 +127,258 @@ int pf_parse_cpu_max(const char *text)
     return (int)(quota < 1 ? 1 : quota);
 }
 
+int pf_parse_cfs_quota(const char *quota_text, const char *period_text)
+{
+    long long quota, period;
+    char *end;
+
+    if (quota_text == NULL || period_text == NULL) {
+        return -1;
+    }
+    errno = 0;
+    quota = strtoll(quota_text, &end, 10);
+    if (end == quota_text || errno == ERANGE
+        || (*end != '\0' && !isspace((unsigned char)*end))) {
+        return -1;
+    }
+    if (quota == -1) {
+        return 0;
+    }
+    period = strtoll(period_text, &end, 10);
+    if (end == period_text || errno == ERANGE
+        || (*end != '\0' && !isspace((unsigned char)*end))) {
+        return -1;
+    }
+    if (quota <= 0 || period <= 0) {
+        return -1;
+    }
+    /* As with cpu.max: 1.5 CPUs' worth lets two children make progress. */
+    quota = (quota + period - 1) / period;
+    if (quota > PF_MAX_SERVER_LIMIT) {
+        quota = PF_MAX_SERVER_LIMIT;
+    }
+    return (int)quota;
+}
+
+/* Reads a CPU number of a cpuset list; NULL if there is none. */
+static const char *parse_cpu_number(const char *p, long *cpu)
+{
+    char *end;
+
+    if (!isdigit((unsigned char)*p)) {
+        return NULL;
+    }
+    errno = 0;
+    *cpu = strtol(p, &end, 10);
+    if (errno == ERANGE || *cpu > PF_MAX_CPU_NUMBER) {
+        return NULL;
+    }
+    return end;
+}
+
+int pf_parse_cpu_list(const char *text)
+{
+    const char *p = text;
+    long first, last, count = 0;
+
+    if (text == NULL) {
+        return -1;
+    }
+    while (*p == ' ' || *p == '\t') {
+        p++;
+    }
+    if (*p == '\0' || *p == '\n') {
+        return 0;
+    }
+    for (;;) {
+        p = parse_cpu_number(p, &first);
+        if (p == NULL) {
+            return -1;
+        }
+        last = first;
+        if (*p == '-') {
+            p = parse_cpu_number(p + 1, &last);
+            if (p == NULL || last < first) {
+                return -1;
+            }
+        }
+        count += last - first + 1;
+        if (*p != ',') {
+            break;
+        }
+        p++;
+    }
+    while (isspace((unsigned char)*p)) {
+        p++;
+    }
+    if (*p != '\0') {
+        return -1;
+    }
+    return count > PF_MAX_CPU_NUMBER ? PF_MAX_CPU_NUMBER : (int)count;
+}
+
+/* Whether a comma-separated list ("rw,cpu,cpuacct") holds a word. */
+static int list_has_word(const char *list, size_t list_len, const char *word)
+{
+    size_t word_len = strlen(word);
+    const char *p = list, *end = list + list_len, *comma;
+
+    while (p < end) {
+        comma = memchr(p, ',', (size_t)(end - p));
+        if (comma == NULL) {
+            comma = end;
+        }
+        if ((size_t)(comma - p) == word_len
+            && strncmp(p, word, word_len) == 0) {
+            return 1;
+        }
+        p = comma + 1;
+    }
+    return 0;
+}
+
+int pf_cgroup_self_path(const char *proc_cgroup, const char *controller,
+                        char *path, size_t len)
+{
+    const char *line = proc_cgroup, *colon1, *colon2, *nl;
+    size_t path_len;
+
+    if (proc_cgroup == NULL || len == 0) {
+        return -1;
+    }
+    while (*line != '\0') {
+        nl = strchr(line, '\n');
+        if (nl == NULL) {
+            nl = line + strlen(line);
+        }
+        colon1 = memchr(line, ':', (size_t)(nl - line));
+        colon2 = colon1 ? memchr(colon1 + 1, ':', (size_t)(nl - colon1 - 1))
+                        : NULL;
+        if (colon2 != NULL && colon2[1] == '/'
+            && (controller == NULL
+                    ? (colon1 - line == 1 && line[0] == '0'
+                       && colon2 == colon1 + 1)
+                    : list_has_word(colon1 + 1,
+                                    (size_t)(colon2 - colon1 - 1),
+                                    controller))) {
+            path_len = (size_t)(nl - colon2 - 1);
+            if (path_len >= len) {
+                return -1;
+            }
+            memcpy(path, colon2 + 1, path_len);
+            path[path_len] = '\0';
+            return 0;
+        }
+        line = *nl ? nl + 1 : nl;
+    }
+    return -1;
+}
+
+/* Copies the next space-separated field of a mountinfo line, undoing the
+ * kernel's octal escapes ("\040" for a space); NULL if there is none or
+ * it does not fit. */
+static const char *mountinfo_field(const char *p, char *buf, size_t len)
+{
+    size_t n = 0;
+
+    while (*p == ' ') {
+        p++;
+    }
+    if (*p == '\0' || *p == '\n') {
+        return NULL;
+    }
+    while (*p != '\0' && *p != ' ' && *p != '\n') {
+        if (n + 1 >= len) {
+            return NULL;
+        }
+        if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0'
+            && p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
+            buf[n++] = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8
+                              + (p[3] - '0'));
+            p += 4;
+        }
+        else {
+            buf[n++] = *p++;
+        }
+    }
+    buf[n] = '\0';
+    return p;
+}
+
+int pf_parse_mountinfo_cgroup(const char *line, const char *controller,
+                              char *root, size_t root_len, char *mnt,
+                              size_t mnt_len)
+{
+    char field[256];
+    const char *p = line;
+    int i;
+
+    if (line == NULL) {
+        return -1;
+    }
+    /* mount id, parent id, major:minor, root, mount point, options */
+    for (i = 0; i < 6; i++) {
+        if (i == 3) {
+            p = mountinfo_field(p, root, root_len);
+        }
+        else if (i == 4) {
+            p = mountinfo_field(p, mnt, mnt_len);
+        }
+        else {
+            p = mountinfo_field(p, field, sizeof(field));
+        }
+        if (p == NULL) {
+            return -1;
+        }
+    }
+    /* optional fields ("shared:13"), up to a lone "-" */
+    do {
+        p = mountinfo_field(p, field, sizeof(field));
+        if (p == NULL) {
+            return -1;
+        }
+    } while (strcmp(field, "-") != 0);
+    p = mountinfo_field(p, field, sizeof(field));  /* file system type */
+    if (p == NULL) {
+        return -1;
+    }
+    if (controller == NULL) {
+        return strcmp(field, "cgroup2") == 0;
+    }
+    if (strcmp(field, "cgroup") != 0) {
+        return 0;
+    }
+    p = mountinfo_field(p, field, sizeof(field));  /* source */
+    if (p == NULL || mountinfo_field(p, field, sizeof(field)) == NULL) {
+        return -1;
+    }
+    return list_has_word(field, strlen(field), controller);
+}
+
+int pf_cgroup_dir(const char *mnt, const char *root, const char *path,
+                  char *dir, size_t len)
+{
+    size_t root_len = strlen(root);
+    const char *below = path;
+    int n;
+
+    if (strcmp(root, "/") != 0) {
+        if (strncmp(path, root, root_len) != 0
+            || (path[root_len] != '\0' && path[root_len] != '/')) {
+            return -1;
+        }
+        below = path + root_len;
+    }
+    if (strcmp(below, "/") == 0) {
+        below = "";
+    }
+    n = snprintf(dir, len, "%s%s", mnt, below);
+    if (n < 0 || (size_t)n >= len) {
+        return -1;
+    }
+    return 0;
+}
+
 int pf_usable_cpus(int online, int affinity, int quota)
 {
     int cpus = online > 0 ? online : 1;

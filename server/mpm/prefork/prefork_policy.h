@@ -36,6 +36,8 @@
  *  1, 2, 4 ... stops here.  It is per bucket, so it never limits how many
  *  buckets there can be. */
 #define PF_MAX_SPAWN_RATE 32
+/** Highest CPU number a cpuset list may name (Linux allows 8192 CPUs). */
+#define PF_MAX_CPU_NUMBER 65535
 
 /* ------------------------------------------------------------------ */
 /* Directive values                                                    */
@@ -75,6 +77,56 @@ char *pf_format_parse_error(char *buf, size_t len, const char *directive,
  *         (no quota), or -1 if the text is not a cpu.max line
  */
 int pf_parse_cpu_max(const char *text);
+
+/**
+ * Reads a cgroup v1 CFS quota: cpu.cfs_quota_us ("-1" or "150000") and
+ * cpu.cfs_period_us ("100000").
+ * @return the quota in whole CPUs rounded up (at least 1), 0 for -1 (no
+ *         quota), or -1 if either text is not what the kernel writes there
+ */
+int pf_parse_cfs_quota(const char *quota_text, const char *period_text);
+
+/**
+ * Counts the CPUs of a cpuset list, as in cpuset.cpus (v1 and v2),
+ * cpuset.effective_cpus (v1) and cpuset.cpus.effective (v2): "0-3,8,10-11".
+ * @return the number of CPUs, 0 for an empty list, or -1 if the text is
+ *         not a CPU list
+ */
+int pf_parse_cpu_list(const char *text);
+
+/**
+ * Finds this process's group in the text of /proc/self/cgroup
+ * ("4:cpu,cpuacct:/a/b" for cgroup v1, "0::/a/b" for cgroup v2).
+ * @param controller A cgroup v1 controller ("cpu", "cpuset"), or NULL for
+ *        the cgroup v2 hierarchy
+ * @param path Receives the group's path, e.g. "/a/b"
+ * @return 0 if found, -1 if not (or if it does not fit in @a len)
+ */
+int pf_cgroup_self_path(const char *proc_cgroup, const char *controller,
+                        char *path, size_t len);
+
+/**
+ * Reads one line of /proc/self/mountinfo, looking for a cgroup hierarchy.
+ * @param controller A cgroup v1 controller: the line matches a "cgroup"
+ *        mount whose options name it; or NULL: a "cgroup2" mount
+ * @param root Receives the mount's root within the hierarchy (field 4)
+ * @param mnt Receives the mount point (field 5), "\040" escapes undone
+ * @return 1 if the line is such a mount, 0 if it is another mount, -1 if
+ *         it is not a mountinfo line or a field does not fit
+ */
+int pf_parse_mountinfo_cgroup(const char *line, const char *controller,
+                              char *root, size_t root_len, char *mnt,
+                              size_t mnt_len);
+
+/**
+ * Where a group's files are: the mount point plus the group's path below
+ * the mount's root (a container often sees its own group as the root of
+ * the mount: root "/docker/abc", path "/docker/abc").
+ * @return 0, or -1 if @a path is not at or below @a root (the group is not
+ *         visible under this mount) or the result does not fit
+ */
+int pf_cgroup_dir(const char *mnt, const char *root, const char *path,
+                  char *dir, size_t len);
 
 /**
  * The CPUs that bucket sizing should count: the online CPUs, cut down to
