@@ -13,7 +13,8 @@ DEMO_ROOT="$TOP/build/demo"
 DEMO_PORT="${DEMO_PORT:-8080}"
 PACKAGES="apache2 apache2-dev apache2-utils libapr1-dev libaprutil1-dev check \
 autoconf pkg-config gcc libc6-dev linux-libc-dev make python3 curl wrk iproute2 procps valgrind strace \
-nginx-light gnuplot-nox prometheus"
+nginx-light gnuplot-nox prometheus \
+libtool libtool-bin libpcre2-dev libpcre3-dev libexpat1-dev zlib1g-dev patch xz-utils shellcheck"
 
 say() { printf '==> %s\n' "$*"; }
 
