@@ -13,7 +13,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 from pfbtest import Server
 
@@ -39,9 +38,12 @@ def check_parent(extra):
                        "--child-silent-after-fork=yes",
                        "--log-file=" + log]
         srv.start(timeout=120)
-        time.sleep(2)
-        srv.graceful()
-        time.sleep(4)
+        # Children run under valgrind too, slowly: wait for them, and for
+        # the restart's, rather than for a guess at how long that takes.
+        if len(srv.wait_ready(4, timeout=120)) < 4:
+            print("valgrind: the children did not start")
+            return 1
+        srv.restart_gracefully(timeout=120)
         srv.signal(signal.SIGTERM)
         try:
             srv.proc.wait(timeout=120)

@@ -164,21 +164,22 @@ class Reliability(unittest.TestCase):
             kids = self.wait_all_idle(srv)
             parent = srv.proc.pid
             before = proc_status(parent)
-            kids_before = {p: proc_status(p) for p in kids}
+            kids_before = self.idle_children_status(srv, kids)
             load = Load("127.0.0.1", srv.ports[0], concurrency=8).start()
             time.sleep(SOAK_SECONDS)    # the soak itself, not a wait
             load.stop()
             report("soak %d s" % SOAK_SECONDS, load)
             self.assertEqual(load.errors, {})
-            self.wait_all_idle(srv)
+            kids = self.wait_all_idle(srv)
             after = proc_status(parent)
             self.assertEqual(after[1], before[1], "parent fds changed")
             self.assertLess(after[0], before[0] + 1024, "parent RSS grew")
+            kids_after = self.idle_children_status(
+                srv, [p for p in kids if p in kids_before])
             for pid, (rss, fds) in kids_before.items():
-                try:
-                    now = proc_status(pid)
-                except OSError:
+                if pid not in kids_after:
                     continue            # retired during the soak
+                now = kids_after[pid]
                 self.assertEqual(now[1], fds, "child %d fds changed" % pid)
                 self.assertLess(now[0], rss + 2048, "child %d RSS grew" % pid)
             status, _ = http_get("127.0.0.1", srv.ports[0])
@@ -196,6 +197,25 @@ class Reliability(unittest.TestCase):
         kids = srv.wait_for(all_idle)
         self.assertTrue(kids, "children still busy or starting")
         return kids
+
+    def idle_children_status(self, srv, pids):
+        """(RSS, fds) of each child, each read while the scoreboard shows
+        it waiting for a connection and it did not just serve the reading
+        (the child that answers the scoreboard holds that connection for a
+        moment: its fds are one more)."""
+        measured = {}
+
+        def all_measured():
+            board = srv.scoreboard()
+            for slot in board.slots:
+                pid = slot["pid"]
+                if pid in pids and pid not in measured \
+                        and slot["status"] == "_" and pid != board.served_by:
+                    measured[pid] = proc_status(pid)
+            return set(measured) >= set(pids)
+        self.assertTrue(srv.wait_for(all_measured), "children never idle: "
+                        "%s" % sorted(set(pids) - set(measured)))
+        return measured
 
     def assert_status_consistent(self, srv):
         def consistent():

@@ -12,7 +12,7 @@ httpd or of the modules can be tested with the same tests.
   STATUS_SO          mod_bucket_status.so
   TEST_HANDLER_SO    mod_pfb_test_handler.so (every server loads it: the
                      harness reads the scoreboard through it)
-  NOREUSEPORT_SO, NOBPF_SO, BINDV6ONLY_SO
+  NOREUSEPORT_SO, NOBPF_SO
                      the LD_PRELOAD shims of test/integration/*.c
 
 Paths default to this checkout's build/ directory, whatever the current
@@ -40,7 +40,6 @@ TEST_HANDLER_SO = _path("TEST_HANDLER_SO",
 NOREUSEPORT_SO = _path("NOREUSEPORT_SO",
                        os.path.join(BUILD, "noreuseport.so"))
 NOBPF_SO = _path("NOBPF_SO", os.path.join(BUILD, "nobpf.so"))
-BINDV6ONLY_SO = _path("BINDV6ONLY_SO", os.path.join(BUILD, "bindv6only.so"))
 
 STOCK_PREFORK = os.path.join(MODULES, "mod_mpm_prefork.so")
 STOCK_EVENT = os.path.join(MODULES, "mod_mpm_event.so")

@@ -187,6 +187,7 @@ class Server:
         self.ports = []
         self.conf = os.path.join(self.root, "httpd.conf")
         self.startup_output = ""
+        self.log_problems = []
 
     # -- configuration and life cycle ------------------------------------
     def expect(self, *tags):
@@ -388,6 +389,7 @@ class Server:
     def __exit__(self, exc_type, exc, tb):
         self.kill()
         problems = self.unexpected_log_lines()
+        self.log_problems = problems        # for check_log=False callers
         self.cleanup()
         if problems and self.check_log:
             text = "\n".join(problems[:40])
