@@ -24,7 +24,7 @@
 #include "http_log.h"
 #include "http_protocol.h"
 
-#include "prefork_buckets.h"
+#include "pfb_log.h"
 
 module AP_MODULE_DECLARE_DATA pfb_test_handler_module;
 

@@ -189,6 +189,130 @@ void pf_plan_buckets(int usable_cpus, int ratio, int explicit_buckets,
     plan->num_buckets = per_listen * num_listeners;
 }
 
+void pf_plan_per_listen_fallback(int num_listeners, pf_bucket_plan_t *plan)
+{
+    plan->mode = PFB_MODE_PER_LISTEN;
+    plan->reason = PFB_WHY_DUP_FAILED;
+    plan->buckets_per_listen = 1;
+    plan->num_buckets = num_listeners > 0 ? num_listeners : 1;
+}
+
+int pf_generation_room(const pf_generation_in_t *in)
+{
+    long long per_listen = in->wanted.buckets_per_listen;
+    long long room;
+
+    if (in->previous && in->previous->buckets_per_listen > per_listen) {
+        per_listen = in->previous->buckets_per_listen;
+    }
+    room = per_listen * (in->num_listeners > 0 ? in->num_listeners : 1);
+    return room < 1 ? 1 : (room > PF_MAX_SERVER_LIMIT ? PF_MAX_SERVER_LIMIT
+                                                      : (int)room);
+}
+
+/* The plan a graceful restart runs: the mode and per-Listen count in
+ * force, over the Listens of the new configuration. */
+static void keep_previous_plan(const pf_generation_in_t *in,
+                               pf_generation_out_t *out)
+{
+    const pf_bucket_plan_t *prev = in->previous;
+    pf_bucket_plan_t *plan = &out->plan;
+    int nl = in->num_listeners;
+
+    *plan = *prev;
+    if (prev->mode != in->wanted.mode
+        || prev->buckets_per_listen != in->wanted.buckets_per_listen) {
+        plan->reason = PFB_WHY_KEPT;
+        out->change_deferred = 1;
+    }
+    else {
+        plan->reason = in->wanted.reason;
+    }
+    if (plan->mode == PFB_MODE_SINGLE) {
+        plan->num_buckets = 1;
+        return;
+    }
+    if ((long long)plan->buckets_per_listen * nl > in->max_workers) {
+        /* Listens were added: every bucket still needs a child. */
+        plan->buckets_per_listen = in->max_workers / nl;
+        plan->reason = PFB_WHY_CAPPED;
+        if (plan->buckets_per_listen < 1) {
+            plan->mode = PFB_MODE_SINGLE;
+            plan->buckets_per_listen = 1;
+            plan->num_buckets = 1;
+            return;
+        }
+    }
+    plan->num_buckets = plan->buckets_per_listen * nl;
+}
+
+static int same_identity(const pf_identity_t *a, const pf_identity_t *b)
+{
+    if (a->shard != b->shard) {
+        return 0;
+    }
+    if (a->listener == NULL || b->listener == NULL) {
+        return a->listener == b->listener;
+    }
+    return strcmp(a->listener, b->listener) == 0;
+}
+
+int pf_plan_generation(const pf_generation_in_t *in, pf_generation_out_t *out)
+{
+    int nb, b, j, l, k, start;
+
+    if (in->num_listeners < 1 || in->listeners == NULL
+        || (in->num_old > 0 && (in->old == NULL || in->old_children == NULL))) {
+        return -1;
+    }
+    out->change_deferred = 0;
+    if (in->how == PF_RESTART_GRACEFUL && in->previous != NULL) {
+        keep_previous_plan(in, out);
+    }
+    else {
+        out->plan = in->wanted;
+    }
+    nb = out->plan.num_buckets;
+    if (nb < 1 || nb > pf_generation_room(in)) {
+        return -1;
+    }
+
+    for (b = 0; b < nb; b++) {
+        if (out->plan.mode == PFB_MODE_SINGLE) {
+            l = -1;
+            k = 0;
+        }
+        else {
+            l = b / out->plan.buckets_per_listen;
+            k = b % out->plan.buckets_per_listen;
+        }
+        out->listener[b] = l;
+        out->bucket[b].listener = l < 0 ? NULL : in->listeners[l];
+        out->bucket[b].shard = k;
+        out->from_old[b] = -1;
+        for (j = 0; j < in->num_old; j++) {
+            if (same_identity(&out->bucket[b], &in->old[j])) {
+                out->from_old[b] = j;
+                break;
+            }
+        }
+        start = pf_bucket_start(in->start_servers, nb, b);
+        j = out->from_old[b];
+        out->target[b] = (j >= 0 && in->old_children[j] > start)
+                             ? in->old_children[j]
+                             : start;
+    }
+    for (j = 0; j < in->num_old; j++) {
+        out->old_survives[j] = 0;
+    }
+    for (b = 0; b < nb; b++) {
+        if (out->from_old[b] >= 0) {
+            out->old_survives[out->from_old[b]] = 1;
+        }
+    }
+    return nb;
+}
+
 int pf_share(int total, int num_buckets, int b)
 {
     if (num_buckets < 1 || total < 0) {
@@ -399,6 +523,17 @@ void pf_decide_maintenance(const pf_limits_t *lim,
         else if (!wanted_more) {
             spawn_rate[b] = 1;
         }
+    }
+}
+
+void pf_count_old_generation(pf_bucket_state_t *state,
+                             const int *old_children, int num_buckets)
+{
+    int b;
+
+    for (b = 0; b < num_buckets; b++) {
+        state[b].children += old_children[b];
+        state[b].idle += old_children[b];
     }
 }
 

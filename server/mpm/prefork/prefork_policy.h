@@ -115,6 +115,93 @@ void pf_plan_buckets(int usable_cpus, int ratio, int explicit_buckets,
                      int reuseport_ok, int num_listeners, int max_workers,
                      pf_bucket_plan_t *plan);
 
+/**
+ * The plan when duplicating a Listen's socket failed (another user's
+ * socket on the port, an exotic listener): one bucket per Listen, still
+ * one socket per bucket and no accept mutex.
+ */
+void pf_plan_per_listen_fallback(int num_listeners, pf_bucket_plan_t *plan);
+
+/* ------------------------------------------------------------------ */
+/* Generations: what a start or restart keeps                          */
+
+/** How the server (re)starts. */
+typedef enum {
+    PF_START_FIRST = 0,         /**< the first start */
+    PF_RESTART_GRACEFUL = 1,    /**< SIGUSR1, apachectl graceful */
+    PF_RESTART_FULL = 2         /**< SIGHUP, apachectl restart */
+} pf_start_e;
+
+/** A bucket's identity, which stays with it across restarts: its Listen's
+ *  address and its shard.  In single mode the one bucket holds every
+ *  Listen and its listener is NULL. */
+typedef struct {
+    const char *listener;
+    int shard;
+} pf_identity_t;
+
+typedef struct {
+    int how;                        /**< pf_start_e */
+    /** pf_plan_buckets() for the new configuration. */
+    pf_bucket_plan_t wanted;
+    /** The plan in force so far; NULL at the first start. */
+    const pf_bucket_plan_t *previous;
+    int num_listeners;              /**< Listens in the new configuration */
+    const char *const *listeners;   /**< their addresses, in order */
+    int max_workers;                /**< MaxRequestWorkers, new */
+    int start_servers;              /**< StartServers, new */
+    int num_old;                    /**< buckets of the generation so far */
+    const pf_identity_t *old;       /**< their identities */
+    /** Children of each old bucket still running (0 after a full
+     *  restart, which stops them all first). */
+    const int *old_children;
+} pf_generation_in_t;
+
+typedef struct {
+    pf_bucket_plan_t plan;          /**< in force for the new generation */
+    /** 1: the configuration asks for another bucket count or mode, and
+     *  the graceful restart kept the old one (plan.reason is
+     *  PFB_WHY_KEPT); it takes effect at the next full restart. */
+    int change_deferred;
+    /* Per new bucket, pf_generation_room() entries each (caller's): */
+    pf_identity_t *bucket;          /**< its identity */
+    int *listener;                  /**< its Listen (index), -1 in single */
+    int *from_old;                  /**< old bucket of the same identity,
+                                         whose socket it keeps, or -1 */
+    int *target;                    /**< children it should have once the
+                                         old generation has gone */
+    /* Per old bucket, num_old entries (caller's): */
+    int *old_survives;              /**< 1 if a new bucket has its
+                                         identity: its socket stays open */
+} pf_generation_out_t;
+
+/** Entries the per-bucket arrays of pf_generation_out_t need. */
+int pf_generation_room(const pf_generation_in_t *in);
+
+/**
+ * Decides what a start or restart keeps and what it replaces.
+ *
+ * The first start and a full restart take the configuration's plan.  A
+ * graceful restart keeps the mode and the buckets per Listen in force, so
+ * that no socket with queued connections is closed and no child is moved;
+ * if the configuration asks for another count, the change waits for the
+ * next full restart (change_deferred, reason PFB_WHY_KEPT).  Listens added
+ * by a graceful restart get as many buckets as the others (cut down to fit
+ * MaxRequestWorkers, reason PFB_WHY_CAPPED).
+ *
+ * Buckets are named by identity, never by position: a bucket whose
+ * identity existed before keeps its socket, its counters and its old
+ * children, wherever Listens were added, removed or reordered.  Each new
+ * bucket's target is its share of StartServers, or as many children as
+ * its identity had before when that is more (a graceful restart must not
+ * shrink the pool under load); old children are replaced one for one up
+ * to it as they leave.  Old buckets whose identity is gone are not
+ * replaced, and their sockets close.
+ *
+ * @return the number of new buckets, or -1 on bad input
+ */
+int pf_plan_generation(const pf_generation_in_t *in, pf_generation_out_t *out);
+
 /* ------------------------------------------------------------------ */
 /* Sharing limits among buckets                                        */
 
@@ -212,6 +299,17 @@ void pf_decide_maintenance(const pf_limits_t *lim,
                            int *spawn_rate, pf_bucket_action_t *action,
                            pf_rank_t *scratch,
                            pf_decision_summary_t *summary);
+
+/**
+ * Counts an older generation's children in the buckets that carry their
+ * identity: each will be replaced in its bucket when it leaves, so for
+ * maintenance it is a child on its way, neither a gap to fill (which would
+ * fork a second child for the same work) nor a busy child.  It counts as
+ * idle.
+ * @param old_children Per bucket, old-generation children of its identity
+ */
+void pf_count_old_generation(pf_bucket_state_t *state,
+                             const int *old_children, int num_buckets);
 
 /**
  * Whether a child that just exited left its bucket with no child to
