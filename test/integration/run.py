@@ -5,9 +5,12 @@
   python3 test/integration/run.py               # every test
   python3 test/integration/run.py test_buckets  # one module
   python3 test/integration/run.py -k graceful   # names matching a pattern
+  python3 test/integration/run.py --allow-skips  # a skip is not a failure
 
 Ends with a line 'integration: N passed, N failed, N skipped' and exits
-non-zero when anything failed.
+non-zero when anything failed, or when anything was skipped without
+--allow-skips (a skipped test checked nothing; make check must run all).
+The servers come from the environment: see test/pfbtest/config.py.
 """
 
 import os
@@ -16,10 +19,12 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# test/, for pfbtest (the one bootstrap, see pfbtest/__init__.py); HERE is
+# on the path already, as the script's own directory.
+sys.path.insert(0, os.path.dirname(HERE))
 
 
 def main(argv):
-    sys.path.insert(0, HERE)
     if os.geteuid() != 0:
         print("integration tests start apache2 as root (it binds, then "
               "drops to www-data); run them as root")
@@ -28,11 +33,14 @@ def main(argv):
     loader = unittest.TestLoader()
     pattern = None
     modules = []
+    allow_skips = False
     args = list(argv)
     while args:
         arg = args.pop(0)
         if arg == "-k" and args:
             pattern = args.pop(0)
+        elif arg == "--allow-skips":
+            allow_skips = True
         else:
             modules.append(arg)
     if pattern:
@@ -49,8 +57,14 @@ def main(argv):
     skipped = len(result.skipped)
     passed = result.testsRun - failed - skipped
     print("integration run took %.0f s" % (time.time() - started))
+    for test, reason in result.skipped:
+        print("skipped: %s: %s" % (test.id(), reason))
     print("integration: %d passed, %d failed, %d skipped"
           % (passed, failed, skipped))
+    if skipped and not allow_skips:
+        print("integration: a skipped test checked nothing; fix the cause "
+              "or run with --allow-skips")
+        return 1
     return 0 if failed == 0 and result.testsRun > 0 else 1
 
 

@@ -4,7 +4,7 @@ limits are corrected with a warning that says what was used."""
 
 import unittest
 
-from harness import Server
+from pfbtest import Server
 
 # directive -> (lowest accepted, highest accepted)
 DIRECTIVES = {

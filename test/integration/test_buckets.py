@@ -7,11 +7,9 @@ import signal
 import time
 import unittest
 
-from harness import Server, Load, http_get, listen_sockets
+from pfbtest import Server, Load, http_get, listen_sockets, NOREUSEPORT_SO
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SHIM = os.environ.get("NOREUSEPORT_SO",
-                      os.path.abspath("build/noreuseport.so"))
+SHIM = NOREUSEPORT_SO
 
 
 def requests_per_bucket(srv):

@@ -8,7 +8,7 @@ import time
 import unittest
 import urllib.request
 
-from harness import Server, Load, http_get, read_response, run_user_ids
+from pfbtest import Server, Load, http_get, read_response, run_user_ids
 
 
 class PreforkBasics(unittest.TestCase):

@@ -12,18 +12,15 @@ import json
 import unittest
 import urllib.request
 
-from harness import Server, Load, http_get, listen_sockets, read_response
+from pfbtest import (Server, Load, http_get, listen_sockets, STATUS_LOAD,
+                     TEST_HANDLER_LOAD)
 
 BUCKETS4 = "ListenBuckets 4\nStartServers 8\nMinSpareServers 4\n" \
            "MaxSpareServers 16\nMaxRequestWorkers 40\nServerLimit 40\n"
 
 SOAK_SECONDS = int(os.environ.get("SOAK_SECONDS", "60"))
-STATUS_LOAD = "LoadModule bucket_status_module %s\n" % os.environ.get(
-    "STATUS_SO", os.path.abspath("build/mod_bucket_status.so"))
 STATUS_LOCATION = ("<Location /bucket-status>\n    SetHandler bucket-status\n"
                    "</Location>\n")
-TEST_HANDLER_LOAD = "LoadModule pfb_test_handler_module %s\n" % os.environ.get(
-    "TEST_HANDLER_SO", os.path.abspath("build/mod_pfb_test_handler.so"))
 
 
 def live_buckets(srv):

@@ -4,7 +4,6 @@ parses, other MPMs get "bucket data unavailable", bad queries get 400."""
 
 import html.parser
 import json
-import os
 import random
 import re
 import shutil
@@ -14,11 +13,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from harness import Server, Load, STOCK_EVENT, STOCK_PREFORK
+from pfbtest import Server, Load, STOCK_EVENT, STOCK_PREFORK, STATUS_LOAD
 
-STATUS_SO = os.environ.get("STATUS_SO",
-                           os.path.abspath("build/mod_bucket_status.so"))
-LOAD_STATUS = "LoadModule bucket_status_module %s\n" % STATUS_SO
+LOAD_STATUS = STATUS_LOAD
 LOCATION = ("<Location /bucket-status>\n    SetHandler bucket-status\n"
             "</Location>\n")
 

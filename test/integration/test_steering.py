@@ -15,14 +15,10 @@ import time
 import unittest
 import urllib.request
 
-from harness import Server, Load
+from pfbtest import Server, Load, STATUS_LOAD, TEST_HANDLER_LOAD, NOBPF_SO
 from test_status import check_html
 
-STATUS_LOAD = "LoadModule bucket_status_module %s\n" % os.environ.get(
-    "STATUS_SO", os.path.abspath("build/mod_bucket_status.so"))
-TEST_HANDLER_LOAD = "LoadModule pfb_test_handler_module %s\n" % os.environ.get(
-    "TEST_HANDLER_SO", os.path.abspath("build/mod_pfb_test_handler.so"))
-NOBPF_SHIM = os.environ.get("NOBPF_SO", os.path.abspath("build/nobpf.so"))
+NOBPF_SHIM = NOBPF_SO
 LOCATIONS = ("<Location /bucket-status>\n    SetHandler bucket-status\n"
              "</Location>\n<Location /pfb-test>\n    SetHandler pfb-test\n"
              "</Location>\n")

@@ -40,9 +40,10 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+# test/, for pfbtest (the one bootstrap, see test/pfbtest/__init__.py).
+sys.path.insert(0, os.path.dirname(HERE))
 
-from harness import Server, Load, STOCK_PREFORK  # noqa: E402
+from pfbtest import Server, Load, STOCK_PREFORK, TEST_HANDLER_LOAD  # noqa
 
 COMMON = ("StartServers 8\nMinSpareServers 8\nMaxSpareServers 32\n"
           "MaxRequestWorkers 64\nServerLimit 64\nKeepAlive Off\n"
@@ -96,13 +97,11 @@ def ab_parallel(urls, n, c, log):
     return total, failed
 
 
-TEST_HANDLER = os.path.abspath(os.path.join(HERE, "..", "..", "build",
-                                            "mod_pfb_test_handler.so"))
 HETERO = ("StartServers 32\nMinSpareServers 1\nMaxSpareServers 32\n"
           "MaxRequestWorkers 32\nServerLimit 32\nKeepAlive Off\n"
           "LogLevel warn\nCustomLog /dev/null common\n"
           "<Location /pfb-test>\n    SetHandler pfb-test\n</Location>\n")
-HETERO_MODULE = "LoadModule pfb_test_handler_module %s\n" % TEST_HANDLER
+HETERO_MODULE = TEST_HANDLER_LOAD
 
 
 def wrk_latency(url, connections, seconds, script, log):

@@ -39,18 +39,17 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+# test/, for pfbtest (the one bootstrap, see test/pfbtest/__init__.py).
+sys.path.insert(0, os.path.dirname(HERE))
 
-from harness import (Server, STOCK_PREFORK, STOCK_EVENT, MPM_SO,  # noqa
-                     STAT_PGRP, free_port, live_pids)
+from pfbtest import (Server, STOCK_PREFORK, STOCK_EVENT, MPM_SO,  # noqa
+                     STATUS_SO, TEST_HANDLER_SO, STAT_PGRP, free_port,
+                     live_pids)
 import report  # noqa: E402
 
 sys.path.insert(0, os.path.join(HERE, "sim"))
 import bucketsim  # noqa: E402
 
-BUILD = os.path.join(TOP, "build")
-STATUS_SO = os.path.join(BUILD, "mod_bucket_status.so")
-TEST_HANDLER_SO = os.path.join(BUILD, "mod_pfb_test_handler.so")
 WRK_SCRIPT = os.path.join(HERE, "wrk_report.lua")
 OPENLOOP = os.path.join(HERE, "openloop.py")
 

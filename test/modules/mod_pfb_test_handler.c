@@ -9,6 +9,19 @@
  *   ?spin=MS    burn CPU for MS milliseconds (0-60000)
  *   ?hold=MS    send "pid N" at once, then sleep MS milliseconds
  *
+ * and "SetHandler pfb-scoreboard" answers with the scoreboard, one line per
+ * slot in use, so the test harness can wait for children that finished
+ * starting (SERVER_READY or later) rather than for processes that exist:
+ *
+ *   served-by P
+ *   slot S pid P generation G status C quiescing Q bucket B
+ *
+ * where C is mod_status's letter for the slot's state ('S' starting, '_'
+ * waiting for a connection, 'W' writing ...); "served-by" names the child
+ * answering, which is busy writing this very answer.  The request marks itself
+ * with the environment variable pfb_probe so that the harness's access log
+ * (CustomLog ... env=!pfb_probe) leaves it out.
+ *
  * Never load it on a production server.
  */
 
@@ -23,6 +36,8 @@
 #include "http_config.h"
 #include "http_log.h"
 #include "http_protocol.h"
+#include "ap_mpm.h"
+#include "scoreboard.h"
 
 #include "pfb_log.h"
 
@@ -95,10 +110,60 @@ static int pfb_test_handler(request_rec *r)
     return OK;
 }
 
+/* mod_status's letters for the worker states of scoreboard.h. */
+static char status_letter(int status)
+{
+    static const char letters[] = {
+        [SERVER_DEAD] = '.',         [SERVER_STARTING] = 'S',
+        [SERVER_READY] = '_',        [SERVER_BUSY_READ] = 'R',
+        [SERVER_BUSY_WRITE] = 'W',   [SERVER_BUSY_KEEPALIVE] = 'K',
+        [SERVER_BUSY_LOG] = 'L',     [SERVER_BUSY_DNS] = 'D',
+        [SERVER_CLOSING] = 'C',      [SERVER_GRACEFUL] = 'G',
+        [SERVER_IDLE_KILL] = 'I'};
+
+    if (status < 0 || status >= (int)sizeof(letters) || !letters[status]) {
+        return '?';
+    }
+    return letters[status];
+}
+
+static int pfb_scoreboard_handler(request_rec *r)
+{
+    int server_limit = 0, slot;
+
+    if (strcmp(r->handler, "pfb-scoreboard") != 0) {
+        return DECLINED;
+    }
+    if (!ap_scoreboard_image
+        || ap_mpm_query(AP_MPMQ_HARD_LIMIT_DAEMONS, &server_limit)
+               != APR_SUCCESS) {
+        return HTTP_SERVICE_UNAVAILABLE;
+    }
+    apr_table_setn(r->subprocess_env, "pfb_probe", "1");
+    ap_set_content_type(r, "text/plain");
+    ap_rprintf(r, "served-by %ld\n", (long)getpid());
+    for (slot = 0; slot < server_limit; slot++) {
+        process_score *ps = ap_get_scoreboard_process(slot);
+        worker_score *ws = ap_get_scoreboard_worker_from_indexes(slot, 0);
+
+        if (ps->pid == 0 && ws->status == SERVER_DEAD) {
+            continue;
+        }
+        ap_rprintf(r,
+                   "slot %d pid %ld generation %d status %c quiescing %d "
+                   "bucket %d\n",
+                   slot, (long)ps->pid, (int)ps->generation,
+                   status_letter(ws->status), (int)ps->quiescing,
+                   (int)ps->bucket);
+    }
+    return OK;
+}
+
 static void pfb_test_register_hooks(apr_pool_t *p)
 {
     (void)p;
     ap_hook_handler(pfb_test_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_handler(pfb_scoreboard_handler, NULL, NULL, APR_HOOK_MIDDLE);
 }
 
 /* clang-format off */

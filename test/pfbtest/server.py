@@ -1,0 +1,529 @@
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""One httpd under test, as a context manager.
+
+Every server gets its own ServerRoot, runtime dir, pid file and logs in a
+temporary directory and ports the kernel picked on 127.0.0.1 (or ::1).  It
+runs in the foreground as our child, in its own session, and is stopped on
+every path (SIGTERM, then SIGKILL to its process group).  On the way out it
+reads the error log and fails the test on any line at level warn or above,
+any crash and any sanitizer report, unless the test declared the line's tag
+in expect_log.
+"""
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+from . import config
+from .config import HTTPD, MODULES, RUN_USER
+from .load import read_response
+from .procs import STAT_PGRP, STAT_PPID, free_port, live_pids
+
+# Modules every server loads, where HTTPD_MODULES_DIR has them; a module
+# compiled into HTTPD (Debian's mod_log_config and mod_unixd, say) is
+# skipped by the <IfModule> guard around its LoadModule.
+BASE_MODULES = (("authz_core_module", "mod_authz_core.so"),
+                ("mime_module", "mod_mime.so"),
+                ("dir_module", "mod_dir.so"),
+                ("status_module", "mod_status.so"),
+                ("log_config_module", "mod_log_config.so"),
+                ("unixd_module", "mod_unixd.so"))
+
+BASE_CONF = """\
+ServerRoot "{root}"
+{mpm_line}
+{base_modules}
+{extra_modules}
+{test_handler}
+ServerName localhost
+User {user}
+Group {user}
+{listen}
+PidFile "{root}/run/httpd.pid"
+DefaultRuntimeDir "{root}/run"
+ScoreBoardFile "{root}/run/scoreboard"
+Mutex file:{root}/run default
+ErrorLog "{root}/logs/error_log"
+LogLevel {loglevel}
+LogFormat "%h %P %>s %D \\"%r\\"" pidlog
+CustomLog "{root}/logs/access_log" pidlog env=!pfb_probe
+TypesConfig /etc/mime.types
+DocumentRoot "{root}/htdocs"
+DirectoryIndex index.html
+KeepAlive On
+KeepAliveTimeout 30
+Timeout 30
+<Location /server-status>
+    SetHandler server-status
+</Location>
+<Location /pfb-scoreboard>
+    SetHandler pfb-scoreboard
+</Location>
+{extra}
+"""
+
+# Start-up lines every server may write; anything else at warn or worse
+# fails a test unless the test expects its tag.
+ROUTINE_TAGS = frozenset()
+
+# Lines that mean a crash whatever their level: a child killed by a signal
+# other than the ones the parent sends (httpd logs it at notice), and the
+# parent's own fatal-signal handler.
+CRASH_TAGS = frozenset({"AH00052", "AH00060"})
+LEVEL = re.compile(r"^\[[^\]]*\] \[[^\]\s]*:(\w+)\]")
+SERIOUS = frozenset({"warn", "error", "crit", "alert", "emerg"})
+TAG = re.compile(r"\b(AH\d{5}|PFB\d{5})\b")
+
+# Mode letters of the pfb-scoreboard handler (mod_status's): starting,
+# and the states of a child that finished starting and serves.
+STARTING = "S"
+SERVING = frozenset("_RWKLDC")
+
+# How long the harness waits for a state by default.  Generous: the tests
+# run on loaded machines and under ASan; a wait ends as soon as its
+# condition holds.
+DEADLINE = 60
+
+
+class StartupError(Exception):
+    """httpd refused to start or did not come up in time."""
+
+
+class Scoreboard:
+    """One reading of the scoreboard (see mod_pfb_test_handler.c)."""
+
+    def __init__(self, text):
+        self.served_by = None
+        self.slots = []
+        for line in text.splitlines():
+            fields = line.split()
+            if fields[:1] == ["served-by"]:
+                self.served_by = int(fields[1])
+            elif fields[:1] == ["slot"]:
+                entry = dict(zip(fields[0::2], fields[1::2]))
+                self.slots.append({
+                    "slot": int(entry["slot"]), "pid": int(entry["pid"]),
+                    "generation": int(entry["generation"]),
+                    "status": entry["status"],
+                    "quiescing": int(entry["quiescing"]),
+                    "bucket": int(entry["bucket"])})
+
+    def serving(self, generation=None):
+        """Slots of children that finished starting and are not leaving."""
+        return [s for s in self.slots
+                if s["pid"] > 0 and s["status"] in SERVING
+                and not s["quiescing"]
+                and (generation is None or s["generation"] >= generation)]
+
+    def idle(self):
+        """Slots waiting for a connection; the child writing this answer
+        counts as idle, since it is about to be."""
+        return [s for s in self.serving()
+                if s["status"] == "_" or s["pid"] == self.served_by]
+
+    def newest_generation(self):
+        return max((s["generation"] for s in self.slots if s["pid"] > 0),
+                   default=0)
+
+
+class Server:
+    """One httpd instance; use as a context manager.
+
+    extra          configuration text appended to the base configuration
+    ports          how many Listen ports (kernel-chosen, free)
+    mpm            MPM module path (default MPM_SO; "static": built in)
+    extra_modules  LoadModule lines placed before the configuration
+    env            environment for httpd (LD_PRELOAD is appended to the
+                   ASan runtime's, not replacing it)
+    listen_host    127.0.0.1, or ::1 for IPv6
+    expect_log     tags (PFB00035, AH00161 ...) of lines at warn or above,
+                   or crash lines, that this test provokes; any other such
+                   line fails the test when the server is left
+    check_log      False: leave the verdict to the caller, who reads
+                   unexpected_log_lines() (the load suite records them)
+    """
+
+    def __init__(self, extra="", ports=1, mpm=None, extra_modules="",
+                 env=None, listen_host="127.0.0.1", expect_log=(),
+                 check_log=True):
+        self.extra = extra
+        self.nports = ports
+        self.mpm = mpm or config.MPM_SO
+        self.extra_modules = extra_modules
+        self.expect_log = tuple(expect_log)
+        self.check_log = check_log
+        self.env = dict(os.environ)
+        # make check-asan: the instrumented module needs the ASan runtime
+        # first in the (uninstrumented) httpd's library list.
+        if os.environ.get("PFB_ASAN_PRELOAD"):
+            self.env["LD_PRELOAD"] = os.environ["PFB_ASAN_PRELOAD"]
+            self.env.setdefault("ASAN_OPTIONS",
+                                "abort_on_error=1:detect_leaks=0")
+            self.env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
+        if env:
+            if "LD_PRELOAD" in env and "LD_PRELOAD" in self.env:
+                env = dict(env)
+                env["LD_PRELOAD"] = self.env["LD_PRELOAD"] + ":" + \
+                    env["LD_PRELOAD"]
+            self.env.update(env)
+        self.listen_host = listen_host
+        self.root = tempfile.mkdtemp(prefix="pfb-it-")
+        os.chmod(self.root, 0o755)
+        for sub in ("logs", "run", "htdocs"):
+            os.mkdir(os.path.join(self.root, sub))
+            os.chmod(os.path.join(self.root, sub), 0o755)
+        with open(os.path.join(self.root, "htdocs", "index.html"), "w") as f:
+            f.write("hello from prefork buckets\n")
+        self.proc = None
+        self.wrapper = []           # e.g. valgrind and its options
+        self.probe_connections = 0
+        self.ports = []
+        self.conf = os.path.join(self.root, "httpd.conf")
+        self.startup_output = ""
+
+    # -- configuration and life cycle ------------------------------------
+    def expect(self, *tags):
+        """Declares more expected log tags (see expect_log)."""
+        self.expect_log += tags
+
+    def loglevel(self):
+        """Our MPM's debug lines name each child's bucket; other MPMs
+        have no module called mpm_prefork to set a level for."""
+        if self.mpm_module() == "mpm_prefork_module":
+            return "info mpm_prefork:debug"
+        return "info"
+
+    def mpm_module(self):
+        """mod_mpm_event.so holds mpm_event_module; ours and Debian's
+        prefork hold mpm_prefork_module."""
+        return "mpm_event_module" if "event" in os.path.basename(self.mpm) \
+            else "mpm_prefork_module"
+
+    def _module_lines(self):
+        lines = []
+        for name, filename in BASE_MODULES:
+            path = os.path.join(MODULES, filename)
+            if os.path.exists(path):
+                lines.append("<IfModule !%s>\n    LoadModule %s %s\n"
+                             "</IfModule>" % (name, name, path))
+        return "\n".join(lines)
+
+    def write_conf(self, extra=None):
+        if extra is not None:
+            self.extra = extra
+        host = self.listen_host
+        if ":" in host:
+            host = "[%s]" % host
+        listen = "\n".join("Listen %s:%d" % (host, p) for p in self.ports)
+        mpm_line = "" if self.mpm == "static" else \
+            "LoadModule %s %s" % (self.mpm_module(), self.mpm)
+        test_handler = ""
+        if os.path.exists(config.TEST_HANDLER_SO):
+            # After extra_modules, so a test that loads it itself wins.
+            test_handler = ("<IfModule !pfb_test_handler_module>\n"
+                            "    LoadModule pfb_test_handler_module %s\n"
+                            "</IfModule>" % config.TEST_HANDLER_SO)
+        with open(self.conf, "w") as f:
+            f.write(BASE_CONF.format(root=self.root, mpm_line=mpm_line,
+                                     base_modules=self._module_lines(),
+                                     user=RUN_USER, listen=listen,
+                                     extra=self.extra,
+                                     loglevel=self.loglevel(),
+                                     extra_modules=self.extra_modules,
+                                     test_handler=test_handler))
+
+    def start(self, expect_failure=False, timeout=DEADLINE):
+        """Starts httpd and waits until it accepts on every port and has
+        a child; with expect_failure, waits for it to exit and returns its
+        status (its output is in startup_output)."""
+        for attempt in range(5):
+            self.ports = [free_port(self.listen_host)
+                          for _ in range(self.nports)]
+            self.probe_connections = 0
+            self.write_conf()
+            self.proc = subprocess.Popen(
+                self.wrapper + [HTTPD, "-f", self.conf, "-DFOREGROUND"],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                start_new_session=True, env=self.env)
+            if expect_failure:
+                try:
+                    out, _ = self.proc.communicate(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    self.kill()
+                    raise StartupError("server started, failure expected")
+                self.startup_output = out.decode(errors="replace")
+                return self.proc.returncode
+            if self._wait_up(timeout):
+                return 0
+            log = self.error_log()
+            self.kill()
+            if "AH00072" in log or "Address already in use" in log:
+                # Lost a port race: pick new ports, with a fresh log.
+                os.unlink(os.path.join(self.root, "logs", "error_log"))
+                continue
+            raise StartupError("httpd did not come up:\n%s\n%s" %
+                               (self.startup_output, log))
+        raise StartupError("no free ports after 5 attempts")
+
+    def _wait_up(self, timeout):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                self.startup_output = self.proc.stdout.read().decode(
+                    errors="replace")
+                return False
+            if self.pid() and all(self._can_connect(p) for p in self.ports):
+                if len(self.children()) > 0:
+                    return True
+            time.sleep(0.05)
+        return False
+
+    def _can_connect(self, port):
+        try:
+            with socket.create_connection((self.listen_host, port), 5):
+                # Accepted by a child but never logged: tests that compare
+                # accepted counts with the access log need the number.
+                self.probe_connections += 1
+                return True
+        except OSError:
+            return False
+
+    def pid(self):
+        try:
+            with open(os.path.join(self.root, "run", "httpd.pid")) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            return None
+
+    def signal(self, sig):
+        os.kill(self.proc.pid, sig)
+
+    def graceful(self):
+        """Sends the graceful-restart signal; see restart_gracefully()."""
+        self.signal(signal.SIGUSR1)
+
+    def restart_gracefully(self, timeout=DEADLINE):
+        """A graceful restart that returns once a child of the new
+        generation finished starting; returns that generation."""
+        before = self.scoreboard().newest_generation()
+        self.graceful()
+        board = self.wait_for(
+            lambda: self._board_if(
+                lambda b: b.serving(generation=before + 1)), timeout)
+        if not board:
+            raise AssertionError("no child of generation %d within %d s"
+                                 % (before + 1, timeout))
+        return before + 1
+
+    def kill(self):
+        """Stops the server and everything in its process group."""
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
+        if self.proc.stdout:
+            self.proc.stdout.close()
+
+    def stop(self, timeout=DEADLINE):
+        """`httpd -k stop`; returns the exit status of that command."""
+        rc = subprocess.call([HTTPD, "-f", self.conf, "-k", "stop"],
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, env=self.env)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=timeout)
+        return rc
+
+    def group_processes(self):
+        """Pids still alive in the server's process group."""
+        return live_pids(STAT_PGRP, self.proc.pid)
+
+    def children(self):
+        """Pids whose parent is the server's parent process, whether or
+        not they finished starting (see ready_children)."""
+        if self.proc is None:
+            return []
+        return sorted(live_pids(STAT_PPID, self.proc.pid))
+
+    def cleanup(self):
+        self.kill()
+        if os.environ.get("KEEP_TEST_ROOTS"):
+            return
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.kill()
+        reports = self.sanitizer_reports()
+        self.cleanup()
+        if reports and exc_type is None:
+            raise AssertionError("sanitizer reports in the error log:\n%s"
+                                 % "\n".join(reports[:40]))
+        return False
+
+    # -- children that finished starting ---------------------------------
+    def scoreboard(self, timeout=30):
+        """Reads the scoreboard through the test handler (one connection,
+        counted in probe_connections, left out of the access log)."""
+        with socket.create_connection((self.listen_host, self.ports[0]),
+                                      timeout=timeout) as s:
+            self.probe_connections += 1
+            s.settimeout(timeout)
+            s.sendall(b"GET /pfb-scoreboard HTTP/1.1\r\nHost: localhost\r\n"
+                      b"Connection: close\r\n\r\n")
+            status, body = read_response(s)
+        if status != 200:
+            raise AssertionError("GET /pfb-scoreboard: %d (is %s loaded?)"
+                                 % (status, config.TEST_HANDLER_SO))
+        return Scoreboard(body.decode())
+
+    def _board_if(self, predicate):
+        board = self.scoreboard()
+        return board if predicate(board) else None
+
+    def ready_children(self, generation=None):
+        """Pids of live children that finished starting (SERVER_READY or
+        busy since) and are not on their way out; with generation, only
+        those of that generation or newer."""
+        board = self.scoreboard()
+        kids = set(self.children())
+        return sorted(s["pid"] for s in board.serving(generation)
+                      if s["pid"] in kids)
+
+    def wait_ready(self, count, timeout=DEADLINE, generation=None,
+                   idle=False):
+        """Waits until at least `count` children finished starting (and,
+        with idle, wait for a connection); returns their pids, or [] when
+        the deadline passed."""
+        def enough():
+            board = self.scoreboard()
+            kids = set(self.children())
+            slots = board.idle() if idle else board.serving(generation)
+            pids = sorted(s["pid"] for s in slots if s["pid"] in kids)
+            return pids if len(pids) >= count else None
+        return self.wait_for(enough, timeout) or []
+
+    def wait_settled(self, timeout=DEADLINE):
+        """Waits until no child is starting and every live child is in
+        the scoreboard as finished starting; returns their pids."""
+        def settled():
+            board = self.scoreboard()
+            kids = set(self.children())
+            serving = {s["pid"] for s in board.serving()}
+            starting = [s for s in board.slots if s["status"] == STARTING]
+            return sorted(kids) if kids and kids <= serving and \
+                not starting else None
+        return self.wait_for(settled, timeout) or []
+
+    def wait_exit(self, timeout=DEADLINE):
+        """Waits for the parent to exit; returns whether it did."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=timeout)
+        return self.proc.poll() is not None
+
+    # -- logs ------------------------------------------------------------
+    def error_log(self):
+        try:
+            with open(os.path.join(self.root, "logs", "error_log")) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def log_count(self, needle):
+        return self.error_log().count(needle)
+
+    def wait_log(self, needle, count=1, timeout=DEADLINE):
+        """Waits until the error log holds `needle` at least `count`
+        times; returns whether it did."""
+        return bool(self.wait_for(lambda: self.log_count(needle) >= count,
+                                  timeout))
+
+    def access_log_lines(self):
+        try:
+            with open(os.path.join(self.root, "logs", "access_log")) as f:
+                return [l for l in f.read().splitlines() if l]
+        except OSError:
+            return []
+
+    def wait_access_log(self, count, timeout=DEADLINE):
+        """httpd logs a request after the client has the response: wait
+        until the access log holds at least `count` lines."""
+        return self.wait_for(lambda: len(self.access_log_lines()) >= count,
+                             timeout)
+
+    def unexpected_log_lines(self, expected_tags=()):
+        """Error-log lines at warn or above, crash lines (AH00052 ...) and
+        lines not in the error log's format (a sanitizer or libc writing
+        to stderr), unless they carry an expected tag."""
+        allowed = set(expected_tags) | set(self.expect_log) | ROUTINE_TAGS
+        bad = []
+        for line in self.error_log().splitlines():
+            if not line.strip():
+                continue
+            m = LEVEL.match(line)
+            tags = set(TAG.findall(line))
+            if m and m.group(1) not in SERIOUS and not tags & CRASH_TAGS:
+                continue
+            if tags & allowed:
+                continue
+            bad.append(line)
+        return bad
+
+    def sanitizer_reports(self):
+        """ASan/UBSan findings: children write them to stderr, which httpd
+        points at the error log."""
+        return [l for l in self.error_log().splitlines()
+                if "AddressSanitizer" in l or "runtime error:" in l
+                or "LeakSanitizer" in l]
+
+    def child_buckets(self):
+        """pid -> bucket from the MPM's debug lines (written by the parent
+        at fork: the child may not have finished starting)."""
+        result = {}
+        for m in re.finditer(r"PFB00009: child pid (\d+) slot (\d+) "
+                             r"bucket (\d+) generation (\d+) started",
+                             self.error_log()):
+            result[int(m.group(1))] = int(m.group(3))
+        return result
+
+    def live_buckets(self):
+        """bucket -> live child pids (started or starting)."""
+        kids = set(self.children())
+        result = {}
+        for pid, b in self.child_buckets().items():
+            if pid in kids:
+                result.setdefault(b, []).append(pid)
+        return result
+
+    @staticmethod
+    def wait_for(predicate, timeout=DEADLINE, interval=0.05):
+        """Polls predicate until it returns something true, or timeout
+        seconds passed; returns its last value."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            value = predicate()
+            if value:
+                return value
+            time.sleep(interval)
+        return predicate()
+
+    def url(self, path="/", port_index=0):
+        host = self.listen_host
+        if ":" in host:
+            host = "[%s]" % host
+        return "http://%s:%d%s" % (host, self.ports[port_index], path)
