@@ -880,11 +880,30 @@ static void take_snapshot(server_rec *s)
     }
 }
 
+/* Writes the scoreboard's parent fields from the parent's own table: they
+ * are there for mod_status and other readers, and whatever a child wrote
+ * over them lasts one cycle at most. */
+static void rewrite_scoreboard_parent_fields(void)
+{
+    int slot;
+
+    for (slot = 0; slot < retained->max_daemons_limit; slot++) {
+        const child_slot_t *cs = &retained->slots[slot];
+        process_score *ps = &ap_scoreboard_image->parent[slot];
+
+        ps->pid = cs->pid;
+        ps->generation = cs->generation;
+        ps->quiescing = cs->told_to_stop;
+        ps->bucket = 0;
+    }
+}
+
 static void publish_snapshot(void)
 {
     pf_bucketset_figures_t figures;
     int b;
 
+    rewrite_scoreboard_parent_fields();
     for (b = 0; b < num_buckets; b++) {
         snapshot.live[b] = snapshot.state[b].children;
     }

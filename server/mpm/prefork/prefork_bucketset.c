@@ -68,6 +68,9 @@ typedef struct {
     int record;                 /* -1: free */
     int steer_bucket;           /* its bucket when forked... */
     int steer_layout;           /* ...in this layout of bucket numbers */
+    pid_t pid;                  /* what the segment's slot record says */
+    int generation;
+    int stopping;
 } slot_rec_t;
 
 /* ListenBucketSteering's kernel objects.  The idle counts and the socket
@@ -524,6 +527,23 @@ static void write_records(pf_bucketset_t *bs)
     }
 }
 
+/* Writes the slot records' parent fields from the parent's own table, so
+ * whatever a child wrote there lasts one cycle at most. */
+static void write_slots(pf_bucketset_t *bs, int slots_used)
+{
+    int slot;
+
+    for (slot = 0; slot < slots_used && slot < bs->num_slots; slot++) {
+        const slot_rec_t *sr = &bs->slots[slot];
+        pfb_slot_fields_t *f = &bs->seg_slots[slot].f;
+
+        f->record = sr->record;
+        f->pid = sr->record >= 0 ? (apr_int32_t)sr->pid : 0;
+        f->generation = sr->generation;
+        f->stopping = sr->stopping;
+    }
+}
+
 /* Notes this generation's layout in the parent's copy of the header. */
 static void write_layout(pf_bucketset_t *bs, const pf_bucketset_info_t *info)
 {
@@ -655,6 +675,9 @@ void pf_bucketset_claim_slot(pf_bucketset_t *bs, int slot, int bucket,
     sr->record = record;
     sr->steer_bucket = bucket;
     sr->steer_layout = bs->layout;
+    sr->pid = 0;
+    sr->generation = generation;
+    sr->stopping = 0;
     bs->ids[record].children++;
     f = &bs->seg_slots[slot].f;
     apr_atomic_set64(&f->accepted, 0);
@@ -668,6 +691,7 @@ void pf_bucketset_claim_slot(pf_bucketset_t *bs, int slot, int bucket,
 void pf_bucketset_slot_started(pf_bucketset_t *bs, int slot, pid_t pid)
 {
     if (slot >= 0 && slot < bs->num_slots) {
+        bs->slots[slot].pid = pid;
         bs->seg_slots[slot].f.pid = (apr_int32_t)pid;
     }
 }
@@ -675,6 +699,7 @@ void pf_bucketset_slot_started(pf_bucketset_t *bs, int slot, pid_t pid)
 void pf_bucketset_slot_stopping(pf_bucketset_t *bs, int slot)
 {
     if (slot >= 0 && slot < bs->num_slots) {
+        bs->slots[slot].stopping = 1;
         bs->seg_slots[slot].f.stopping = 1;
     }
 }
@@ -719,6 +744,7 @@ void pf_bucketset_forget_slot(pf_bucketset_t *bs, int slot)
     f->pid = 0;
     f->stopping = 0;
     sr->record = -1;
+    sr->pid = 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -815,6 +841,7 @@ void pf_bucketset_publish(pf_bucketset_t *bs,
         return;
     }
     write_records(bs);
+    write_slots(bs, fig->slots_used);
     count_accepted(bs, fig->slots_used);
     for (b = 0; b < bs->num_buckets; b++) {
         int r = bs->buckets[b].record;
