@@ -81,6 +81,7 @@
 #include "pfb_log.h"
 #include "prefork_buckets.h"
 #include "prefork_bucketset.h"
+#include "prefork_children.h"
 #include "prefork_policy.h"
 #include "prefork_steer.h"
 #include "prefork_os.h"
@@ -100,21 +101,11 @@
  * this often. */
 #define DRAIN_POLL_MS 50
 
-/* What the parent knows of the child in a scoreboard slot.  This, not the
- * scoreboard, is what it signals, counts and reaps by. */
-typedef struct {
-    pid_t pid;                  /* 0: the slot is free */
-    ap_generation_t generation;
-    int bucket;                 /* bucket now, -1 if its identity is gone */
-    int told_to_stop;           /* sent AP_SIG_GRACEFUL */
-} child_slot_t;
-
 /* State that outlives a restart (ap_retained_data_create). */
 typedef struct {
     ap_unixd_mpm_retained_data *mpm;
 
     int first_server_limit;     /* ServerLimit is fixed at first start */
-    int max_daemons_limit;      /* highest slot used + 1, all generations */
     int maxclients_reported;    /* "reached MaxRequestWorkers" logged */
     int reuseport_usable;       /* -1 not probed, 0 no, 1 yes */
     apr_status_t reuseport_status;
@@ -123,7 +114,7 @@ typedef struct {
     int *spawn_rate;            /* per bucket, carried between cycles */
     int spawn_rate_len;
     apr_pool_t *keep_pool;      /* outlives generations */
-    child_slot_t *slots;        /* first_server_limit entries */
+    pf_children_t *children;    /* what it signals, counts and reaps by */
     pf_bucketset_t *buckets;
     apr_time_t started;
     int wake_pipe[2];           /* SIGCHLD wakes the parent through it */
@@ -510,48 +501,21 @@ static void child_main(int child_num, int bucket_index)
 /* ------------------------------------------------------------------ */
 /* Parent: children                                                    */
 
-static int find_free_slot(void)
-{
-    int slot;
-
-    for (slot = 0; slot < max_workers; slot++) {
-        if (retained->slots[slot].pid == 0) {
-            return slot;
-        }
-    }
-    return -1;
-}
-
-/* The slot of one of our children, from the parent's own table. */
-static int find_child_slot(pid_t pid)
-{
-    int slot;
-
-    for (slot = 0; slot < retained->max_daemons_limit; slot++) {
-        if (retained->slots[slot].pid == pid) {
-            return slot;
-        }
-    }
-    return -1;
-}
-
 static int make_child(server_rec *s, int slot, int bucket_index)
 {
-    child_slot_t *cs = &retained->slots[slot];
     process_score *ps = &ap_scoreboard_image->parent[slot];
     ap_generation_t gen = retained->mpm->my_generation;
     pid_t pid;
 
-    if (slot + 1 > retained->max_daemons_limit) {
-        retained->max_daemons_limit = slot + 1;
-    }
     pf_bucketset_claim_slot(retained->buckets, slot, bucket_index, gen);
     /* For mod_status and httpd's helpers only: nothing here is read back. */
     ps->quiescing = 0;
     ps->generation = gen;
     if (one_process) {
         child_install_signals();
-        cs->pid = ps->pid = getpid();
+        ps->pid = getpid();
+        pf_children_started(retained->children, slot, ps->pid, gen,
+                            bucket_index);
         child_main(slot, bucket_index);
     }
     (void)ap_update_child_status_from_indexes(slot, 0, SERVER_STARTING, NULL);
@@ -575,10 +539,7 @@ static int make_child(server_rec *s, int slot, int bucket_index)
         child_main(slot, bucket_index);
     }
 
-    cs->pid = pid;
-    cs->generation = gen;
-    cs->bucket = bucket_index;
-    cs->told_to_stop = 0;
+    pf_children_started(retained->children, slot, pid, gen, bucket_index);
     ps->pid = pid;
     pf_bucketset_slot_started(retained->buckets, slot, pid);
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
@@ -592,7 +553,7 @@ static int make_child(server_rec *s, int slot, int bucket_index)
 /* Forks a child into a bucket if a slot is free.  Returns 0 on success. */
 static int spawn_into_bucket(server_rec *s, int bucket_index)
 {
-    int slot = find_free_slot();
+    int slot = pf_children_free_slot(retained->children, max_workers);
 
     if (slot < 0) {
         return -1;
@@ -603,151 +564,30 @@ static int spawn_into_bucket(server_rec *s, int bucket_index)
 /* Tells the child of a slot to finish its connection and exit. */
 static void tell_child_to_stop(int slot)
 {
-    child_slot_t *cs = &retained->slots[slot];
-
-    if (cs->pid == 0 || cs->told_to_stop) {
-        return;
+    if (pf_children_tell_to_stop(retained->children, slot)) {
+        ap_scoreboard_image->parent[slot].quiescing = 1;
+        pf_bucketset_slot_stopping(retained->buckets, slot);
     }
-    cs->told_to_stop = 1;
-    ap_scoreboard_image->parent[slot].quiescing = 1;
-    pf_bucketset_slot_stopping(retained->buckets, slot);
-    kill(cs->pid, AP_SIG_GRACEFUL);
 }
 
+/* A child has been reaped: its slot and its counts go. */
 static void note_child_gone(int slot)
 {
-    child_slot_t *cs = &retained->slots[slot];
+    const pf_child_t *child = &retained->children->slot[slot];
     process_score *ps = &ap_scoreboard_image->parent[slot];
-    pid_t pid = cs->pid;
-    ap_generation_t gen = cs->generation;
 
     (void)ap_update_child_status_from_indexes(slot, 0, SERVER_DEAD, NULL);
     pf_bucketset_forget_slot(retained->buckets, slot);
-    cs->pid = 0;
-    cs->told_to_stop = 0;
     ps->pid = 0;
     ps->quiescing = 0;
-    ap_run_child_status(ap_server_conf, pid, gen, slot, MPM_CHILD_EXITED);
+    ap_run_child_status(ap_server_conf, child->pid, child->generation, slot,
+                        MPM_CHILD_EXITED);
 }
 
-/* Reaps whichever of our children have exited, without waiting. */
-static void reap_exited_children(void)
-{
-    apr_proc_t proc;
-    apr_exit_why_e why;
-    apr_status_t rv;
-    int slot, status;
-
-    for (slot = 0; slot < retained->max_daemons_limit; slot++) {
-        if (retained->slots[slot].pid == 0) {
-            continue;
-        }
-        proc.pid = retained->slots[slot].pid;
-        rv = apr_proc_wait(&proc, &status, &why, APR_NOWAIT);
-        if (rv == APR_CHILD_NOTDONE) {
-            continue;
-        }
-        if (rv == APR_CHILD_DONE) {
-            ap_process_child_status(&proc, why, status);
-        }
-        note_child_gone(slot);
-    }
-}
-
-/* Slots up to the last one holding a child, + 1. */
-static int slots_in_use(void)
-{
-    int slot;
-
-    for (slot = retained->max_daemons_limit - 1; slot >= 0; slot--) {
-        if (retained->slots[slot].pid != 0) {
-            break;
-        }
-    }
-    return slot + 1;
-}
-
-static int live_children(void)
-{
-    int slot, n = 0;
-
-    for (slot = 0; slot < retained->max_daemons_limit; slot++) {
-        n += retained->slots[slot].pid != 0;
-    }
-    return n;
-}
-
-/* Stops every child, from the parent's own table (a child cannot hide
- * from it, or point it at another process, through the scoreboard): told
- * to stop (SIGTERM when @a terminate, else already told), then SIGTERM
- * again at 3, 5 and 7 seconds, SIGKILL at 9, and given up at 10. */
-static void reclaim_children(int terminate)
-{
-    static const struct {
-        int at_sec;
-        int sig;
-    } steps[] = { { 3, SIGTERM }, { 5, SIGTERM }, { 7, SIGTERM },
-                  { 9, SIGKILL }, { 10, 0 } };
-    apr_time_t started = apr_time_now();
-    apr_interval_time_t wait = apr_time_from_msec(16);
-    int slot, step = 0, sig = terminate ? SIGTERM : 0;
-
-    for (;;) {
-        for (slot = 0; sig && slot < retained->max_daemons_limit; slot++) {
-            if (retained->slots[slot].pid != 0) {
-                kill(retained->slots[slot].pid, sig);
-            }
-        }
-        sig = 0;
-        reap_exited_children();
-#if APR_HAS_OTHER_CHILD
-        apr_proc_other_child_refresh_all(APR_OC_REASON_RESTART);
-#endif
-        if (live_children() == 0) {
-            return;
-        }
-        apr_sleep(wait);
-        wait = wait * 4 > apr_time_from_sec(1) ? apr_time_from_sec(1)
-                                               : wait * 4;
-        if (apr_time_now() - started < apr_time_from_sec(steps[step].at_sec)) {
-            continue;
-        }
-        if (steps[step].sig == 0) {
-            ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf,
-                         PFBLOGNO(00050) "%d child process(es) did not exit "
-                         "after SIGKILL; continuing anyway",
-                         live_children());
-            return;
-        }
-        sig = steps[step++].sig;
-        ap_log_error(APLOG_MARK, sig == SIGKILL ? APLOG_ERR : APLOG_WARNING,
-                     0, ap_server_conf,
-                     PFBLOGNO(00051) "%d child process(es) still did not "
-                     "exit, sending a %s", live_children(),
-                     sig == SIGKILL ? "SIGKILL" : "SIGTERM");
-    }
-}
-
-/* Counts the children of the current generation in one bucket that are
- * not on their way out, and those of older generations there. */
 static void count_bucket_children(int bucket_index, int *current, int *old)
 {
-    int slot;
-
-    *current = *old = 0;
-    for (slot = 0; slot < retained->max_daemons_limit; slot++) {
-        const child_slot_t *cs = &retained->slots[slot];
-
-        if (cs->pid == 0 || cs->bucket != bucket_index) {
-            continue;
-        }
-        if (cs->generation != retained->mpm->my_generation) {
-            *old += 1;
-        }
-        else if (!cs->told_to_stop) {
-            *current += 1;
-        }
-    }
+    pf_children_count_bucket(retained->children, bucket_index,
+                             retained->mpm->my_generation, current, old);
 }
 
 /* Tells children to finish their connection and exit: those of older
@@ -756,12 +596,12 @@ static void signal_old_children(int everyone)
 {
     int slot;
 
-    for (slot = 0; slot < retained->max_daemons_limit; slot++) {
-        const child_slot_t *cs = &retained->slots[slot];
+    for (slot = 0; slot < retained->children->used; slot++) {
+        const pf_child_t *child = &retained->children->slot[slot];
 
-        if (cs->pid != 0
+        if (child->pid != 0
             && (everyone
-                || cs->generation != retained->mpm->my_generation)) {
+                || child->generation != retained->mpm->my_generation)) {
             tell_child_to_stop(slot);
         }
     }
@@ -843,8 +683,8 @@ static void take_snapshot(server_rec *s)
         snapshot.stopping[b] = snapshot.old_generation[b] = 0;
     }
     snapshot.occupied = 0;
-    for (slot = 0; slot < retained->max_daemons_limit; slot++) {
-        const child_slot_t *cs = &retained->slots[slot];
+    for (slot = 0; slot < retained->children->used; slot++) {
+        const pf_child_t *cs = &retained->children->slot[slot];
         /* Written by the child: only ever compared with constants. */
         int status = ap_scoreboard_image->servers[slot][0].status;
 
@@ -880,30 +720,12 @@ static void take_snapshot(server_rec *s)
     }
 }
 
-/* Writes the scoreboard's parent fields from the parent's own table: they
- * are there for mod_status and other readers, and whatever a child wrote
- * over them lasts one cycle at most. */
-static void rewrite_scoreboard_parent_fields(void)
-{
-    int slot;
-
-    for (slot = 0; slot < retained->max_daemons_limit; slot++) {
-        const child_slot_t *cs = &retained->slots[slot];
-        process_score *ps = &ap_scoreboard_image->parent[slot];
-
-        ps->pid = cs->pid;
-        ps->generation = cs->generation;
-        ps->quiescing = cs->told_to_stop;
-        ps->bucket = 0;
-    }
-}
-
 static void publish_snapshot(void)
 {
     pf_bucketset_figures_t figures;
     int b;
 
-    rewrite_scoreboard_parent_fields();
+    pf_children_publish(retained->children);
     for (b = 0; b < num_buckets; b++) {
         snapshot.live[b] = snapshot.state[b].children;
     }
@@ -914,7 +736,7 @@ static void publish_snapshot(void)
     figures.stopping = snapshot.stopping;
     figures.queued = snapshot.queued;
     figures.generation = retained->mpm->my_generation;
-    figures.slots_used = retained->max_daemons_limit;
+    figures.slots_used = retained->children->used;
     pf_bucketset_publish(retained->buckets, &figures);
 }
 
@@ -960,9 +782,9 @@ static void retire_idle_children(int bucket_index, int count)
 
     /* Highest slots first: children there are the newest, so the pool
      * shrinks back towards low slot numbers. */
-    for (slot = retained->max_daemons_limit - 1; slot >= 0 && count > 0;
+    for (slot = retained->children->used - 1; slot >= 0 && count > 0;
          slot--) {
-        const child_slot_t *cs = &retained->slots[slot];
+        const pf_child_t *cs = &retained->children->slot[slot];
 
         if (cs->pid == 0 || cs->told_to_stop || cs->bucket != bucket_index
             || cs->generation != retained->mpm->my_generation
@@ -983,11 +805,8 @@ static void perform_idle_server_maintenance(server_rec *s)
     take_snapshot(s);
     pf_count_old_generation(snapshot.state, snapshot.old_generation,
                             num_buckets);
-    lim.num_buckets = num_buckets;
-    lim.min_spare_servers = min_spare_servers;
-    lim.max_spare_servers = max_spare_servers;
-    lim.max_workers = max_workers;
-    lim.max_spawn_rate = PF_MAX_SPAWN_RATE;
+    pf_limits_init(&lim, num_buckets, min_spare_servers, max_spare_servers,
+                   max_workers);
     pf_decide_maintenance(&lim, snapshot.state, snapshot.occupied,
                           retained->spawn_rate, snapshot.action,
                           snapshot.scratch, &summary);
@@ -1042,8 +861,8 @@ static void respawn_stranded_buckets(server_rec *s)
         return;
     }
     memset(live, 0, sizeof(int) * (apr_size_t)num_buckets);
-    for (slot = 0; slot < retained->max_daemons_limit; slot++) {
-        const child_slot_t *cs = &retained->slots[slot];
+    for (slot = 0; slot < retained->children->used; slot++) {
+        const pf_child_t *cs = &retained->children->slot[slot];
 
         if (cs->pid == 0) {
             continue;
@@ -1069,7 +888,7 @@ static void respawn_stranded_buckets(server_rec *s)
 static void handle_child_exit(server_rec *s, apr_proc_t *pid,
                               apr_exit_why_e exitwhy, int status)
 {
-    int slot = find_child_slot(pid->pid);
+    int slot = pf_children_find(retained->children, pid->pid);
     int bucket_index;
     ap_generation_t gen;
 
@@ -1081,6 +900,7 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
         retained->mpm->is_ungraceful = 1;
         if (slot >= 0) {
             note_child_gone(slot);
+            pf_children_forget(retained->children, slot);
         }
         return;
     }
@@ -1097,9 +917,9 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
                      APR_PID_T_FMT ")", pid->pid);
         return;
     }
-    bucket_index = retained->slots[slot].bucket;
-    gen = retained->slots[slot].generation;
-    if (exitwhy == APR_PROC_SIGNAL && !retained->slots[slot].told_to_stop
+    bucket_index = retained->children->slot[slot].bucket;
+    gen = retained->children->slot[slot].generation;
+    if (exitwhy == APR_PROC_SIGNAL && !retained->children->slot[slot].told_to_stop
         && (status == SIGKILL || status == SIGTERM)) {
         /* httpd's own status check keeps quiet about these, but a child
          * killed from outside (the OOM killer, an admin) is news. */
@@ -1110,6 +930,7 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
                      status);
     }
     note_child_gone(slot);
+    pf_children_forget(retained->children, slot);
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
                  PFBLOGNO(00013) "child pid %" APR_PID_T_FMT " slot %d "
                  "bucket %d generation %d exited",
@@ -1303,7 +1124,7 @@ static int shutdown_server(server_rec *s)
 
     retained->mpm->mpm_state = AP_MPMQ_STOPPING;
     if (retained->mpm->is_ungraceful) {
-        reclaim_children(1);
+        pf_children_reclaim(retained->children, 1, note_child_gone);
         ap_remove_pid(pconf, ap_pid_fname);
         pf_bucketset_close(retained->buckets);
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
@@ -1324,14 +1145,14 @@ static int shutdown_server(server_rec *s)
     drain_accept_queues(s, cutoff);
     signal_old_children(1);
     pf_bucketset_close(retained->buckets);
-    reap_exited_children();
+    pf_children_reap(retained->children, note_child_gone);
     ap_remove_pid(pconf, ap_pid_fname);
-    while (!retained->mpm->shutdown_pending && live_children() > 0
+    while (!retained->mpm->shutdown_pending && pf_children_live(retained->children) > 0
            && (!cutoff || apr_time_now() < cutoff)) {
         apr_sleep(apr_time_from_msec(100));
-        reap_exited_children();
+        pf_children_reap(retained->children, note_child_gone);
     }
-    reclaim_children(1);
+    pf_children_reclaim(retained->children, 1, note_child_gone);
     return DONE;
 }
 
@@ -1397,8 +1218,8 @@ static int *children_per_old_bucket(apr_pool_t *p)
 
     pf_bucketset_buckets(retained->buckets, &old_buckets);
     count = apr_pcalloc(p, sizeof(int) * (apr_size_t)(old_buckets + 1));
-    for (slot = 0; slot < retained->max_daemons_limit; slot++) {
-        const child_slot_t *cs = &retained->slots[slot];
+    for (slot = 0; slot < retained->children->used; slot++) {
+        const pf_child_t *cs = &retained->children->slot[slot];
 
         if (cs->pid != 0 && !cs->told_to_stop && cs->bucket >= 0
             && cs->bucket < old_buckets) {
@@ -1461,11 +1282,12 @@ static int build_generation(apr_pool_t *p, server_rec *s, int startup)
         log_bucket_plan(s, &generation_plan.plan,
                         generation_plan.change_deferred, &in.wanted);
     }
-    for (slot = 0; slot < retained->max_daemons_limit; slot++) {
-        retained->slots[slot].bucket =
-            retained->slots[slot].pid != 0
-                ? pf_bucketset_slot_bucket(retained->buckets, slot)
-                : -1;
+    for (slot = 0; slot < retained->children->used; slot++) {
+        pf_child_t *child = &retained->children->slot[slot];
+
+        child->bucket = child->pid != 0
+                            ? pf_bucketset_slot_bucket(retained->buckets, slot)
+                            : -1;
     }
     return OK;
 }
@@ -1502,9 +1324,7 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
             return !OK;
         }
         /* A new scoreboard: only a child that would not die is left. */
-        retained->max_daemons_limit = retained->max_daemons_limit > 0
-                                          ? slots_in_use()
-                                          : 0;
+        retained->children->used = pf_children_in_use(retained->children);
     }
     ap_scoreboard_image->global->running_generation =
         retained->mpm->my_generation;
@@ -1562,7 +1382,7 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
         /* Old children are told to go once the new ones run. */
     }
     else {
-        reclaim_children(1);
+        pf_children_reclaim(retained->children, 1, note_child_gone);
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
                      PFBLOGNO(00020) "SIGHUP received.  Attempting to "
                      "restart");
@@ -1621,7 +1441,6 @@ static int prefork_pre_config(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
     if (!retained) {
         retained = ap_retained_data_create(userdata_key, sizeof(*retained));
         retained->mpm = ap_unixd_mpm_get_retained_data();
-        retained->max_daemons_limit = -1;
         retained->reuseport_usable = -1;
         retained->started = apr_time_now();
         retained->wake_pipe[0] = retained->wake_pipe[1] = -1;
@@ -1689,9 +1508,8 @@ static int prefork_check_config(apr_pool_t *p,
 
     if (!retained->first_server_limit) {
         retained->first_server_limit = server_limit;
-        retained->slots = apr_pcalloc(retained->keep_pool,
-                                      sizeof(child_slot_t)
-                                          * (apr_size_t)server_limit);
+        retained->children = pf_children_create(retained->keep_pool,
+                                                server_limit);
     }
     else if (server_limit != retained->first_server_limit) {
         log_correction(s, startup, apr_psprintf(p,
@@ -1738,8 +1556,8 @@ static int prefork_query(int query_code, int *result, apr_status_t *rv)
     *rv = APR_SUCCESS;
     switch (query_code) {
     case AP_MPMQ_MAX_DAEMON_USED:
-        *result = retained->max_daemons_limit < 0 ? max_workers
-                                                  : retained->max_daemons_limit;
+        *result = retained->children ? retained->children->used
+                                     : max_workers;
         break;
     case AP_MPMQ_IS_THREADED:
         *result = AP_MPMQ_NOT_SUPPORTED;

@@ -344,6 +344,16 @@ int pf_bucket_start(int start_servers, int num_buckets, int b)
     return share < 1 ? 1 : share;
 }
 
+void pf_limits_init(pf_limits_t *lim, int num_buckets, int min_spare_servers,
+                    int max_spare_servers, int max_workers)
+{
+    lim->num_buckets = num_buckets;
+    lim->min_spare_servers = min_spare_servers;
+    lim->max_spare_servers = max_spare_servers;
+    lim->max_workers = max_workers;
+    lim->max_spawn_rate = PF_MAX_SPAWN_RATE;
+}
+
 static int compare_rank(const void *a, const void *b)
 {
     const pf_rank_t *ra = a;

@@ -248,6 +248,11 @@ typedef struct {
     int max_spawn_rate;     /**< per bucket per cycle (PF_MAX_SPAWN_RATE) */
 } pf_limits_t;
 
+/** The limits for @a num_buckets buckets from the server-wide directives,
+ *  with the spawn ramp's cap (PF_MAX_SPAWN_RATE). */
+void pf_limits_init(pf_limits_t *lim, int num_buckets, int min_spare_servers,
+                    int max_spare_servers, int max_workers);
+
 typedef struct {
     int spawned;            /**< sum of spawn over buckets */
     int killed;             /**< sum of kill over buckets */

@@ -16,11 +16,11 @@ What it models:
   in turn; a queued connection never moves to another bucket;
 - service time: exponential with the given mean, plus a fixed per-request
   overhead (accept, parse, log) calibrated against this machine;
-- the MPM's per-bucket maintenance once a simulated second: the same rules
-  as prefork_policy.c (spare-server shares, queue-driven spawning with a
-  doubling ramp, the MaxRequestWorkers cap, starved buckets first, and at
-  the cap idle children of buckets above their share retired for starved
-  buckets below theirs), with a fork delay before a new child accepts.
+- the MPM's per-bucket maintenance once a simulated second, decided by
+  the MPM's own pf_decide_maintenance() (prefork_policy.c, built into
+  build/libpfpolicy.so and called through ctypes; PFB_POLICY_LIB names
+  another build), with a fork delay before a new child accepts.  The model
+  has no copy of those rules to drift from the C.
 
   python3 bucketsim.py --buckets 2 --workers 32 --clients 48
   python3 bucketsim.py --predict         # 16, 64 and 256 CPUs
@@ -31,40 +31,111 @@ connections over buckets and over children.
 
 import argparse
 import collections
+import ctypes
 import heapq
 import json
 import math
+import os
 import random
 import sys
 
-MAX_SPAWN_RATE = 32
-# The MPM retires idle children elsewhere for starved buckets at the cap.
-REBALANCE = True
-# Buckets the idle-steering program looks at after the hash's.
-PROBES = 16
+HERE = os.path.dirname(os.path.abspath(__file__))
+POLICY_LIB = os.environ.get("PFB_POLICY_LIB") or os.path.join(
+    HERE, "..", "..", "..", "build", "libpfpolicy.so")
 
 
-def share(total, n, b):
-    return total // n + (1 if b < total % n else 0)
+class BucketState(ctypes.Structure):
+    """pf_bucket_state_t"""
+    _fields_ = [("children", ctypes.c_int), ("idle", ctypes.c_int),
+                ("queued", ctypes.c_int)]
 
 
-def min_spare(total, n, b):
-    return max(1, share(total, n, b))
+class BucketAction(ctypes.Structure):
+    """pf_bucket_action_t"""
+    _fields_ = [("spawn", ctypes.c_int), ("kill", ctypes.c_int)]
 
 
-def max_spare(min_total, max_total, n, b):
-    return max(min_spare(min_total, n, b) + 1, share(max_total, n, b))
+class Limits(ctypes.Structure):
+    """pf_limits_t"""
+    _fields_ = [("num_buckets", ctypes.c_int),
+                ("min_spare_servers", ctypes.c_int),
+                ("max_spare_servers", ctypes.c_int),
+                ("max_workers", ctypes.c_int),
+                ("max_spawn_rate", ctypes.c_int)]
+
+
+class Summary(ctypes.Structure):
+    """pf_decision_summary_t"""
+    _fields_ = [("spawned", ctypes.c_int), ("killed", ctypes.c_int),
+                ("wanted", ctypes.c_int), ("at_max_workers", ctypes.c_int),
+                ("fast_ramp_buckets", ctypes.c_int),
+                ("rebalanced", ctypes.c_int)]
+
+
+class Rank(ctypes.Structure):
+    """pf_rank_t"""
+    _fields_ = [("priority", ctypes.c_longlong), ("bucket", ctypes.c_int),
+                ("want", ctypes.c_int)]
+
+
+def load_policy(path=POLICY_LIB):
+    """The MPM's policy library; `make` builds it."""
+    try:
+        lib = ctypes.CDLL(os.path.abspath(path))
+    except OSError as e:
+        raise SystemExit("bucketsim: cannot load the MPM's policy library "
+                         "%s (%s); run make first" % (path, e))
+    lib.pf_limits_init.argtypes = [ctypes.POINTER(Limits)] + \
+        [ctypes.c_int] * 4
+    lib.pf_decide_maintenance.argtypes = [
+        ctypes.POINTER(Limits), ctypes.POINTER(BucketState), ctypes.c_int,
+        ctypes.POINTER(ctypes.c_int), ctypes.POINTER(BucketAction),
+        ctypes.POINTER(Rank), ctypes.POINTER(Summary)]
+    lib.pf_steer_idle_probes.argtypes = [ctypes.c_int]
+    return lib
+
+
+class Policy:
+    """pf_decide_maintenance() for nb buckets, with its spawn rates kept
+    between cycles as the MPM keeps them."""
+
+    def __init__(self, nb, min_spare_servers, max_spare_servers, workers,
+                 lib=None):
+        self.lib = lib or load_policy()
+        self.nb = nb
+        self.limits = Limits()
+        self.lib.pf_limits_init(ctypes.byref(self.limits), nb,
+                                min_spare_servers, max_spare_servers, workers)
+        self.rate = (ctypes.c_int * nb)(*([1] * nb))
+        self.state = (BucketState * nb)()
+        self.action = (BucketAction * nb)()
+        self.scratch = (Rank * nb)()
+        self.summary = Summary()
+
+    def decide(self, states, occupied):
+        """states: (children, idle, queued) per bucket.  Returns
+        [(spawn, kill)] per bucket."""
+        for b, (children, idle, queued) in enumerate(states):
+            self.state[b].children = children
+            self.state[b].idle = idle
+            self.state[b].queued = queued
+        self.lib.pf_decide_maintenance(
+            ctypes.byref(self.limits), self.state, occupied, self.rate,
+            self.action, self.scratch, ctypes.byref(self.summary))
+        return [(a.spawn, a.kill) for a in self.action]
+
+    def rates(self):
+        return list(self.rate)
 
 
 class Bucket:
-    __slots__ = ("queue", "idle", "children", "accepted", "rate")
+    __slots__ = ("queue", "idle", "children", "accepted")
 
     def __init__(self):
         self.queue = collections.deque()
         self.idle = []
         self.children = 0
         self.accepted = 0
-        self.rate = 1
 
 
 def jain(values):
@@ -95,6 +166,9 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
     max_total = max_spare_servers if max_spare_servers is not None \
         else workers
     bs = [Bucket() for _ in range(nb)]
+    policy = Policy(nb, min_total, max_total, workers)
+    # Buckets the idle-steering program looks at after the hash's.
+    probes = policy.lib.pf_steer_idle_probes(nb)
     child_count = collections.Counter()
     next_child = [0]
     events = []
@@ -130,7 +204,6 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
         (ties stay home) - the eBPF program's rule."""
         if bs[home].idle or nb == 1:
             return home
-        probes = min(nb - 1, PROBES)
         start = rng.randrange(nb - 1)
         best, best_queue = home, len(bs[home].queue)
         for i in range(probes):
@@ -159,60 +232,13 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
             bucket.idle.append(child)
 
     def maintenance(t):
-        states = []
-        for b, bucket in enumerate(bs):
-            states.append((bucket.children, len(bucket.idle),
-                           len(bucket.queue)))
-        budget = workers - total_children[0]
-        wants = []
-        kills = [0] * nb
-        for b, (children, idle, queued) in enumerate(states):
-            lo = min_spare(min_total, nb, b)
-            hi = max_spare(min_total, max_total, nb, b)
-            want = max(lo - idle, queued if idle == 0 else 0, 0)
-            if want == 0 and idle > hi and children > 1:
-                kills[b] = 1
-            priority = max(lo - idle, 0) + (queued << 20) + \
-                ((1 << 52) if children == 0 else 0)
-            capped = min(want, bs[b].rate)
-            if capped == 0 and children == 0:
-                capped = 1
-            wants.append((priority, -b, b, capped, want))
-        wants.sort(reverse=True)
-        at_cap = False
-        spawned = [0] * nb
-        for _, _, b, capped, _ in wants:
-            give = min(capped, max(budget, 0))
-            if give < capped:
-                at_cap = True
-            spawned[b] = give
-            budget -= give
-            for _ in range(give):
+        states = [(bucket.children, len(bucket.idle), len(bucket.queue))
+                  for bucket in bs]
+        for b, (spawn, kill) in enumerate(policy.decide(states,
+                                                        total_children[0])):
+            for _ in range(spawn):
                 new_child(b, t + fork_ms)
-        if at_cap and REBALANCE:
-            for _, _, b, _, _ in wants:
-                children, idle, queued = states[b]
-                if queued <= 0 or idle > 0 or spawned[b] > 0:
-                    continue
-                if children >= share(workers, nb, b):
-                    continue
-                donors = [d for d in range(nb) if states[d][2] == 0
-                          and states[d][1] - kills[d] >= 1
-                          and states[d][0] - kills[d] >= 2
-                          and states[d][0] - kills[d] > share(workers, nb, d)
-                          and spawned[d] == 0]
-                if not donors:
-                    break
-                d = max(donors, key=lambda x: states[x][1])
-                kills[d] += 1
-        for b, (children, idle, queued) in enumerate(states):
-            lo = min_spare(min_total, nb, b)
-            wanted_more = idle < lo or (idle == 0 and queued > 0)
-            if wanted_more and spawned[b] > 0:
-                bs[b].rate = min(bs[b].rate * 2, MAX_SPAWN_RATE)
-            elif not wanted_more:
-                bs[b].rate = 1
-            for _ in range(kills[b]):
+            for _ in range(kill):
                 if bs[b].idle and bs[b].children > 1:
                     bs[b].idle.pop(0)
                     bs[b].children -= 1
