@@ -6,22 +6,39 @@ with 4 buckets, once with the kernel's hash and once with idle steering
 "definitely lost" block allocated by this project's code (a stack through
 mod_mpm_prefork.so), and on any error valgrind reports in a stack through
 it (a bpf(2) argument with uninitialised bytes, say).  Children are forked
-copies and are not checked (--child-silent-after-fork)."""
+copies and are not checked (--child-silent-after-fork).  A third pass has
+a hostile child (test/modules/mod_pfb_hostile.c) write huge and random
+values over the scoreboard, the shared segment and the idle counts, and
+exit, before the graceful restart: memcheck then watches the parent use
+whatever a child can write."""
 
 import os
 import re
 import signal
 import subprocess
 import sys
-import time
 
-from pfbtest import Server
+from pfbtest import Server, HOSTILE_SO, http_get
 
 
 OURS = ("mod_mpm_prefork", "prefork.c", "prefork_os.c", "prefork_policy.c",
-        "prefork_steer.c")
+        "prefork_steer.c", "prefork_bucketset.c", "prefork_children.c")
+HOSTILE = ("ListenBucketSteering idle\n<Location /hostile>\n"
+           "    SetHandler pfb-hostile\n</Location>\n")
 CONFIGS = ("ListenBuckets 4\nStartServers 4\n",
-           "ListenBuckets 4\nStartServers 4\nListenBucketSteering idle\n")
+           "ListenBuckets 4\nStartServers 4\nListenBucketSteering idle\n",
+           "ListenBuckets 4\nStartServers 4\n" + HOSTILE)
+
+
+def scribble(srv):
+    """A hostile child writes over everything children can reach, then
+    exits; the parent reaps it and runs a cycle with the values in
+    place."""
+    for query in ("fill=huge", "fill=random&seed=7&then=exit"):
+        status, body = http_get("127.0.0.1", srv.ports[0],
+                                "/hostile?" + query, timeout=120)
+        if status != 200 or b"segment" not in body:
+            raise SystemExit("valgrind: hostile child answered %d" % status)
 
 
 def main():
@@ -32,16 +49,23 @@ def main():
 
 
 def check_parent(extra):
-    with Server(extra=extra) as srv:
+    hostile = "pfb-hostile" in extra
+    modules = "LoadModule pfb_hostile_module %s\n" % HOSTILE_SO \
+        if hostile else ""
+    with Server(extra=extra, extra_modules=modules,
+                expect_log=("AH00052",)) as srv:
         log = os.path.join(srv.root, "valgrind.log")
         srv.wrapper = ["valgrind", "--tool=memcheck", "--leak-check=full",
                        "--errors-for-leak-kinds=definite",
                        "--child-silent-after-fork=yes",
                        "--log-file=" + log]
         srv.start(timeout=120)
-        time.sleep(2)
+        if hostile:
+            scribble(srv)
         srv.graceful()
-        time.sleep(4)
+        if not srv.wait_log("PFB00017", count=2, timeout=120):
+            print("valgrind: the graceful restart did not finish")
+            return 1
         srv.signal(signal.SIGTERM)
         try:
             srv.proc.wait(timeout=120)

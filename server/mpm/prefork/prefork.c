@@ -1328,7 +1328,10 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
     }
     ap_scoreboard_image->global->running_generation =
         retained->mpm->my_generation;
-    retained->mpm->restart_pending = retained->mpm->shutdown_pending = 0;
+    /* A stop asked for while the configuration was read again is kept:
+     * the main loop then ends at once and the server stops, where httpd's
+     * own prefork would forget it and run on. */
+    retained->mpm->restart_pending = 0;
     ap_unixd_mpm_set_signals(pconf, one_process);
     if (!one_process) {
         parent_wake_on_child_exit(pconf);
