@@ -60,8 +60,15 @@ def check_parent(extra):
                        "--child-silent-after-fork=yes",
                        "--log-file=" + log]
         srv.start(timeout=120)
+        # Children run under valgrind too, slowly: wait for them, and for
+        # the restart's, rather than for a guess at how long that takes.
+        if len(srv.wait_ready(4, timeout=120)) < 4:
+            print("valgrind: the children did not start")
+            return 1
         if hostile:
             scribble(srv)
+        # Waited for in the log: a hostile child has scribbled over the
+        # scoreboard the harness would otherwise read.
         srv.graceful()
         if not srv.wait_log("PFB00017", count=2, timeout=120):
             print("valgrind: the graceful restart did not finish")

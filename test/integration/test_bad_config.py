@@ -80,27 +80,25 @@ class BadConfiguration(unittest.TestCase):
             self.assertIn("ListenBuckets cannot occur within", srv.startup_output)
 
     def test_min_spare_above_max_spare_is_corrected(self):
-        with Server(extra="MinSpareServers 10\nMaxSpareServers 5\n") as srv:
+        with Server(extra="MinSpareServers 10\nMaxSpareServers 5\n",
+                    expect_log=("PFB00032",)) as srv:
             srv.start()
             self.assertIn("MinSpareServers of 10 is not below MaxSpareServers "
                           "of 5, increasing MaxSpareServers to 11",
                           srv.error_log())
 
     def test_max_request_workers_above_server_limit_is_corrected(self):
-        with Server(extra="ServerLimit 8\nMaxRequestWorkers 20\n") as srv:
+        with Server(extra="ServerLimit 8\nMaxRequestWorkers 20\n",
+                    expect_log=("PFB00032",)) as srv:
             srv.start()
             self.assertIn("MaxRequestWorkers of 20 exceeds ServerLimit value "
                           "of 8 servers, decreasing MaxRequestWorkers to 8",
                           srv.error_log())
 
     def test_both_bucket_directives_warn_and_explicit_wins(self):
-        with Server(extra="ListenBuckets 3\nListenCoresBucketsRatio 1\n") \
-                as srv:
+        with Server(extra="ListenBuckets 3\nListenCoresBucketsRatio 1\n",
+                    expect_log=("PFB00032",)) as srv:
             srv.start()
             log = srv.error_log()
             self.assertIn("ListenBuckets wins", log)
             self.assertIn("listener buckets: 3 (3 per Listen", log)
-
-
-if __name__ == "__main__":
-    unittest.main()

@@ -13,7 +13,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from pfbtest import Server, Load, STOCK_EVENT, STOCK_PREFORK, STATUS_LOAD
+from pfbtest import (Server, Load, MPM_STATIC, STOCK_EVENT, STOCK_PREFORK,
+                     STATUS_LOAD)
 
 LOAD_STATUS = STATUS_LOAD
 LOCATION = ("<Location /bucket-status>\n    SetHandler bucket-status\n"
@@ -23,7 +24,7 @@ LOCATION = ("<Location /bucket-status>\n    SetHandler bucket-status\n"
 def fetch(srv, path):
     """GET path; returns (status, content type, body text)."""
     try:
-        with urllib.request.urlopen(srv.url(path), timeout=10) as r:
+        with urllib.request.urlopen(srv.url(path), timeout=30) as r:
             return r.status, r.headers.get("Content-Type"), r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.headers.get("Content-Type"), e.read().decode()
@@ -134,9 +135,9 @@ class BucketStatus(unittest.TestCase):
         with self.server() as srv:
             srv.start()
             load = Load("127.0.0.1", srv.ports[0], concurrency=8,
-                        max_requests=1500).start().wait(120)
+                        max_requests=1500).start().wait(300)
             self.assertEqual(load.errors, {})
-            srv.wait_access_log(1500)
+            self.assertTrue(srv.wait_access_log(1500))
             logged = srv.access_log_lines()
             status, ctype, body = fetch(srv, "/bucket-status?json")
             self.assertEqual(status, 200)
@@ -189,8 +190,9 @@ class BucketStatus(unittest.TestCase):
     def test_prometheus_output_passes_strict_check(self):
         with self.server() as srv:
             srv.start()
-            Load("127.0.0.1", srv.ports[0], concurrency=4,
-                 max_requests=200).start().wait(60)
+            load = Load("127.0.0.1", srv.ports[0], concurrency=4,
+                        max_requests=200).start().wait(300)
+            self.assertEqual((load.ok, load.errors), (200, {}))
             status, ctype, body = fetch(srv, "/bucket-status?prometheus")
             self.assertEqual(status, 200)
             self.assertEqual(ctype, "text/plain; version=0.0.4; charset=utf-8")
@@ -237,8 +239,7 @@ class BucketStatus(unittest.TestCase):
                 self.assertIn(code, (200, 400), query)
             self.assertIn(400, codes)
             self.assertEqual(fetch(srv, "/bucket-status?json")[0], 200)
-            self.assertEqual(srv.unexpected_log_lines(), [])
-            self.assertNotIn("Segmentation", srv.error_log())
+            # No crash or warning logged: Server's exit checks the log.
 
     def assert_unavailable_everywhere(self, srv, mpm_word):
         phrase = "bucket data unavailable: the running MPM is %s" % mpm_word
@@ -256,19 +257,22 @@ class BucketStatus(unittest.TestCase):
         check_prometheus(prom)
         self.assertIn("httpd_bucket_data_available 0\n", prom)
         self.assertIn(phrase, fetch(srv, "/server-status")[2])
-        self.assertEqual(srv.unexpected_log_lines(), [])
+
+    def skip_if_mpm_is_built_in(self):
+        # Another MPM cannot be loaded into an httpd with one built in; a
+        # run against such a build passes --allow-skips.
+        if MPM_STATIC:
+            self.skipTest("MPM_SO=static: no other MPM can be loaded")
 
     def test_stock_event_mpm_gets_no_bucket_data(self):
+        self.skip_if_mpm_is_built_in()
         with self.server(extra="", mpm=STOCK_EVENT) as srv:
             srv.start()
             self.assertIn("event", fetch(srv, "/server-status?auto")[2])
             self.assert_unavailable_everywhere(srv, "event")
 
     def test_stock_prefork_gets_no_bucket_data(self):
+        self.skip_if_mpm_is_built_in()
         with self.server(extra="", mpm=STOCK_PREFORK) as srv:
             srv.start()
             self.assert_unavailable_everywhere(srv, "prefork")
-
-
-if __name__ == "__main__":
-    unittest.main()

@@ -158,9 +158,9 @@ def interleave(name, configs, run_one, pairs, log):
     for i in range(pairs):
         for label, server_args in configs:
             log.write("\n### %s pair %d: %s\n" % (name, i + 1, label))
-            with Server(**server_args) as srv:
+            with Server(check_log=False, **server_args) as srv:
                 srv.start()
-                time.sleep(0.5)
+                srv.wait_ready(8, idle=True)
                 results[label].append(run_one(srv))
             print("  %-10s pair %d %-34s %s" % (name, i + 1, label,
                                                 results[label][-1]))
@@ -246,9 +246,9 @@ def scenario_syscalls(args, log):
              {"extra": COMMON + "ListenBuckets 1\n", "ports": 4}),
             ("stock, accept mutex",
              {"extra": COMMON, "ports": 4, "mpm": STOCK_PREFORK})):
-        with Server(**server_args) as srv:
+        with Server(check_log=False, **server_args) as srv:
             srv.start()
-            time.sleep(0.5)
+            srv.wait_ready(8, idle=True)
             trace = os.path.join(args.out, "strace-%d.txt" % len(out))
             command = (["strace", "-f", "-o", trace, "-e",
                         "trace=accept4,epoll_wait,epoll_pwait,fcntl,flock,"

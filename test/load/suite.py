@@ -121,9 +121,16 @@ def prefork_tuning(workers):
             % (workers, max(1, workers // 4), workers, workers, workers))
 
 
+EVENT_THREADS = 8
+
+
+def event_children(workers):
+    return max(2, int(math.ceil(workers / float(EVENT_THREADS))))
+
+
 def event_tuning(workers):
-    per_child = 8
-    children = max(2, int(math.ceil(workers / float(per_child))))
+    per_child = EVENT_THREADS
+    children = event_children(workers)
     return ("ThreadsPerChild %d\nStartServers %d\nMinSpareThreads %d\n"
             "MaxSpareThreads %d\nServerLimit %d\nMaxRequestWorkers %d\n"
             % (per_child, children, per_child, workers, children * 2,
@@ -142,8 +149,11 @@ def apache_server(cfg, args, ports, workers):
     modules = ("LoadModule bucket_status_module %s\n"
                "LoadModule pfb_test_handler_module %s\n"
                % (STATUS_SO, TEST_HANDLER_SO))
+    # The suite records unexpected log lines in each run's result (and the
+    # smoke test fails on them) rather than stopping at the first.
     srv = Server(extra=tuning + APACHE_COMMON + cfg["extra"], ports=ports,
-                 mpm=cfg["mpm"], extra_modules=modules)
+                 mpm=cfg["mpm"], extra_modules=modules, check_log=False,
+                 expect_log=EXPECTED_LOG)
     if args.server_cpus:
         srv.wrapper = ["taskset", "-c", args.server_cpus]
     return srv
@@ -197,6 +207,29 @@ class NginxServer:
                 time.sleep(0.05)
         raise RuntimeError("nginx did not come up")
 
+    def wait_ready(self, count, timeout=60):
+        """Waits for nginx's workers (one per CPU)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if len(self.children()) >= len(os.sched_getaffinity(0)):
+                return self.children()
+            time.sleep(0.05)
+        return self.children()
+
+    def wait_access_log(self, count, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline and \
+                len(self.access_log_lines()) < count:
+            time.sleep(0.05)
+
+    def unexpected_log_lines(self):
+        """nginx's error log: warn and above (see error_log above)."""
+        try:
+            with open(os.path.join(self.root, "error.log")) as f:
+                return [l for l in f.read().splitlines() if l.strip()]
+        except OSError:
+            return []
+
     def children(self):
         return [p for p in group_pids(self.proc.pid) if p != self.proc.pid]
 
@@ -225,6 +258,7 @@ class NginxServer:
                     break
                 except (ProcessLookupError, subprocess.TimeoutExpired):
                     continue
+        self.log_problems = self.unexpected_log_lines()
         shutil.rmtree(self.root, ignore_errors=True)
         return False
 
@@ -233,6 +267,26 @@ def make_server(cfg, args, ports, workers):
     if cfg["kind"] == "nginx":
         return NginxServer(ports, args)
     return apache_server(cfg, args, ports, workers)
+
+
+def start_server(srv, workers):
+    """Starts a server and waits for its whole pool: short runs measure
+    the steady state, not children still starting."""
+    srv.start()
+    if isinstance(srv, NginxServer):
+        srv.wait_ready(workers)
+    elif srv.mpm == STOCK_EVENT:
+        # One scoreboard row per process is read: event's children.
+        srv.wait_ready(event_children(workers))
+    else:
+        srv.wait_ready(workers, idle=True)
+
+
+# Warnings a scenario provokes by design, by configuration kind: the pool
+# is sized to the load, so MaxRequestWorkers is reached (ours: PFB00010,
+# stock prefork: AH00161, event: AH00484 and its early AH10159), and
+# faults kill children.
+EXPECTED_LOG = ("PFB00010", "AH00161", "AH00484", "AH10159", "PFB00035")
 
 
 # ---------------------------------------------------------------------------
@@ -346,12 +400,14 @@ class SlowClients:
         self.stop_event = threading.Event()
         self.threads = []
         self.held = 0
+        self.lock = threading.Lock()
 
     def _client(self):
         try:
             s = socket.create_connection(("127.0.0.1", self.port), 5)
             s.sendall(b"GET /index.html HTTP/1.1\r\nHost: x\r\n")
-            self.held += 1
+            with self.lock:
+                self.held += 1
             while not self.stop_event.wait(1.0):
                 s.sendall(b"X-Slow: 1\r\n")
             s.close()
@@ -363,7 +419,10 @@ class SlowClients:
             t = threading.Thread(target=self._client, daemon=True)
             t.start()
             self.threads.append(t)
-        time.sleep(1)
+        # Every slow client holds its connection before the load starts.
+        deadline = time.time() + 30
+        while self.held < self.count and time.time() < deadline:
+            time.sleep(0.02)
         return self
 
     def __exit__(self, *exc):
@@ -556,15 +615,14 @@ def host_info():
 def syscalls_per_request(cfg, args, prof, out_dir, log):
     requests = 1000
     with make_server(cfg, args, 1, prof["workers"]) as srv:
-        srv.start()
-        time.sleep(0.5)
+        start_server(srv, prof["workers"])
         trace = os.path.join(out_dir, "strace-%s.txt" % cfg["key"])
         pids = [srv.proc.pid] + srv.children()
         tracer = subprocess.Popen(
             ["strace", "-c", "-f", "-o", trace]
             + sum((["-p", str(p)] for p in pids), []),
             stderr=subprocess.DEVNULL)
-        time.sleep(1)
+        wait_traced(pids)
         command = ["ab", "-q", "-n", str(requests), "-c", "4",
                    srv.url("/index.html")]
         subprocess.run(["timeout", "120"] + command, capture_output=True)
@@ -592,11 +650,26 @@ def syscalls_per_request(cfg, args, prof, out_dir, log):
 
 # ---------------------------------------------------------------------------
 
+def wait_traced(pids, timeout=30):
+    """Waits until strace is attached to every pid (TracerPid set)."""
+    def traced(pid):
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                for line in f:
+                    if line.startswith("TracerPid:"):
+                        return int(line.split()[1]) != 0
+        except OSError:
+            return True         # gone: nothing left to wait for
+        return False
+    deadline = time.time() + timeout
+    while time.time() < deadline and not all(traced(p) for p in pids):
+        time.sleep(0.05)
+
+
 def one_run(name, key, cfg, args, prof, log):
     ports = 4 if name == "fourports" else 1
     with make_server(cfg, args, ports, prof["workers"]) as srv:
-        srv.start()
-        time.sleep(0.5)
+        start_server(srv, prof["workers"])
         cpu0, ctx0 = server_usage(srv.proc.pid)
         gen0 = children_cpu()
         started = time.time()
@@ -607,8 +680,11 @@ def one_run(name, key, cfg, args, prof, log):
         result["loadgen_cpu_s"] = round(children_cpu() - gen0, 2)
         result["ctx_switches"] = ctx1 - ctx0
         result["elapsed_s"] = round(elapsed, 2)
-        time.sleep(0.3)
+        # The server logs a request after its response is out.
+        srv.wait_access_log(result.get("requests", 0), timeout=30)
         result["distribution"] = distribution(srv, cfg)
+    # Read at the stop, so that what stopping logs is counted too.
+    result["log_problems"] = srv.log_problems[:20]
     return result
 
 

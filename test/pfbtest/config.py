@@ -14,7 +14,7 @@ httpd or of the modules can be tested with the same tests.
                      harness reads the scoreboard through it)
   HOSTILE_SO         mod_pfb_hostile.so, a child that writes hostile values
                      wherever children can (test/modules/mod_pfb_hostile.c)
-  NOREUSEPORT_SO, NOBPF_SO, BINDV6ONLY_SO
+  NOREUSEPORT_SO, NOBPF_SO
                      the LD_PRELOAD shims of test/integration/*.c
 
 Paths default to this checkout's build/ directory, whatever the current
@@ -43,7 +43,6 @@ HOSTILE_SO = _path("HOSTILE_SO", os.path.join(BUILD, "mod_pfb_hostile.so"))
 NOREUSEPORT_SO = _path("NOREUSEPORT_SO",
                        os.path.join(BUILD, "noreuseport.so"))
 NOBPF_SO = _path("NOBPF_SO", os.path.join(BUILD, "nobpf.so"))
-BINDV6ONLY_SO = _path("BINDV6ONLY_SO", os.path.join(BUILD, "bindv6only.so"))
 
 STOCK_PREFORK = os.path.join(MODULES, "mod_mpm_prefork.so")
 STOCK_EVENT = os.path.join(MODULES, "mod_mpm_event.so")

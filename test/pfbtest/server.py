@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -186,6 +187,7 @@ class Server:
         self.ports = []
         self.conf = os.path.join(self.root, "httpd.conf")
         self.startup_output = ""
+        self.log_problems = []
 
     # -- configuration and life cycle ------------------------------------
     def expect(self, *tags):
@@ -322,21 +324,38 @@ class Server:
         return before + 1
 
     def kill(self):
-        """Stops the server and everything in its process group."""
+        """Stops the server as an admin would (SIGTERM to the parent, which
+        stops its children), then SIGKILLs whatever is left in its process
+        group."""
         if self.proc is None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        if self.proc.poll() is None:
+            self._let_children_start()
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGTERM)
+            # httpd gives children up to 10 s before SIGKILL, and logs
+            # each step at warn.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=DEADLINE)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
         if self.proc.stdout:
             self.proc.stdout.close()
+
+    def _let_children_start(self, timeout=10):
+        """Waits (bounded) until no child is starting.  The MPM loses a
+        SIGTERM that reaches a child between fork() and the child's own
+        signal handlers (the parent's handler runs in the child and only
+        sets a flag), so httpd SIGTERMs that child again 3 s later and logs
+        AH00045 at warn.  That race is the MPM's to fix; tests whose
+        subject it is not should not trip over it on the way out."""
+        def none_starting():
+            board = self.scoreboard(timeout=5)
+            return not any(s["status"] == STARTING for s in board.slots)
+        with contextlib.suppress(OSError, AssertionError, ValueError):
+            self.wait_for(none_starting, timeout)
 
     def stop(self, timeout=DEADLINE):
         """`httpd -k stop`; returns the exit status of that command."""
@@ -369,12 +388,30 @@ class Server:
 
     def __exit__(self, exc_type, exc, tb):
         self.kill()
-        reports = self.sanitizer_reports()
+        problems = self.unexpected_log_lines()
+        self.log_problems = problems        # for check_log=False callers
         self.cleanup()
-        if reports and exc_type is None:
-            raise AssertionError("sanitizer reports in the error log:\n%s"
-                                 % "\n".join(reports[:40]))
+        if problems and self.check_log:
+            text = "\n".join(problems[:40])
+            if exc_type is None:
+                raise AssertionError(
+                    "error log lines this test did not expect (declare "
+                    "their tags with expect_log=...):\n%s" % text)
+            # The test failed already: keep its error, show the log too.
+            sys.stderr.write("\nerror log of the failed test:\n%s\n" % text)
         return False
+
+    def kill_child(self, pid, sig=None, timeout=DEADLINE):
+        """Kills a child and waits until it is gone.  Until it is, the
+        kernel may still hand it a connection from the queue (a task woken
+        by SIGKILL in accept() takes a queued connection before it sees
+        the signal), which its death then resets: a test that connects
+        right after a kill would see that race, not the MPM."""
+        sig = signal.SIGKILL if sig is None else sig
+        os.kill(pid, sig)
+        if not self.wait_for(lambda: pid not in self.children(), timeout):
+            raise AssertionError("child %d still alive %d s after signal %d"
+                                 % (pid, timeout, sig))
 
     # -- children that finished starting ---------------------------------
     def scoreboard(self, timeout=30):
