@@ -289,7 +289,8 @@ class GracefulStop(unittest.TestCase):
         the kernel accepted before the stop is served."""
         extra = ("ListenBuckets 2\nStartServers 4\nMaxRequestWorkers 8\n"
                  "ServerLimit 8\nMaxConnectionsPerChild 10\n" + LOCATIONS)
-        with Server(extra=extra) as srv:
+        # 100 clients against 8 children: the pool is at its cap.
+        with Server(extra=extra, expect_log=("PFB00010",)) as srv:
             srv.start()
             port = srv.ports[0]
             results = {"served": 0, "lost": 0, "late": 0}
