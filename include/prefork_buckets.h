@@ -95,9 +95,11 @@ typedef enum {
     PFB_WHY_NO_REUSEPORT = 3,   /**< asked for, kernel refused SO_REUSEPORT */
     PFB_WHY_CAPPED = 4,         /**< cut down to fit MaxRequestWorkers */
     PFB_WHY_DUP_FAILED = 5,     /**< a duplicate socket could not be bound */
-    PFB_WHY_KEPT = 6            /**< a graceful restart kept the count in
+    PFB_WHY_KEPT = 6,           /**< a graceful restart kept the count in
                                      force, the configuration asks for
                                      another */
+    PFB_WHY_DEFAULT = 7         /**< neither directive set, several
+                                     Listens: one bucket each */
 } pfb_reason_e;
 
 /** One bucket identity, padded to a whole number of cache lines. */
@@ -376,6 +378,8 @@ static APR_INLINE const char *pfb_reason_name(int reason)
         return "duplicate-failed";
     case PFB_WHY_KEPT:
         return "kept-over-graceful-restart";
+    case PFB_WHY_DEFAULT:
+        return "default-bucket-per-listen";
     default:
         return "unknown";
     }

@@ -111,8 +111,7 @@ typedef struct {
     apr_status_t reuseport_status;
     const char *reuseport_failed_call;
     pf_cpu_info_t cpus;
-    int *spawn_rate;            /* per bucket, carried between cycles */
-    int spawn_rate_len;
+    int spawn_rate;             /* the server's ramp, between cycles */
     apr_pool_t *keep_pool;      /* outlives generations */
     pf_children_t *children;    /* what it signals, counts and reaps by */
     pf_bucketset_t *buckets;
@@ -766,12 +765,12 @@ static void log_maintenance_limits(server_rec *s,
     else {
         retained->maxclients_reported = 0;
     }
-    if (summary->fast_ramp_buckets > 0) {
+    if (summary->fast_ramp > 0) {
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
-                     PFBLOGNO(00011) "server seems busy (%d bucket(s) "
-                     "spawning 8 or more children a second), you may need "
-                     "to increase StartServers, or Min/MaxSpareServers",
-                     summary->fast_ramp_buckets);
+                     PFBLOGNO(00011) "server seems busy (spawning %d "
+                     "children a second), you may need to increase "
+                     "StartServers, or Min/MaxSpareServers",
+                     summary->fast_ramp);
     }
 }
 
@@ -808,7 +807,7 @@ static void perform_idle_server_maintenance(server_rec *s)
     pf_limits_init(&lim, num_buckets, min_spare_servers, max_spare_servers,
                    max_workers);
     pf_decide_maintenance(&lim, snapshot.state, snapshot.occupied,
-                          retained->spawn_rate, snapshot.action,
+                          &retained->spawn_rate, snapshot.action,
                           snapshot.scratch, &summary);
 
     for (b = 0; b < num_buckets; b++) {
@@ -1182,7 +1181,7 @@ static void log_bucket_plan(server_rec *s, const pf_bucket_plan_t *plan,
                      PFBLOGNO(00024) "SO_REUSEPORT unavailable (%s failed): "
                      "%s ignored, one bucket per Listen (%d bucket(s))",
                      retained->reuseport_failed_call,
-                     buckets_explicit ? "ListenBuckets"
+                     buckets_explicit > 0 ? "ListenBuckets"
                                       : "ListenCoresBucketsRatio",
                      plan->num_buckets);
         return;
@@ -1192,7 +1191,7 @@ static void log_bucket_plan(server_rec *s, const pf_bucket_plan_t *plan,
                      PFBLOGNO(00025) "%s asks for more buckets than "
                      "MaxRequestWorkers (%d) can give a child each; using "
                      "%d bucket(s) per Listen, %d in all (mode %s)",
-                     buckets_explicit ? "ListenBuckets"
+                     buckets_explicit > 0 ? "ListenBuckets"
                                       : "ListenCoresBucketsRatio",
                      max_workers, plan->buckets_per_listen, plan->num_buckets,
                      pfb_mode_name(plan->mode));
@@ -1207,7 +1206,8 @@ static void log_bucket_plan(server_rec *s, const pf_bucket_plan_t *plan,
                  plan->num_buckets, plan->buckets_per_listen,
                  pfb_mode_name(plan->mode), pfb_reason_name(plan->reason),
                  usable, retained->cpus.online, retained->cpus.affinity,
-                 retained->cpus.quota, buckets_ratio, buckets_explicit);
+                 retained->cpus.quota, buckets_ratio,
+                 buckets_explicit > 0 ? buckets_explicit : 0);
 }
 
 /* Children of the generation so far, per bucket, that the new one's
@@ -1253,7 +1253,7 @@ static int build_generation(apr_pool_t *p, server_rec *s, int startup)
                                       retained->cpus.affinity,
                                       retained->cpus.quota);
     info.ratio = buckets_ratio;
-    info.explicit_buckets = buckets_explicit;
+    info.explicit_buckets = buckets_explicit > 0 ? buckets_explicit : 0;
     info.max_workers = max_workers;
     info.steer_wanted = steering_wanted;
     info.cpu_affinity = bucket_cpu_affinity;
@@ -1290,27 +1290,6 @@ static int build_generation(apr_pool_t *p, server_rec *s, int startup)
                             : -1;
     }
     return OK;
-}
-
-static void size_spawn_rates(void)
-{
-    int b, len = retained->spawn_rate_len;
-
-    if (len >= num_buckets) {
-        return;
-    }
-    /* Doubling: a run of restarts allocates from the long-lived pool a
-     * bounded number of times. */
-    len = len > 0 ? len : 16;
-    while (len < num_buckets) {
-        len *= 2;
-    }
-    retained->spawn_rate = apr_palloc(retained->keep_pool,
-                                      (apr_size_t)len * sizeof(int));
-    for (b = 0; b < len; b++) {
-        retained->spawn_rate[b] = 1;
-    }
-    retained->spawn_rate_len = len;
 }
 
 static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
@@ -1418,7 +1397,6 @@ static int prefork_open_logs(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
     if (build_generation(p, s, startup) != OK) {
         return !OK;
     }
-    size_spawn_rates();
     return OK;
 }
 
@@ -1478,7 +1456,7 @@ static int prefork_pre_config(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
     server_limit = DEFAULT_SERVER_LIMIT;
     max_workers = DEFAULT_SERVER_LIMIT;
     buckets_ratio = 0;
-    buckets_explicit = 0;
+    buckets_explicit = PF_BUCKETS_UNSET;
     steering_wanted = PFB_STEER_HASH;
     bucket_cpu_affinity = 0;
     ap_max_mem_free = APR_ALLOCATOR_MAX_FREE_UNLIMITED;
@@ -1545,7 +1523,7 @@ static int prefork_check_config(apr_pool_t *p,
             min_spare_servers, max_spare_servers, min_spare_servers + 1));
         max_spare_servers = min_spare_servers + 1;
     }
-    if (buckets_explicit && buckets_ratio) {
+    if (buckets_explicit > 0 && buckets_ratio) {
         log_correction(s, startup, apr_psprintf(p,
             "both ListenBuckets (%d) and ListenCoresBucketsRatio (%d) are "
             "set; ListenBuckets wins and the ratio is ignored",
@@ -1747,8 +1725,8 @@ AP_INIT_TAKE1("ListenCoresBucketsRatio", set_int_directive,
     "an integer from 0 to 200000: usable CPUs per listener bucket, 0 = "
     "buckets off"),
 AP_INIT_TAKE1("ListenBuckets", set_int_directive, &buckets_explicit_directive,
-    RSRC_CONF, "an integer from 0 to 200000: listener buckets per Listen, "
-    "0 = follow ListenCoresBucketsRatio"),
+    RSRC_CONF, "an integer from 0 to 200000: listener buckets per Listen; "
+    "0 = every Listen in one bucket, unless ListenCoresBucketsRatio is set"),
 AP_INIT_TAKE1("ListenBucketSteering", set_bucket_steering, NULL, RSRC_CONF,
     "hash, cpu or idle: how a new connection picks its bucket among a "
     "Listen's sockets (default hash)"),

@@ -32,9 +32,9 @@
 
 /** Largest ServerLimit (and so the most children or buckets) accepted. */
 #define PF_MAX_SERVER_LIMIT 200000
-/** Most children one bucket forks in one maintenance cycle: the ramp of
- *  1, 2, 4 ... stops here.  It is per bucket, so it never limits how many
- *  buckets there can be. */
+/** Most children the server forks in one maintenance cycle: the ramp of
+ *  1, 2, 4 ... stops here.  A bucket with no child gets one whatever the
+ *  ramp, so it never limits how many buckets there can be. */
 #define PF_MAX_SPAWN_RATE 32
 
 /* ------------------------------------------------------------------ */
@@ -92,21 +92,28 @@ typedef struct {
     int num_buckets;        /**< buckets in all */
 } pf_bucket_plan_t;
 
+/** ListenBuckets not given at all (as opposed to ListenBuckets 0). */
+#define PF_BUCKETS_UNSET (-1)
+
 /**
  * Decides how many buckets to run.
  *
- * Off (both directives 0): one bucket holding every Listen.  Otherwise each
- * Listen gets buckets_per_listen sockets, one per bucket, so no child ever
- * polls more than one socket: ListenBuckets N gives N per Listen, and
+ * Neither directive given: one bucket per Listen, each its own socket, so
+ * that with several Listens no child polls them all under the accept mutex
+ * (with one Listen this is httpd's arrangement).  ListenBuckets 0 (and no
+ * ratio): one bucket holding every Listen, polled under the accept mutex,
+ * as httpd's prefork does.  Otherwise each Listen gets buckets_per_listen
+ * SO_REUSEPORT sockets, one per bucket, so no child ever polls more than
+ * one socket: ListenBuckets N gives N per Listen, and
  * ListenCoresBucketsRatio R gives usable_cpus / R (at least 1).  Without
  * SO_REUSEPORT each Listen is one bucket.  The total is cut down so that
  * every bucket can have a child within MaxRequestWorkers; if even one
- * bucket per Listen does not fit, buckets are turned off.
+ * bucket per Listen does not fit, every Listen goes into one bucket.
  *
  * @param usable_cpus From pf_usable_cpus()
  * @param ratio ListenCoresBucketsRatio (0 = off)
- * @param explicit_buckets ListenBuckets (0 = follow the ratio); wins over
- *        the ratio when both are set
+ * @param explicit_buckets ListenBuckets, or PF_BUCKETS_UNSET; above 0 it
+ *        wins over the ratio, and 0 follows the ratio when one is set
  * @param reuseport_ok Whether the kernel accepted SO_REUSEPORT
  * @param num_listeners Listen statements (>= 1)
  * @param max_workers MaxRequestWorkers
@@ -245,7 +252,7 @@ typedef struct {
     int min_spare_servers;  /**< MinSpareServers, server-wide */
     int max_spare_servers;  /**< MaxSpareServers, server-wide */
     int max_workers;        /**< MaxRequestWorkers */
-    int max_spawn_rate;     /**< per bucket per cycle (PF_MAX_SPAWN_RATE) */
+    int max_spawn_rate;     /**< per cycle, server-wide (PF_MAX_SPAWN_RATE) */
 } pf_limits_t;
 
 /** The limits for @a num_buckets buckets from the server-wide directives,
@@ -258,7 +265,8 @@ typedef struct {
     int killed;             /**< sum of kill over buckets */
     int wanted;             /**< children wanted before the global cap */
     int at_max_workers;     /**< 1 if MaxRequestWorkers stopped a spawn */
-    int fast_ramp_buckets;  /**< buckets whose ramp reached 8 or more */
+    int fast_ramp;          /**< the ramp (children a cycle) when it has
+                                 reached 8 or more, else 0 */
     int rebalanced;         /**< idle children retired to free a slot */
 } pf_decision_summary_t;
 
@@ -270,18 +278,26 @@ typedef struct {
 } pf_rank_t;
 
 /**
- * One cycle of per-bucket idle-server maintenance.
+ * One cycle of idle-server maintenance, per bucket, with server-wide
+ * limits so that buckets keep the pool one shared queue would need.
  *
  * Each bucket wants enough children to bring its idle count up to its
- * share of MinSpareServers, and, when none of its children is idle, one
- * for each connection waiting in its accept queue; it gets at most its
- * spawn rate, which doubles every
- * cycle the bucket still wants more and falls back to 1 when it does not.
- * A bucket with no child at all always gets one, whatever its rate.
- * MaxRequestWorkers caps the sum: buckets with no child go first, then
- * buckets with the deepest accept queues, then the largest idle deficit.
- * A bucket with more idle children than its share of MaxSpareServers and
- * nothing to spawn retires one of them.
+ * share of MinSpareServers (at least 1, so a bucket always has a child to
+ * accept), and, when none of its children is idle, one for each connection
+ * waiting in its accept queue; but queues add children only up to the
+ * server-wide shortage (connections queued beyond every idle child of the
+ * server), so momentary queues in some buckets beside idle children in
+ * others do not grow the pool.  Buckets draw in priority order (no child
+ * at all, then the deepest queues, then the largest idle deficit) on one
+ * server-wide ramp, which doubles every cycle the server still wants more
+ * and falls back to 1 when it does not; a bucket with no child always gets
+ * one.  MaxRequestWorkers caps the sum.
+ *
+ * Killing: a bucket with more idle children than its share of
+ * MaxSpareServers and nothing to spawn retires one of them; and while the
+ * server spawns nothing and holds more idle children than MaxSpareServers
+ * (the per-bucket shares add up to more with many buckets), one more goes
+ * from the bucket with the most idle children above its minimum.
  *
  * At MaxRequestWorkers, a bucket with connections queued, no idle child
  * and fewer children than its share of MaxRequestWorkers cannot get a
@@ -294,7 +310,7 @@ typedef struct {
  * @param lim Limits in force
  * @param state One entry per bucket
  * @param occupied_slots Scoreboard slots in use, all generations included
- * @param spawn_rate One entry per bucket, carried between cycles (start at 1)
+ * @param spawn_rate The server's ramp, carried between cycles (start at 1)
  * @param action One entry per bucket, written
  * @param scratch One entry per bucket, overwritten
  * @param summary Written

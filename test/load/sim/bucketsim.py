@@ -96,8 +96,8 @@ def load_policy(path=POLICY_LIB):
 
 
 class Policy:
-    """pf_decide_maintenance() for nb buckets, with its spawn rates kept
-    between cycles as the MPM keeps them."""
+    """pf_decide_maintenance() for nb buckets, with the server's spawn ramp
+    kept between cycles as the MPM keeps it."""
 
     def __init__(self, nb, min_spare_servers, max_spare_servers, workers,
                  lib=None):
@@ -106,7 +106,7 @@ class Policy:
         self.limits = Limits()
         self.lib.pf_limits_init(ctypes.byref(self.limits), nb,
                                 min_spare_servers, max_spare_servers, workers)
-        self.rate = (ctypes.c_int * nb)(*([1] * nb))
+        self.rate = ctypes.c_int(1)
         self.state = (BucketState * nb)()
         self.action = (BucketAction * nb)()
         self.scratch = (Rank * nb)()
@@ -120,12 +120,13 @@ class Policy:
             self.state[b].idle = idle
             self.state[b].queued = queued
         self.lib.pf_decide_maintenance(
-            ctypes.byref(self.limits), self.state, occupied, self.rate,
+            ctypes.byref(self.limits), self.state, occupied,
+            ctypes.byref(self.rate),
             self.action, self.scratch, ctypes.byref(self.summary))
         return [(a.spawn, a.kill) for a in self.action]
 
-    def rates(self):
-        return list(self.rate)
+    def ramp(self):
+        return self.rate.value
 
 
 class Bucket:
@@ -156,8 +157,15 @@ def percentile(sorted_values, p):
 def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
              overhead_ms=0.2, requests=100000, warmup=5000, seed=1,
              steering="hash", start_children=None, min_spare_servers=None,
-             max_spare_servers=None, fork_ms=5.0):
-    """Runs the model; returns a dict of figures (times in ms)."""
+             max_spare_servers=None, fork_ms=5.0, cpus=None, cpu_ms=0.0):
+    """Runs the model; returns a dict of figures (times in ms).
+
+    With cpus set, a request first needs cpu_ms of CPU (exponential) on one
+    of that many CPUs, waiting its turn in one run queue, then mean_ms of
+    waiting (exponential; 0 for none), as a request that computes and then
+    waits for a database does: a busy child then holds its connection
+    while the CPUs are saturated, which is what makes queue-driven spawning
+    grow the pool under static load."""
     rng = random.Random(seed)
     nb = 1 if steering == "single" else buckets
     start_children = workers if start_children is None else start_children
@@ -192,10 +200,28 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
     def service_time():
         return overhead_ms + rng.expovariate(1.0 / mean_ms)
 
+    run_queue = collections.deque()
+    running = [0]
+    pool_samples = []
+
     def start(b, child, arrived, t):
         bs[b].accepted += 1
         child_count[child] += 1
-        push(t + service_time(), "done", (b, child, arrived))
+        if cpus is None:
+            push(t + service_time(), "done", (b, child, arrived))
+        elif running[0] < cpus:
+            running[0] += 1
+            push(t + rng.expovariate(1.0 / cpu_ms), "cpu", (b, child, arrived))
+        else:
+            run_queue.append((b, child, arrived))
+
+    def cpu_done(data, t):
+        wait = rng.expovariate(1.0 / mean_ms) if mean_ms > 0 else 0.0
+        push(t + overhead_ms + wait, "done", data)
+        if run_queue:
+            push(t + rng.expovariate(1.0 / cpu_ms), "cpu", run_queue.popleft())
+        else:
+            running[0] -= 1
 
     def idle_steer(home):
         """ListenBucketSteering idle: the hash's bucket if it has an idle
@@ -267,8 +293,12 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
         elif kind == "ready":
             b, child = data
             child_free(b, child, now)
+        elif kind == "cpu":
+            cpu_done(data, now)
         elif kind == "tick":
             maintenance(now)
+            if completed[0] > warmup:
+                pool_samples.append(total_children[0])
     elapsed = now - measure_start if latencies else 0.0
     latencies.sort()
     return {
@@ -282,6 +312,9 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
         "jain_buckets": jain([b.accepted for b in bs]),
         "jain_children": jain(list(child_count.values())),
         "children_end": [b.children for b in bs],
+        "pool_mean": (sum(pool_samples) / len(pool_samples)
+                      if pool_samples else float(total_children[0])),
+        "pool_max": max(pool_samples) if pool_samples else total_children[0],
     }
 
 
@@ -313,6 +346,15 @@ def main():
     parser.add_argument("--steering", choices=("hash", "single", "idle"),
                         default="hash")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--cpus", type=int, default=None,
+                        help="CPUs the children share (default: no CPU "
+                        "contention)")
+    parser.add_argument("--cpu-ms", type=float, default=0.0,
+                        help="CPU time per request with --cpus")
+    parser.add_argument("--start", type=int, default=None,
+                        help="StartServers (default: MaxRequestWorkers)")
+    parser.add_argument("--min-spare", type=int, default=None)
+    parser.add_argument("--max-spare", type=int, default=None)
     parser.add_argument("--predict", action="store_true")
     args = parser.parse_args()
     if args.predict:
@@ -324,7 +366,10 @@ def main():
     r = simulate(buckets=args.buckets, workers=args.workers,
                  clients=args.clients, mean_ms=args.mean_ms,
                  overhead_ms=args.overhead_ms, requests=args.requests,
-                 seed=args.seed, steering=args.steering)
+                 seed=args.seed, steering=args.steering, cpus=args.cpus,
+                 cpu_ms=args.cpu_ms, start_children=args.start,
+                 min_spare_servers=args.min_spare,
+                 max_spare_servers=args.max_spare)
     print(json.dumps(r, indent=1))
     return 0
 

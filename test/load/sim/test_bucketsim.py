@@ -3,7 +3,7 @@
 """The scale model decides with the MPM's own rules: it calls
 pf_decide_maintenance() in build/libpfpolicy.so through ctypes.  This
 checks the model's side of that call (the ctypes structures, the spawn
-rates it keeps between cycles) against the table that the C unit tests
+ramp it keeps between cycles) against the table that the C unit tests
 check too (test/unit/maintenance_cases.txt): if the model and the MPM
 came to disagree on a state, one of the two would fail.
 
@@ -35,10 +35,10 @@ def read_cases():
             rows.append({
                 "label": label, "nb": nb, "min": mn, "max": mx,
                 "workers": workers, "occupied": int(occupied),
-                "rates": list(map(int, rates.split())),
+                "ramp": int(rates),
                 "states": [tuple(flat[i:i + 3]) for i in range(0, 3 * nb, 3)],
                 "actions": [tuple(acts[i:i + 2]) for i in range(0, 2 * nb, 2)],
-                "after": list(map(int, after.split()))})
+                "after": int(after)})
     return rows
 
 
@@ -51,12 +51,11 @@ class ModelRunsTheMpmsRules(unittest.TestCase):
             with self.subTest(row["label"]):
                 policy = bucketsim.Policy(row["nb"], row["min"], row["max"],
                                           row["workers"])
-                for b, rate in enumerate(row["rates"]):
-                    policy.rate[b] = rate
+                policy.rate.value = row["ramp"]
                 self.assertEqual(policy.decide(row["states"],
                                                row["occupied"]),
                                  row["actions"])
-                self.assertEqual(policy.rates(), row["after"])
+                self.assertEqual(policy.ramp(), row["after"])
 
     def test_simulation_spawns_through_the_policy(self):
         """A run that starts with too few children must grow them by the
