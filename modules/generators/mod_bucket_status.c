@@ -23,9 +23,10 @@
  * ?auto, ?json or ?prometheus.  It reads the MPM's state only through
  * include/prefork_buckets.h: one copy of the shared segment per request,
  * no lock, nothing on the accept path, every index bounded by the
- * segment's own sizes (which a child running untrusted code cannot move).  With any other MPM the optional
- * function is absent and every format says that bucket data is
- * unavailable.
+ * segment's sizes as this process knows them (a child running untrusted
+ * code can scribble on the segment but cannot move them).  With any other
+ * MPM the optional function is absent and every format says that bucket
+ * data is unavailable.
  */
 
 #include "apr_atomic.h"
@@ -62,7 +63,8 @@ static unsigned long long bucket_accepted(const pfb_segment_t *seg, int r,
         const pfb_slot_t *s = pfb_segment_slot(seg, slot);
 
         if (s->f.pid != 0 && s->f.record == r) {
-            total += apr_atomic_read64((volatile apr_uint64_t *)&s->f.accepted);
+            total += apr_atomic_read64(
+                (volatile apr_uint64_t *)&s->f.accepted);
         }
     }
     return total;

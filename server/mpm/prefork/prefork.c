@@ -151,6 +151,41 @@ static int buckets_explicit;    /* ListenBuckets */
 static int steering_wanted;     /* ListenBucketSteering */
 static int bucket_cpu_affinity; /* BucketCPUAffinity */
 
+/* Where each integer directive's value goes and what it accepts; the
+ * command table points each directive at its entry. */
+enum {
+    D_START_SERVERS,
+    D_MIN_SPARE,
+    D_MAX_SPARE,
+    D_MAX_WORKERS,
+    D_MAX_CLIENTS,
+    D_SERVER_LIMIT,
+    D_MAX_CONNECTIONS,
+    D_MAX_REQUESTS,
+    D_SHUTDOWN_TIMEOUT,
+    D_BUCKETS_RATIO,
+    D_BUCKETS_EXPLICIT,
+    D_COUNT
+};
+static int_directive_t int_directives[D_COUNT] = {
+    [D_START_SERVERS] = { &start_servers, 0, PF_MAX_SERVER_LIMIT, NULL },
+    [D_MIN_SPARE] = { &min_spare_servers, 1, PF_MAX_SERVER_LIMIT, NULL },
+    [D_MAX_SPARE] = { &max_spare_servers, 1, PF_MAX_SERVER_LIMIT, NULL },
+    [D_MAX_WORKERS] = { &max_workers, 1, PF_MAX_SERVER_LIMIT, NULL },
+    [D_MAX_CLIENTS] = { &max_workers, 1, PF_MAX_SERVER_LIMIT,
+                        "MaxRequestWorkers" },
+    [D_SERVER_LIMIT] = { &server_limit, 1, PF_MAX_SERVER_LIMIT, NULL },
+    [D_MAX_CONNECTIONS] = { &ap_max_requests_per_child, 0,
+                           2147483647LL, NULL },
+    [D_MAX_REQUESTS] = { &ap_max_requests_per_child, 0,
+                        2147483647LL, "MaxConnectionsPerChild" },
+    [D_SHUTDOWN_TIMEOUT] = { &ap_graceful_shutdown_timeout, 0,
+                            2147483LL, NULL },
+    [D_BUCKETS_RATIO] = { &buckets_ratio, 0, PF_MAX_SERVER_LIMIT, NULL },
+    [D_BUCKETS_EXPLICIT] = { &buckets_explicit, 0,
+                            PF_MAX_SERVER_LIMIT, NULL },
+};
+
 /* This generation's buckets, what the restart decided for them, and the
  * maintenance scratch. */
 static pf_bucket_t *buckets;
@@ -918,7 +953,8 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
     }
     bucket_index = retained->children->slot[slot].bucket;
     gen = retained->children->slot[slot].generation;
-    if (exitwhy == APR_PROC_SIGNAL && !retained->children->slot[slot].told_to_stop
+    if (exitwhy == APR_PROC_SIGNAL
+        && !retained->children->slot[slot].told_to_stop
         && (status == SIGKILL || status == SIGTERM)) {
         /* httpd's own status check keeps quiet about these, but a child
          * killed from outside (the OOM killer, an admin) is news. */
@@ -1073,7 +1109,8 @@ static void server_main_loop(server_rec *s, apr_time_t drain_until)
             handle_child_exit(s, &pid, exitwhy, status);
         }
         now = apr_time_now();
-        if (retained->mpm->restart_pending || retained->mpm->shutdown_pending) {
+        if (retained->mpm->restart_pending
+            || retained->mpm->shutdown_pending) {
             break;
         }
         if (now - last_maintenance >= MAINTENANCE_INTERVAL
@@ -1146,7 +1183,8 @@ static int shutdown_server(server_rec *s)
     pf_bucketset_close(retained->buckets);
     pf_children_reap(retained->children, note_child_gone);
     ap_remove_pid(pconf, ap_pid_fname);
-    while (!retained->mpm->shutdown_pending && pf_children_live(retained->children) > 0
+    while (!retained->mpm->shutdown_pending
+           && pf_children_live(retained->children) > 0
            && (!cutoff || apr_time_now() < cutoff)) {
         apr_sleep(apr_time_from_msec(100));
         pf_children_reap(retained->children, note_child_gone);
@@ -1681,29 +1719,6 @@ static const char *set_bucket_cpu_affinity(cmd_parms *cmd,
 }
 
 /* clang-format off */
-static int_directive_t start_servers_directive =
-    { &start_servers, 0, PF_MAX_SERVER_LIMIT, NULL };
-static int_directive_t min_spare_directive =
-    { &min_spare_servers, 1, PF_MAX_SERVER_LIMIT, NULL };
-static int_directive_t max_spare_directive =
-    { &max_spare_servers, 1, PF_MAX_SERVER_LIMIT, NULL };
-static int_directive_t max_workers_directive =
-    { &max_workers, 1, PF_MAX_SERVER_LIMIT, NULL };
-static int_directive_t max_clients_directive =
-    { &max_workers, 1, PF_MAX_SERVER_LIMIT, "MaxRequestWorkers" };
-static int_directive_t server_limit_directive =
-    { &server_limit, 1, PF_MAX_SERVER_LIMIT, NULL };
-static int_directive_t max_connections_directive =
-    { &ap_max_requests_per_child, 0, 2147483647LL, NULL };
-static int_directive_t max_requests_directive =
-    { &ap_max_requests_per_child, 0, 2147483647LL, "MaxConnectionsPerChild" };
-static int_directive_t shutdown_timeout_directive =
-    { &ap_graceful_shutdown_timeout, 0, 2147483LL, NULL };
-static int_directive_t buckets_ratio_directive =
-    { &buckets_ratio, 0, PF_MAX_SERVER_LIMIT, NULL };
-static int_directive_t buckets_explicit_directive =
-    { &buckets_explicit, 0, PF_MAX_SERVER_LIMIT, NULL };
-
 /* Built from core's individual Listen handlers instead of LISTEN_COMMANDS,
  * because that macro carries core's own ListenCoresBucketsRatio and the
  * first match in a table wins. */
@@ -1719,12 +1734,14 @@ AP_INIT_TAKE1("SendBufferSize", ap_set_send_buffer_size, NULL, RSRC_CONF,
 AP_INIT_TAKE1("ReceiveBufferSize", ap_set_receive_buffer_size, NULL,
     RSRC_CONF, "Receive buffer size in bytes"),
 AP_INIT_TAKE1("ListenTCPDeferAccept", ap_set_listentcpdeferaccept, NULL,
-    RSRC_CONF, "Value set for the socket option TCP_DEFER_ACCEPT if it is set"),
+    RSRC_CONF, "Value set for the socket option TCP_DEFER_ACCEPT if it is "
+    "set"),
 AP_INIT_TAKE1("ListenCoresBucketsRatio", set_int_directive,
-    &buckets_ratio_directive, RSRC_CONF,
+    &int_directives[D_BUCKETS_RATIO], RSRC_CONF,
     "an integer from 0 to 200000: usable CPUs per listener bucket, 0 = "
     "buckets off"),
-AP_INIT_TAKE1("ListenBuckets", set_int_directive, &buckets_explicit_directive,
+AP_INIT_TAKE1("ListenBuckets", set_int_directive,
+    &int_directives[D_BUCKETS_EXPLICIT],
     RSRC_CONF, "an integer from 0 to 200000: listener buckets per Listen; "
     "0 = every Listen in one bucket, unless ListenCoresBucketsRatio is set"),
 AP_INIT_TAKE1("ListenBucketSteering", set_bucket_steering, NULL, RSRC_CONF,
@@ -1733,32 +1750,40 @@ AP_INIT_TAKE1("ListenBucketSteering", set_bucket_steering, NULL, RSRC_CONF,
 AP_INIT_TAKE1("BucketCPUAffinity", set_bucket_cpu_affinity, NULL, RSRC_CONF,
     "On or Off: pin each bucket's children to the CPUs that feed it under "
     "cpu steering (default Off)"),
-AP_INIT_TAKE1("StartServers", set_int_directive, &start_servers_directive,
+AP_INIT_TAKE1("StartServers", set_int_directive,
+    &int_directives[D_START_SERVERS],
     RSRC_CONF, "an integer from 0 to 200000: number of child processes "
     "created at start-up"),
-AP_INIT_TAKE1("MinSpareServers", set_int_directive, &min_spare_directive,
+AP_INIT_TAKE1("MinSpareServers", set_int_directive,
+    &int_directives[D_MIN_SPARE],
     RSRC_CONF, "an integer from 1 to 200000: minimum number of idle "
     "children, split over the buckets"),
-AP_INIT_TAKE1("MaxSpareServers", set_int_directive, &max_spare_directive,
+AP_INIT_TAKE1("MaxSpareServers", set_int_directive,
+    &int_directives[D_MAX_SPARE],
     RSRC_CONF, "an integer from 1 to 200000: maximum number of idle "
     "children, split over the buckets"),
-AP_INIT_TAKE1("MaxClients", set_int_directive, &max_clients_directive,
+AP_INIT_TAKE1("MaxClients", set_int_directive,
+    &int_directives[D_MAX_CLIENTS],
     RSRC_CONF, "an integer from 1 to 200000 (deprecated name of "
     "MaxRequestWorkers)"),
-AP_INIT_TAKE1("MaxRequestWorkers", set_int_directive, &max_workers_directive,
+AP_INIT_TAKE1("MaxRequestWorkers", set_int_directive,
+    &int_directives[D_MAX_WORKERS],
     RSRC_CONF, "an integer from 1 to 200000: maximum number of children "
     "alive at the same time"),
-AP_INIT_TAKE1("ServerLimit", set_int_directive, &server_limit_directive,
+AP_INIT_TAKE1("ServerLimit", set_int_directive,
+    &int_directives[D_SERVER_LIMIT],
     RSRC_CONF, "an integer from 1 to 200000: maximum value of "
     "MaxRequestWorkers for this run of Apache"),
 AP_INIT_TAKE1("MaxConnectionsPerChild", set_int_directive,
-    &max_connections_directive, RSRC_CONF, "an integer from 0 to "
+    &int_directives[D_MAX_CONNECTIONS], RSRC_CONF, "an integer from 0 to "
     "2147483647: connections a child serves before it exits, 0 = no limit"),
 AP_INIT_TAKE1("MaxRequestsPerChild", set_int_directive,
-    &max_requests_directive, RSRC_CONF, "an integer from 0 to 2147483647 "
+    &int_directives[D_MAX_REQUESTS], RSRC_CONF,
+    "an integer from 0 to 2147483647 "
     "(deprecated name of MaxConnectionsPerChild)"),
 AP_INIT_TAKE1("GracefulShutdownTimeout", set_int_directive,
-    &shutdown_timeout_directive, RSRC_CONF, "an integer from 0 to 2147483: "
+    &int_directives[D_SHUTDOWN_TIMEOUT], RSRC_CONF,
+    "an integer from 0 to 2147483: "
     "seconds to wait for children to finish their connections at a "
     "graceful stop, 0 = no limit"),
 { NULL }

@@ -34,7 +34,8 @@
  *
  *   parent, each generation:  pf_bucketset_build  pf_bucketset_steer
  *   parent, each cycle:       pf_bucketset_snapshot  pf_bucketset_publish
- *   parent, per child:        pf_bucketset_claim_slot  pf_bucketset_forget_slot
+ *   parent, per child:        pf_bucketset_claim_slot
+ *                             pf_bucketset_forget_slot
  *   child:                    pf_bucketset_child_init
  *                             pf_bucketset_accept_begin/_end
  *   stop:                     pf_bucketset_refuse_new  pf_bucketset_close

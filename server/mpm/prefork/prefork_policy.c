@@ -274,7 +274,8 @@ int pf_plan_generation(const pf_generation_in_t *in, pf_generation_out_t *out)
     int nb, b, j, l, k, start;
 
     if (in->num_listeners < 1 || in->listeners == NULL
-        || (in->num_old > 0 && (in->old == NULL || in->old_children == NULL))) {
+        || (in->num_old > 0
+            && (in->old == NULL || in->old_children == NULL))) {
         return -1;
     }
     out->change_deferred = 0;
@@ -460,8 +461,9 @@ static int find_trim_bucket(const pf_limits_t *lim,
     int b, best = -1, best_surplus = 0;
 
     for (b = 0; b < lim->num_buckets; b++) {
-        int surplus = state[b].idle - pf_bucket_min_spare(lim->min_spare_servers,
-                                                 lim->num_buckets, b);
+        int min = pf_bucket_min_spare(lim->min_spare_servers,
+                                      lim->num_buckets, b);
+        int surplus = state[b].idle - min;
 
         if (surplus > best_surplus && state[b].children >= 2
             && action[b].kill == 0 && action[b].spawn == 0) {
