@@ -107,10 +107,6 @@ typedef struct {
 
     int first_server_limit;     /* ServerLimit is fixed at first start */
     int maxclients_reported;    /* "reached MaxRequestWorkers" logged */
-    int reuseport_usable;       /* -1 not probed, 0 no, 1 yes */
-    apr_status_t reuseport_status;
-    const char *reuseport_failed_call;
-    pf_cpu_info_t cpus;
     int spawn_rate;             /* the server's ramp, between cycles */
     apr_pool_t *keep_pool;      /* outlives generations */
     pf_children_t *children;    /* what it signals, counts and reaps by */
@@ -1196,58 +1192,6 @@ static int shutdown_server(server_rec *s)
 /* ------------------------------------------------------------------ */
 /* Parent: a generation                                                */
 
-static void log_bucket_plan(server_rec *s, const pf_bucket_plan_t *plan,
-                            int change_deferred, const pf_bucket_plan_t *asked)
-{
-    int usable = pf_usable_cpus(retained->cpus.online,
-                                retained->cpus.affinity,
-                                retained->cpus.quota);
-
-    if (change_deferred) {
-        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
-                     PFBLOGNO(00027) "listener buckets: the new "
-                     "configuration asks for %d per Listen (mode %s); a "
-                     "graceful restart keeps %d (mode %s) so that no queued "
-                     "connection is lost; the change takes effect at the "
-                     "next full restart",
-                     asked->buckets_per_listen, pfb_mode_name(asked->mode),
-                     plan->buckets_per_listen, pfb_mode_name(plan->mode));
-        return;
-    }
-    if (plan->reason == PFB_WHY_NO_REUSEPORT) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, retained->reuseport_status, s,
-                     PFBLOGNO(00024) "SO_REUSEPORT unavailable (%s failed): "
-                     "%s ignored, one bucket per Listen (%d bucket(s))",
-                     retained->reuseport_failed_call,
-                     buckets_explicit > 0 ? "ListenBuckets"
-                                      : "ListenCoresBucketsRatio",
-                     plan->num_buckets);
-        return;
-    }
-    if (plan->reason == PFB_WHY_CAPPED) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
-                     PFBLOGNO(00025) "%s asks for more buckets than "
-                     "MaxRequestWorkers (%d) can give a child each; using "
-                     "%d bucket(s) per Listen, %d in all (mode %s)",
-                     buckets_explicit > 0 ? "ListenBuckets"
-                                      : "ListenCoresBucketsRatio",
-                     max_workers, plan->buckets_per_listen, plan->num_buckets,
-                     pfb_mode_name(plan->mode));
-        return;
-    }
-    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
-                 PFBLOGNO(00026) "SO_REUSEPORT %s; listener buckets: %d "
-                 "(%d per Listen, mode %s, from %s: %d usable CPU(s) of %d "
-                 "online, affinity %d, cgroup quota %d, "
-                 "ListenCoresBucketsRatio %d, ListenBuckets %d)",
-                 retained->reuseport_usable ? "works" : "unavailable",
-                 plan->num_buckets, plan->buckets_per_listen,
-                 pfb_mode_name(plan->mode), pfb_reason_name(plan->reason),
-                 usable, retained->cpus.online, retained->cpus.affinity,
-                 retained->cpus.quota, buckets_ratio,
-                 buckets_explicit > 0 ? buckets_explicit : 0);
-}
-
 /* Children of the generation so far, per bucket, that the new one's
  * buckets of the same identity take over (not those told to stop). */
 static int *children_per_old_bucket(apr_pool_t *p)
@@ -1267,59 +1211,34 @@ static int *children_per_old_bucket(apr_pool_t *p)
     return count;
 }
 
-/* Builds this generation's buckets: the count the configuration asks for,
- * what the (re)start keeps (prefork_policy.c decides, the bucket set
- * acts), and where each running child now belongs. */
+/* Builds this generation's buckets (the bucket set decides what the
+ * (re)start keeps and acts on it), and notes where each running child now
+ * belongs. */
 static int build_generation(apr_pool_t *p, server_rec *s, int startup)
 {
-    pf_generation_in_t in;
-    pf_bucketset_info_t info;
-    ap_listen_rec *lr;
-    int slot, listens = 0;
+    pf_bucketset_config_t cfg;
+    int slot;
 
-    memset(&in, 0, sizeof(in));
-    memset(&info, 0, sizeof(info));
-    if (retained->reuseport_usable < 0) {
-        retained->reuseport_usable =
-            pf_os_probe_reuseport(&retained->reuseport_status,
-                                  &retained->reuseport_failed_call);
-    }
-    pf_os_probe_cpus(&retained->cpus);
-    info.reuseport_usable = retained->reuseport_usable;
-    info.cpus = retained->cpus;
-    info.cpus_usable = pf_usable_cpus(retained->cpus.online,
-                                      retained->cpus.affinity,
-                                      retained->cpus.quota);
-    info.ratio = buckets_ratio;
-    info.explicit_buckets = buckets_explicit > 0 ? buckets_explicit : 0;
-    info.max_workers = max_workers;
-    info.steer_wanted = steering_wanted;
-    info.cpu_affinity = bucket_cpu_affinity;
-
-    for (lr = ap_listeners; lr; lr = lr->next) {
-        listens++;
-    }
-    pf_plan_buckets(info.cpus_usable, buckets_ratio, buckets_explicit,
-                    retained->reuseport_usable, listens, max_workers,
-                    &in.wanted);
-    in.how = startup ? PF_START_FIRST
-                     : (retained->mpm->was_graceful ? PF_RESTART_GRACEFUL
-                                                    : PF_RESTART_FULL);
-    in.max_workers = max_workers;
-    in.start_servers = start_servers;
-    in.old_children = children_per_old_bucket(p);
-    if (pf_bucketset_build(retained->buckets, &in, &info, p, s,
-                           &generation_plan) != APR_SUCCESS) {
-        return !OK;
-    }
-    buckets = pf_bucketset_buckets(retained->buckets, &num_buckets);
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.how = startup ? PF_START_FIRST
+                      : (retained->mpm->was_graceful ? PF_RESTART_GRACEFUL
+                                                     : PF_RESTART_FULL);
     /* Start-up reads the configuration twice and core has pointed stderr
      * at the error log by now, so the first pass stays quiet: the admin
      * gets one line about buckets, not two. */
-    if (!startup) {
-        log_bucket_plan(s, &generation_plan.plan,
-                        generation_plan.change_deferred, &in.wanted);
+    cfg.quiet = startup;
+    cfg.ratio = buckets_ratio;
+    cfg.explicit_buckets = buckets_explicit;
+    cfg.max_workers = max_workers;
+    cfg.start_servers = start_servers;
+    cfg.steer_wanted = steering_wanted;
+    cfg.cpu_affinity = bucket_cpu_affinity;
+    cfg.old_children = children_per_old_bucket(p);
+    if (pf_bucketset_build(retained->buckets, &cfg, p, s, &generation_plan)
+        != APR_SUCCESS) {
+        return !OK;
     }
+    buckets = pf_bucketset_buckets(retained->buckets, &num_buckets);
     for (slot = 0; slot < retained->children->used; slot++) {
         pf_child_t *child = &retained->children->slot[slot];
 
@@ -1460,7 +1379,6 @@ static int prefork_pre_config(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
     if (!retained) {
         retained = ap_retained_data_create(userdata_key, sizeof(*retained));
         retained->mpm = ap_unixd_mpm_get_retained_data();
-        retained->reuseport_usable = -1;
         retained->started = apr_time_now();
         retained->wake_pipe[0] = retained->wake_pipe[1] = -1;
         apr_pool_create(&retained->keep_pool, ap_pglobal);

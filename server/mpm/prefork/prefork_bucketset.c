@@ -129,6 +129,13 @@ struct pf_bucketset_s {
 
     steering_t steer;
 
+    /* What the count was made from. */
+    int reuseport_usable;       /* -1 not probed, 0 no, 1 yes */
+    apr_status_t reuseport_status;
+    const char *reuseport_failed_call;
+    pf_cpu_info_t cpus;
+    int cpus_usable;
+
     /* In a child: its bucket and slot. */
     int my_bucket;
     int my_slot;
@@ -166,6 +173,7 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
     bs->steer.socks_fd = -1;
     bs->my_bucket = -1;
     bs->my_slot = -1;
+    bs->reuseport_usable = -1;
     return bs;
 }
 
@@ -545,7 +553,7 @@ static void write_slots(pf_bucketset_t *bs, int slots_used)
 }
 
 /* Notes this generation's layout in the parent's copy of the header. */
-static void write_layout(pf_bucketset_t *bs, const pf_bucketset_info_t *info)
+static void write_layout(pf_bucketset_t *bs, const pf_bucketset_config_t *cfg)
 {
     pfb_shm_t *h = &bs->header_copy;
     int b, changed = bs->num_buckets != (int)h->num_buckets;
@@ -565,16 +573,17 @@ static void write_layout(pf_bucketset_t *bs, const pf_bucketset_info_t *info)
     h->mode = bs->plan.mode;
     h->reason = bs->plan.reason;
     h->buckets_per_listen = bs->plan.buckets_per_listen;
-    h->so_reuseport = info->reuseport_usable;
-    h->cpus_online = info->cpus.online;
-    h->cpus_affinity = info->cpus.affinity;
-    h->cpus_quota = info->cpus.quota;
-    h->cpus_usable = info->cpus_usable;
-    h->ratio = info->ratio;
-    h->explicit_buckets = info->explicit_buckets;
-    h->max_workers = info->max_workers;
-    h->steer_wanted = info->steer_wanted;
-    h->cpu_affinity = info->cpu_affinity;
+    h->so_reuseport = bs->reuseport_usable;
+    h->cpus_online = bs->cpus.online;
+    h->cpus_affinity = bs->cpus.affinity;
+    h->cpus_quota = bs->cpus.quota;
+    h->cpus_usable = bs->cpus_usable;
+    h->ratio = cfg->ratio;
+    h->explicit_buckets = cfg->explicit_buckets > 0 ? cfg->explicit_buckets
+                                                    : 0;
+    h->max_workers = cfg->max_workers;
+    h->steer_wanted = cfg->steer_wanted;
+    h->cpu_affinity = cfg->cpu_affinity;
     *bs->header = *h;
 }
 
@@ -605,42 +614,116 @@ static apr_status_t plan_and_open(pf_bucketset_t *bs, pf_generation_in_t *in,
     return APR_SUCCESS;
 }
 
-apr_status_t pf_bucketset_build(pf_bucketset_t *bs, pf_generation_in_t *in,
-                                const pf_bucketset_info_t *info,
+/* One line about the count in force and why. */
+static void log_bucket_plan(const pf_bucketset_t *bs,
+                            const pf_bucketset_config_t *cfg,
+                            const pf_generation_out_t *out,
+                            const pf_bucket_plan_t *asked, server_rec *s)
+{
+    const pf_bucket_plan_t *plan = &out->plan;
+    int explicit_buckets = cfg->explicit_buckets > 0 ? cfg->explicit_buckets
+                                                     : 0;
+
+    if (out->change_deferred) {
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
+                     PFBLOGNO(00027) "listener buckets: the new "
+                     "configuration asks for %d per Listen (mode %s); a "
+                     "graceful restart keeps %d (mode %s) so that no queued "
+                     "connection is lost; the change takes effect at the "
+                     "next full restart",
+                     asked->buckets_per_listen, pfb_mode_name(asked->mode),
+                     plan->buckets_per_listen, pfb_mode_name(plan->mode));
+        return;
+    }
+    if (plan->reason == PFB_WHY_NO_REUSEPORT) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, bs->reuseport_status, s,
+                     PFBLOGNO(00024) "SO_REUSEPORT unavailable (%s failed): "
+                     "%s ignored, one bucket per Listen (%d bucket(s))",
+                     bs->reuseport_failed_call,
+                     explicit_buckets ? "ListenBuckets"
+                                      : "ListenCoresBucketsRatio",
+                     plan->num_buckets);
+        return;
+    }
+    if (plan->reason == PFB_WHY_CAPPED) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     PFBLOGNO(00025) "%s asks for more buckets than "
+                     "MaxRequestWorkers (%d) can give a child each; using "
+                     "%d bucket(s) per Listen, %d in all (mode %s)",
+                     explicit_buckets ? "ListenBuckets"
+                                      : "ListenCoresBucketsRatio",
+                     cfg->max_workers, plan->buckets_per_listen,
+                     plan->num_buckets,
+                     pfb_mode_name(plan->mode));
+        return;
+    }
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                 PFBLOGNO(00026) "SO_REUSEPORT %s; listener buckets: %d "
+                 "(%d per Listen, mode %s, from %s: %d usable CPU(s) of %d "
+                 "online, affinity %d, cgroup quota %d, "
+                 "ListenCoresBucketsRatio %d, ListenBuckets %d)",
+                 bs->reuseport_usable ? "works" : "unavailable",
+                 plan->num_buckets, plan->buckets_per_listen,
+                 pfb_mode_name(plan->mode), pfb_reason_name(plan->reason),
+                 bs->cpus_usable, bs->cpus.online, bs->cpus.affinity,
+                 bs->cpus.quota, cfg->ratio, explicit_buckets);
+}
+
+apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
+                                const pf_bucketset_config_t *cfg,
                                 apr_pool_t *pconf, server_rec *s,
                                 pf_generation_out_t *out)
 {
-    int *no_children;
+    pf_generation_in_t in;
+    pf_bucket_plan_t asked;
     apr_status_t rv;
 
     if (bs->header == NULL && create_segment(bs, s) != APR_SUCCESS) {
         return APR_EGENERAL;
     }
-    in->listeners = listener_names(pconf, &in->num_listeners);
-    bs->num_listeners = in->num_listeners;
-    if (in->num_listeners < 1) {
+    if (bs->reuseport_usable < 0) {
+        bs->reuseport_usable = pf_os_probe_reuseport(
+            &bs->reuseport_status, &bs->reuseport_failed_call);
+    }
+    pf_os_probe_cpus(&bs->cpus);
+    bs->cpus_usable = pf_usable_cpus(bs->cpus.online, bs->cpus.affinity,
+                                     bs->cpus.quota);
+
+    memset(&in, 0, sizeof(in));
+    in.how = cfg->how;
+    in.max_workers = cfg->max_workers;
+    in.start_servers = cfg->start_servers;
+    in.listeners = listener_names(pconf, &in.num_listeners);
+    bs->num_listeners = in.num_listeners;
+    if (in.num_listeners < 1) {
         return APR_EINVAL;
     }
-    in->previous = bs->planned ? &bs->plan : NULL;
-    in->num_old = bs->planned ? bs->num_buckets : 0;
-    in->old = old_identities(bs, pconf);
-    if (in->old_children == NULL) {
-        no_children = apr_pcalloc(pconf, sizeof(int)
-                                             * (apr_size_t)(in->num_old + 1));
-        in->old_children = no_children;
-    }
-    rv = plan_and_open(bs, in, pconf, s, out);
+    pf_plan_buckets(bs->cpus_usable, cfg->ratio, cfg->explicit_buckets,
+                    bs->reuseport_usable, in.num_listeners, cfg->max_workers,
+                    &in.wanted);
+    asked = in.wanted;
+    in.previous = bs->planned ? &bs->plan : NULL;
+    in.num_old = bs->planned ? bs->num_buckets : 0;
+    in.old = old_identities(bs, pconf);
+    in.old_children = cfg->old_children
+                          ? cfg->old_children
+                          : apr_pcalloc(pconf, sizeof(int)
+                                                   * (apr_size_t)(in.num_old
+                                                                  + 1));
+    rv = plan_and_open(bs, &in, pconf, s, out);
     if (rv == APR_EGENERAL && out->plan.mode == PFB_MODE_REUSEPORT) {
         /* The kernel refused a duplicate (another user's socket on the
          * port, or an exotic listener): one bucket per Listen rather than
          * not at all. */
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
-                     PFBLOGNO(00029) "listener buckets: duplicating the "
-                     "Listen sockets failed; falling back to one bucket per "
-                     "Listen");
-        pf_plan_per_listen_fallback(in->num_listeners, &in->wanted);
-        in->how = PF_RESTART_FULL;
-        rv = plan_and_open(bs, in, pconf, s, out);
+        if (!cfg->quiet) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                         PFBLOGNO(00029) "listener buckets: duplicating the "
+                         "Listen sockets failed; falling back to one bucket "
+                         "per Listen");
+        }
+        pf_plan_per_listen_fallback(in.num_listeners, &in.wanted);
+        in.how = PF_RESTART_FULL;
+        rv = plan_and_open(bs, &in, pconf, s, out);
     }
     if (rv != APR_SUCCESS) {
         return rv;
@@ -652,7 +735,10 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs, pf_generation_in_t *in,
     }
     bs->queued = apr_pcalloc(pconf, sizeof(int)
                                         * (apr_size_t)bs->num_buckets);
-    write_layout(bs, info);
+    write_layout(bs, cfg);
+    if (!cfg->quiet) {
+        log_bucket_plan(bs, cfg, out, &asked, s);
+    }
     return APR_SUCCESS;
 }
 

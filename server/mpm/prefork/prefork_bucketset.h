@@ -69,17 +69,20 @@ typedef struct {
 
 typedef struct pf_bucketset_s pf_bucketset_t;
 
-/** What the status interface shows about how the count was made. */
+/** What a generation is built from: the restart and the directives. */
 typedef struct {
-    int reuseport_usable;       /**< 1, 0, -1 not probed */
-    pf_cpu_info_t cpus;
-    int cpus_usable;
+    int how;                    /**< pf_start_e */
+    int quiet;                  /**< log nothing (start-up's first pass) */
     int ratio;                  /**< ListenCoresBucketsRatio */
-    int explicit_buckets;       /**< ListenBuckets */
-    int max_workers;
-    int steer_wanted;           /**< pfb_steer_e */
+    int explicit_buckets;       /**< ListenBuckets, or PF_BUCKETS_UNSET */
+    int max_workers;            /**< MaxRequestWorkers */
+    int start_servers;          /**< StartServers */
+    int steer_wanted;           /**< ListenBucketSteering (pfb_steer_e) */
     int cpu_affinity;           /**< BucketCPUAffinity */
-} pf_bucketset_info_t;
+    /** Children still running per bucket of the previous generation (not
+     *  those told to stop), or NULL for none. */
+    const int *old_children;
+} pf_bucketset_config_t;
 
 /**
  * Makes the bucket set, once per server, in @a pool (which outlives
@@ -90,22 +93,21 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
                                     apr_time_t started);
 
 /**
- * Builds a generation's buckets from ap_listeners: decides with
- * pf_plan_generation() what the start or restart keeps, opens the
- * duplicates it needs (falling back to one bucket per Listen if the
- * kernel refuses one), closes those no bucket wants, creates the accept
- * mutex where a child polls several sockets, and writes the layout into
- * the segment (created at the first call).
+ * Builds a generation's buckets from ap_listeners: probes SO_REUSEPORT
+ * (once per server) and the usable CPUs, plans the count with
+ * pf_plan_buckets(), decides with pf_plan_generation() what the start or
+ * restart keeps, opens the duplicates it needs (falling back to one bucket
+ * per Listen if the kernel refuses one), closes those no bucket wants,
+ * creates the accept mutex where a child polls several sockets, writes the
+ * layout into the segment (created at the first call), and logs one line
+ * about the count and why.
  *
- * @param in The restart's inputs; the bucket set fills in the Listens and
- *        the old buckets' identities itself.  in->old_children, if not
- *        NULL, has one entry per bucket of the previous generation.
- * @param out Filled: the plan in force and, per new bucket, its
- *        identity, the old bucket it continues and its target; the arrays
- *        are allocated from @a pconf and live as long as it.
+ * @param out Filled: the plan in force and, per new bucket, its identity,
+ *        the old bucket it continues and its target; the arrays are
+ *        allocated from @a pconf and live as long as it.
  */
-apr_status_t pf_bucketset_build(pf_bucketset_t *bs, pf_generation_in_t *in,
-                                const pf_bucketset_info_t *info,
+apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
+                                const pf_bucketset_config_t *cfg,
                                 apr_pool_t *pconf, server_rec *s,
                                 pf_generation_out_t *out);
 
