@@ -17,20 +17,32 @@
 /**
  * @file  prefork_buckets.h
  * @brief The one interface between the bucketed prefork MPM and the modules
- *        that report on it (mod_bucket_status).
+ *        that report on it (mod_bucket_status): the modes and their names,
+ *        the shared-memory layout, and bounded accessors to read it.
  *
- * The MPM keeps one shared-memory segment for the life of the server.  It
- * starts with a header (magic, version, size), followed by one cache-line
- * sized record per listener bucket and one connection counter per
- * scoreboard slot.  A reader fetches the segment through the optional
- * function below; when another MPM runs, the function is not registered and
- * the reader reports that bucket data is unavailable.
+ * The MPM creates one shared-memory segment at first start and keeps it
+ * for the life of the server; its size is fixed then (ServerLimit cannot
+ * change until the server stops).  It holds a header, a table from bucket
+ * number to bucket record, one cache-line record per bucket identity (a
+ * Listen's address and shard: the record stays with its bucket across
+ * restarts that add, remove or reorder Listens), and one record per
+ * scoreboard slot.
  *
- * Writers: the parent writes the header and the per-bucket child counts,
- * queue depth and rate samples once per maintenance cycle; children only
- * add to their bucket's and their slot's accepted-connection counters, with
- * apr_atomic_add64().  Readers copy what they need into locals once and
- * never take a lock.
+ * Who writes what.  The parent writes the header, the table, the bucket
+ * records and the slots' parent fields.  A child writes only its own
+ * slot's `accepted` and `waiting`.
+ *
+ * The trust rule.  Children run untrusted code, so everything in the
+ * segment is hostile input to the root parent: the parent never reads
+ * back anything from it to size, index or signal.  Its counts, the slot
+ * table and the bucket table are private copies in its own memory; from
+ * the segment it reads only a dead child's `accepted` (a number it adds
+ * up) and `waiting` (a yes/no), and it rewrites every parent field each
+ * maintenance cycle.  Readers get the segment through the optional
+ * function below as a pfb_segment_t, whose sizes come from the reader's
+ * own process memory, not from the segment; the accessors bound every
+ * index by those sizes, so a child that scribbles over the segment can
+ * make a report wrong but cannot make a reader read out of bounds.
  */
 
 #ifndef PREFORK_BUCKETS_H
@@ -43,19 +55,12 @@
 extern "C" {
 #endif
 
-/**
- * Tag for this project's log messages: the same shape as httpd's APLOGNO,
- * with the project's own prefix so that it never collides with httpd's
- * catalogue.  The next free number is in docs/log-message-tags/next-number.
- */
-#define PFBLOGNO(n) "PFB" #n ": "
-
 /** "PFBK": marks a segment written by this MPM. */
 #define PFB_SHM_MAGIC 0x5046424bu
 /** Bumped whenever the layout below changes. */
-#define PFB_SHM_VERSION 2u
-/** Each bucket record starts on its own line, so children of different
- *  buckets never write to the same cache line. */
+#define PFB_SHM_VERSION 3u
+/** Each record starts on its own line, so writers of different records
+ *  never share a cache line. */
 #define PFB_CACHE_LINE 128
 /** Room for a bucket's listener address, e.g. "[2001:db8::1]:8443". */
 #define PFB_LISTENER_LEN 64
@@ -73,7 +78,8 @@ typedef enum {
     PFB_MODE_PER_LISTEN = 2
 } pfb_mode_e;
 
-/** How a new connection picks its bucket (ListenBucketSteering). */
+/** How a new connection picks its bucket among a Listen's sockets
+ *  (ListenBucketSteering). */
 typedef enum {
     PFB_STEER_HASH = 0,         /**< the kernel's hash of the 4-tuple */
     PFB_STEER_CPU = 1,          /**< the CPU that took the connection */
@@ -89,38 +95,48 @@ typedef enum {
     PFB_WHY_NO_REUSEPORT = 3,   /**< asked for, kernel refused SO_REUSEPORT */
     PFB_WHY_CAPPED = 4,         /**< cut down to fit MaxRequestWorkers */
     PFB_WHY_DUP_FAILED = 5,     /**< a duplicate socket could not be bound */
-    PFB_WHY_KEPT = 6            /**< graceful restart kept the old count */
+    PFB_WHY_KEPT = 6,           /**< a graceful restart kept the count in
+                                     force, the configuration asks for
+                                     another */
+    PFB_WHY_DEFAULT = 7         /**< neither directive set, several
+                                     Listens: one bucket each */
 } pfb_reason_e;
 
-/** One listener bucket, padded to a whole number of cache lines. */
+/** One bucket identity, padded to a whole number of cache lines. */
 typedef struct {
-    /** Connections accepted by this bucket's children (atomic add). */
-    volatile apr_uint64_t accepted;
-    /** Parent: current-generation children in this bucket. */
-    apr_uint32_t children;
+    /** Connections accepted by this bucket's children since the server
+     *  started, all generations, as of the last maintenance cycle. */
+    apr_uint64_t accepted;
+    /** Of those, the ones accepted by children that have exited. */
+    apr_uint64_t retired;
+    apr_uint32_t children;      /**< current-generation children */
     apr_uint32_t idle;          /**< ready to accept */
     apr_uint32_t busy;          /**< serving a connection */
     apr_uint32_t starting;      /**< forked, not yet accepting */
     apr_uint32_t stopping;      /**< told to exit, or of an older generation */
-    /** Parent: connections waiting in the accept queue at the last cycle. */
+    /** Connections waiting in the accept queue at the last cycle. */
     apr_uint32_t queue_depth;
-    /** Parent: the accept queue's limit (the listen backlog in force). */
+    /** The accept queue's limit (the listen backlog in force). */
     apr_uint32_t backlog;
-    /** Parent: index of the next sample to overwrite in the rings below. */
+    /** Bucket number in the current generation, -1 if the identity is not
+     *  in use now (a Listen removed; old children may still serve). */
+    apr_int32_t position;
+    apr_int32_t shard;          /**< shard of its Listen, 0 = the original */
+    /** Index of the next sample to overwrite in the rings below. */
     apr_uint32_t sample_next;
-    /** Parent: copies of accepted, one per maintenance cycle... */
+    /** Copies of accepted, one per maintenance cycle... */
     apr_uint64_t accepted_sample[PFB_RATE_SAMPLES];
     /** ...and when each was taken (apr_time_t, microseconds). */
     apr_int64_t sample_time[PFB_RATE_SAMPLES];
     /** NUL-terminated listener address, "host:port". */
     char listener[PFB_LISTENER_LEN];
-    /** Parent, with idle steering: connections the kernel program left in
-     *  the bucket its hash chose, and ones it moved here from a bucket
-     *  with no idle child, since start (copied once per cycle). */
+    /** With idle steering: connections the kernel program left in the
+     *  bucket its hash chose, and ones it moved here from a bucket with no
+     *  idle child, since the layout was made. */
     apr_uint64_t steer_kept;
     apr_uint64_t steer_moved;
-    /** Parent, with idle steering: the idle count the program reads
-     *  (waiting children minus connections sent and not yet accepted). */
+    /** With idle steering: the idle count the program reads (waiting
+     *  children minus connections sent and not yet accepted). */
     apr_int64_t steer_idle;
 } pfb_bucket_fields_t;
 
@@ -130,22 +146,47 @@ typedef union {
               / PFB_CACHE_LINE) * PFB_CACHE_LINE];
 } pfb_bucket_t;
 
+/** One scoreboard slot. */
+typedef struct {
+    /** Child: connections it has accepted (apr_atomic_inc64); the parent
+     *  sets it to 0 when it forks a child into the slot. */
+    volatile apr_uint64_t accepted;
+    /** Child, idle steering: 1 while it counts itself waiting in
+     *  accept(). */
+    volatile apr_int32_t waiting;
+    /** Parent: the bucket record of the child in this slot, -1 if none. */
+    apr_int32_t record;
+    /** Parent: the child's pid, 0 if the slot is free. */
+    apr_int32_t pid;
+    /** Parent: the child's generation. */
+    apr_int32_t generation;
+    /** Parent: 1 once the child has been told to finish and exit. */
+    apr_int32_t stopping;
+} pfb_slot_fields_t;
+
+typedef union {
+    pfb_slot_fields_t f;
+    char pad[64];
+} pfb_slot_t;
+
 /** The segment header; written by the parent only. */
 typedef struct {
     apr_uint32_t magic;         /**< PFB_SHM_MAGIC */
     apr_uint32_t version;       /**< PFB_SHM_VERSION */
     apr_uint32_t size;          /**< bytes in the whole segment */
+    apr_uint32_t header_size;   /**< PFB_SHM_HEADER_SIZE */
     apr_uint32_t bucket_size;   /**< sizeof(pfb_bucket_t) */
-    apr_uint32_t header_size;   /**< sizeof(pfb_shm_t), rounded to a line */
-    apr_uint32_t num_buckets;   /**< bucket records that follow */
-    apr_uint32_t num_slots;     /**< slot counters after the buckets */
+    apr_uint32_t slot_size;     /**< sizeof(pfb_slot_t) */
+    apr_uint32_t num_records;   /**< bucket records (fixed) */
+    apr_uint32_t num_slots;     /**< slot records, ServerLimit (fixed) */
+    apr_uint32_t num_buckets;   /**< buckets of the current generation */
     apr_uint32_t num_listeners; /**< Listen statements in force */
     apr_int32_t mode;           /**< pfb_mode_e */
     apr_int32_t reason;         /**< pfb_reason_e */
     apr_int32_t so_reuseport;   /**< 1 works, 0 refused, -1 not probed */
     apr_int32_t cpus_online;    /**< sysconf(_SC_NPROCESSORS_ONLN) */
     apr_int32_t cpus_affinity;  /**< CPUs in the process's affinity mask */
-    apr_int32_t cpus_quota;     /**< cgroup cpu.max in CPUs, 0 = no quota */
+    apr_int32_t cpus_quota;     /**< cgroup CPU quota in CPUs, 0 = none */
     apr_int32_t cpus_usable;    /**< what the bucket count was based on */
     apr_int32_t ratio;          /**< ListenCoresBucketsRatio in force */
     apr_int32_t explicit_buckets; /**< ListenBuckets in force */
@@ -158,57 +199,151 @@ typedef struct {
     apr_int32_t steer_wanted;   /**< pfb_steer_e asked for */
     apr_int32_t steer_active;   /**< pfb_steer_e in force */
     apr_int32_t cpu_affinity;   /**< BucketCPUAffinity in force */
-    apr_int32_t steer_reserved;
     apr_int64_t started;        /**< apr_time_t of the first start */
     apr_int64_t updated;        /**< apr_time_t of the last cycle */
 } pfb_shm_t;
 
-/** Header size rounded up to whole cache lines. */
-#define PFB_SHM_HEADER_SIZE \
-    (((sizeof(pfb_shm_t) + PFB_CACHE_LINE - 1) / PFB_CACHE_LINE) \
+/** Rounds @a n up to whole cache lines. */
+#define PFB_LINES(n) \
+    ((((apr_size_t)(n) + PFB_CACHE_LINE - 1) / PFB_CACHE_LINE) \
      * PFB_CACHE_LINE)
 
-/**
- * Bytes needed for a segment with the given number of buckets and slots.
- * @param num_buckets Bucket records
- * @param num_slots Scoreboard slots (ServerLimit)
- */
-static APR_INLINE apr_size_t pfb_shm_size(int num_buckets, int num_slots)
+/** Header size rounded up to whole cache lines. */
+#define PFB_SHM_HEADER_SIZE PFB_LINES(sizeof(pfb_shm_t))
+
+/** Where each part of a segment starts, from its two fixed counts. */
+typedef struct {
+    apr_size_t table;           /**< apr_int32_t per record: bucket number
+                                     to record */
+    apr_size_t records;         /**< pfb_bucket_t per record */
+    apr_size_t slots;           /**< pfb_slot_t per slot */
+    apr_size_t size;            /**< the whole segment */
+} pfb_layout_t;
+
+static APR_INLINE void pfb_layout(int num_records, int num_slots,
+                                  pfb_layout_t *out)
 {
-    return PFB_SHM_HEADER_SIZE + (apr_size_t)num_buckets * sizeof(pfb_bucket_t)
-           + (apr_size_t)num_slots * sizeof(apr_uint64_t);
+    out->table = PFB_SHM_HEADER_SIZE;
+    out->records = out->table
+                   + PFB_LINES(sizeof(apr_int32_t) * (apr_size_t)num_records);
+    out->slots = out->records + sizeof(pfb_bucket_t) * (apr_size_t)num_records;
+    out->size = out->slots + sizeof(pfb_slot_t) * (apr_size_t)num_slots;
 }
 
 /**
- * Whether a segment was written by a compatible MPM: readers must check this
- * before touching anything past the header.
+ * A reader's view of the segment.  Its counts are copies in the reader's
+ * own memory, made by the MPM when it created the segment; they never
+ * change for the segment's life, and every accessor below is bounded by
+ * them rather than by anything stored in the segment.
  */
-static APR_INLINE int pfb_shm_usable(const pfb_shm_t *shm)
+typedef struct {
+    const pfb_shm_t *shm;       /**< the segment's first byte */
+    apr_size_t size;            /**< bytes mapped */
+    int num_records;
+    int num_slots;
+} pfb_segment_t;
+
+/** Whether a segment was written by a compatible MPM: readers check this
+ *  before reading anything past the header. */
+static APR_INLINE int pfb_segment_usable(const pfb_segment_t *seg)
 {
-    return shm != NULL && shm->magic == PFB_SHM_MAGIC
-           && shm->version == PFB_SHM_VERSION
-           && shm->bucket_size == sizeof(pfb_bucket_t)
-           && shm->header_size == PFB_SHM_HEADER_SIZE
-           && shm->size >= pfb_shm_size((int)shm->num_buckets,
-                                        (int)shm->num_slots);
+    pfb_layout_t layout;
+
+    if (seg == NULL || seg->shm == NULL || seg->num_records < 1
+        || seg->num_slots < 0) {
+        return 0;
+    }
+    pfb_layout(seg->num_records, seg->num_slots, &layout);
+    return layout.size <= seg->size && seg->shm->magic == PFB_SHM_MAGIC
+           && seg->shm->version == PFB_SHM_VERSION
+           && seg->shm->header_size == PFB_SHM_HEADER_SIZE
+           && seg->shm->bucket_size == sizeof(pfb_bucket_t)
+           && seg->shm->slot_size == sizeof(pfb_slot_t);
 }
 
-/** The record of bucket @a b (0 <= b < num_buckets). */
-static APR_INLINE pfb_bucket_t *pfb_shm_bucket(const pfb_shm_t *shm, int b)
+/** Buckets of the current generation, at most the records there are. */
+static APR_INLINE int pfb_segment_num_buckets(const pfb_segment_t *seg)
 {
-    return (pfb_bucket_t *)((char *)shm + PFB_SHM_HEADER_SIZE)
-           + b;
+    apr_uint32_t n = seg->shm->num_buckets;
+
+    return n > (apr_uint32_t)seg->num_records ? seg->num_records : (int)n;
 }
 
-/** The accepted-connection counter of scoreboard slot @a slot, reset by the
- *  parent when it forks a child into that slot. */
-static APR_INLINE volatile apr_uint64_t *pfb_shm_slot_accepted(
-    const pfb_shm_t *shm, int slot)
+/** Slots ever used, at most the slots there are. */
+static APR_INLINE int pfb_segment_slots_used(const pfb_segment_t *seg)
 {
-    return (volatile apr_uint64_t *)((char *)shm + PFB_SHM_HEADER_SIZE
-                                     + (apr_size_t)shm->num_buckets
-                                           * sizeof(pfb_bucket_t))
-           + slot;
+    apr_int32_t n = seg->shm->slots_used;
+
+    if (n < 0) {
+        return 0;
+    }
+    return n > seg->num_slots ? seg->num_slots : (int)n;
+}
+
+/** Record @a r, or NULL when out of range. */
+static APR_INLINE const pfb_bucket_t *pfb_segment_record(
+    const pfb_segment_t *seg, int r)
+{
+    pfb_layout_t layout;
+
+    if (r < 0 || r >= seg->num_records) {
+        return NULL;
+    }
+    pfb_layout(seg->num_records, seg->num_slots, &layout);
+    return (const pfb_bucket_t *)((const char *)seg->shm + layout.records)
+           + r;
+}
+
+/** The record of bucket number @a b of the current generation, or NULL. */
+static APR_INLINE const pfb_bucket_t *pfb_segment_bucket(
+    const pfb_segment_t *seg, int b)
+{
+    const apr_int32_t *table;
+
+    if (b < 0 || b >= pfb_segment_num_buckets(seg)) {
+        return NULL;
+    }
+    table = (const apr_int32_t *)((const char *)seg->shm
+                                  + PFB_SHM_HEADER_SIZE);
+    return pfb_segment_record(seg, table[b]);
+}
+
+/** Slot @a slot, or NULL when out of range. */
+static APR_INLINE const pfb_slot_t *pfb_segment_slot(
+    const pfb_segment_t *seg, int slot)
+{
+    pfb_layout_t layout;
+
+    if (slot < 0 || slot >= seg->num_slots) {
+        return NULL;
+    }
+    pfb_layout(seg->num_records, seg->num_slots, &layout);
+    return (const pfb_slot_t *)((const char *)seg->shm + layout.slots) + slot;
+}
+
+/**
+ * The bucket number (in the current generation) of the child in slot
+ * @a slot, or -1: no child there, or one whose bucket identity is not in
+ * use any more.  This is the slot-to-bucket map; the scoreboard's
+ * deprecated process_score.bucket field is not used.
+ */
+static APR_INLINE int pfb_segment_slot_bucket(const pfb_segment_t *seg,
+                                              int slot)
+{
+    const pfb_slot_t *s = pfb_segment_slot(seg, slot);
+    const pfb_bucket_t *rec;
+    int position;
+
+    if (s == NULL || s->f.pid == 0) {
+        return -1;
+    }
+    rec = pfb_segment_record(seg, s->f.record);
+    if (rec == NULL) {
+        return -1;
+    }
+    position = rec->f.position;
+    /* Only a bucket whose table entry points back at this record. */
+    return pfb_segment_bucket(seg, position) == rec ? position : -1;
 }
 
 /** Display names, stable: they appear in ?auto, JSON and Prometheus. */
@@ -243,11 +378,14 @@ static APR_INLINE const char *pfb_reason_name(int reason)
         return "duplicate-failed";
     case PFB_WHY_KEPT:
         return "kept-over-graceful-restart";
+    case PFB_WHY_DEFAULT:
+        return "default-bucket-per-listen";
     default:
         return "unknown";
     }
 }
 
+/** "hash", "cpu", "idle": also the values ListenBucketSteering takes. */
 static APR_INLINE const char *pfb_steer_name(int steer)
 {
     switch (steer) {
@@ -263,11 +401,13 @@ static APR_INLINE const char *pfb_steer_name(int steer)
 }
 
 /**
- * Returns the MPM's bucket segment, or NULL before the MPM has created it.
- * Registered only by this MPM: with any other MPM, APR_RETRIEVE_OPTIONAL_FN
- * gives NULL, which means "bucket data unavailable".
+ * Returns the MPM's view of its bucket segment, or NULL before the MPM has
+ * created it.  Registered only by this MPM: with any other MPM,
+ * APR_RETRIEVE_OPTIONAL_FN gives NULL, which means "bucket data
+ * unavailable".
  */
-APR_DECLARE_OPTIONAL_FN(const pfb_shm_t *, prefork_buckets_shm, (void));
+APR_DECLARE_OPTIONAL_FN(const pfb_segment_t *, prefork_buckets_segment,
+                        (void));
 
 #ifdef __cplusplus
 }

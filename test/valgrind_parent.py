@@ -6,7 +6,11 @@ with 4 buckets, once with the kernel's hash and once with idle steering
 "definitely lost" block allocated by this project's code (a stack through
 mod_mpm_prefork.so), and on any error valgrind reports in a stack through
 it (a bpf(2) argument with uninitialised bytes, say).  Children are forked
-copies and are not checked (--child-silent-after-fork)."""
+copies and are not checked (--child-silent-after-fork).  A third pass has
+a hostile child (test/modules/mod_pfb_hostile.c) write huge and random
+values over the scoreboard, the shared segment and the idle counts, and
+exit, before the graceful restart: memcheck then watches the parent use
+whatever a child can write."""
 
 import os
 import re
@@ -14,13 +18,27 @@ import signal
 import subprocess
 import sys
 
-from pfbtest import Server
+from pfbtest import Server, HOSTILE_SO, http_get
 
 
 OURS = ("mod_mpm_prefork", "prefork.c", "prefork_os.c", "prefork_policy.c",
-        "prefork_steer.c")
+        "prefork_steer.c", "prefork_bucketset.c", "prefork_children.c")
+HOSTILE = ("ListenBucketSteering idle\n<Location /hostile>\n"
+           "    SetHandler pfb-hostile\n</Location>\n")
 CONFIGS = ("ListenBuckets 4\nStartServers 4\n",
-           "ListenBuckets 4\nStartServers 4\nListenBucketSteering idle\n")
+           "ListenBuckets 4\nStartServers 4\nListenBucketSteering idle\n",
+           "ListenBuckets 4\nStartServers 4\n" + HOSTILE)
+
+
+def scribble(srv):
+    """A hostile child writes over everything children can reach, then
+    exits; the parent reaps it and runs a cycle with the values in
+    place."""
+    for query in ("fill=huge", "fill=random&seed=7&then=exit"):
+        status, body = http_get("127.0.0.1", srv.ports[0],
+                                "/hostile?" + query, timeout=120)
+        if status != 200 or b"segment" not in body:
+            raise SystemExit("valgrind: hostile child answered %d" % status)
 
 
 def main():
@@ -31,7 +49,11 @@ def main():
 
 
 def check_parent(extra):
-    with Server(extra=extra) as srv:
+    hostile = "pfb-hostile" in extra
+    modules = "LoadModule pfb_hostile_module %s\n" % HOSTILE_SO \
+        if hostile else ""
+    with Server(extra=extra, extra_modules=modules,
+                expect_log=("AH00052",)) as srv:
         log = os.path.join(srv.root, "valgrind.log")
         srv.wrapper = ["valgrind", "--tool=memcheck", "--leak-check=full",
                        "--errors-for-leak-kinds=definite",
@@ -43,7 +65,14 @@ def check_parent(extra):
         if len(srv.wait_ready(4, timeout=120)) < 4:
             print("valgrind: the children did not start")
             return 1
-        srv.restart_gracefully(timeout=120)
+        if hostile:
+            scribble(srv)
+        # Waited for in the log: a hostile child has scribbled over the
+        # scoreboard the harness would otherwise read.
+        srv.graceful()
+        if not srv.wait_log("PFB00017", count=2, timeout=120):
+            print("valgrind: the graceful restart did not finish")
+            return 1
         srv.signal(signal.SIGTERM)
         try:
             srv.proc.wait(timeout=120)

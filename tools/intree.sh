@@ -21,11 +21,19 @@ set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 
-# What goes into the tree.  The MPM is the whole of server/mpm/prefork/
-# (its config3.m4 builds every prefork*.c there); the status module is
-# these files of modules/generators/, registered in config5.m4.
-STATUS_FILES="mod_bucket_status.c bucket_report.c bucket_report.h"
-HEADER_FILES="prefork_buckets.h"
+# What goes into the tree: the whole of server/mpm/prefork/ (its config3.m4
+# builds every prefork*.c there), the headers of include/ that the MPM and
+# the status module share, and the status module: the C files of
+# modules/generators/, registered in config5.m4.  A new file in any of
+# them is taken without a change here.
+project_names() {
+    local f
+    for f in "$@"; do
+        [ -f "$f" ] && basename "$f"
+    done | tr '\n' ' '
+}
+HEADER_FILES=$(project_names "$TOP"/include/*.h)
+STATUS_FILES=$(project_names "$TOP"/modules/generators/*.c "$TOP"/modules/generators/*.h)
 # The oldest release whose API the code compiles against, and the oldest
 # one tested.
 MIN_PATCHLEVEL=35

@@ -22,9 +22,11 @@
  * and answers "SetHandler bucket-status" with an HTML page (?refresh=N),
  * ?auto, ?json or ?prometheus.  It reads the MPM's state only through
  * include/prefork_buckets.h: one copy of the shared segment per request,
- * no lock, nothing on the accept path.  With any other MPM the optional
- * function is absent and every format says that bucket data is
- * unavailable.
+ * no lock, nothing on the accept path, every index bounded by the
+ * segment's sizes as this process knows them (a child running untrusted
+ * code can scribble on the segment but cannot move them).  With any other
+ * MPM the optional function is absent and every format says that bucket
+ * data is unavailable.
  */
 
 #include "apr_atomic.h"
@@ -39,25 +41,45 @@
 #include "http_protocol.h"
 #include "http_request.h"
 #include "ap_mpm.h"
-#include "scoreboard.h"
 #include "mod_status.h"
 
+#include "pfb_log.h"
 #include "prefork_buckets.h"
 #include "bucket_report.h"
 
 module AP_MODULE_DECLARE_DATA bucket_status_module;
 
-static APR_OPTIONAL_FN_TYPE(prefork_buckets_shm) *get_buckets_shm;
+static APR_OPTIONAL_FN_TYPE(prefork_buckets_segment) *get_buckets_segment;
 
-static void copy_bucket(bs_bucket_t *out, const pfb_bucket_t *in, int id,
+/* Connections accepted by a bucket's children so far: those of children
+ * that have exited, plus the live children's counters. */
+static unsigned long long bucket_accepted(const pfb_segment_t *seg, int r,
+                                          const pfb_bucket_t *in)
+{
+    unsigned long long total = in->f.retired;
+    int slot, used = pfb_segment_slots_used(seg);
+
+    for (slot = 0; slot < used; slot++) {
+        const pfb_slot_t *s = pfb_segment_slot(seg, slot);
+
+        if (s->f.pid != 0 && s->f.record == r) {
+            total += apr_atomic_read64(
+                (volatile apr_uint64_t *)&s->f.accepted);
+        }
+    }
+    return total;
+}
+
+static void copy_bucket(bs_bucket_t *out, const pfb_segment_t *seg, int b,
                         apr_time_t now)
 {
+    const pfb_bucket_t *in = pfb_segment_bucket(seg, b);
     const pfb_bucket_fields_t *f = &in->f;
     unsigned long long samples[PFB_RATE_SAMPLES];
     long long times[PFB_RATE_SAMPLES];
-    int i;
+    int i, r = (int)(in - pfb_segment_record(seg, 0));
 
-    out->id = id;
+    out->id = b;
     apr_cpystrn(out->listener, f->listener, sizeof(out->listener));
     out->children = f->children;
     out->idle = f->idle;
@@ -69,8 +91,7 @@ static void copy_bucket(bs_bucket_t *out, const pfb_bucket_t *in, int id,
     out->steer_kept = f->steer_kept;
     out->steer_moved = f->steer_moved;
     out->steer_idle = f->steer_idle;
-    out->accepted = apr_atomic_read64(
-        (volatile apr_uint64_t *)&in->f.accepted);
+    out->accepted = bucket_accepted(seg, r, in);
     for (i = 0; i < PFB_RATE_SAMPLES; i++) {
         samples[i] = f->accepted_sample[i];
         times[i] = f->sample_time[i];
@@ -80,31 +101,29 @@ static void copy_bucket(bs_bucket_t *out, const pfb_bucket_t *in, int id,
                                            apr_time_from_sec(10));
 }
 
-/* The live children of the current generation, from the scoreboard, with
- * the MPM's per-slot accepted counters. */
-static void copy_children(bs_snapshot_t *snap, const pfb_shm_t *shm,
+/* The live children of the current generation, from the segment's slot
+ * records. */
+static void copy_children(bs_snapshot_t *snap, const pfb_segment_t *seg,
                           apr_pool_t *p)
 {
     int slot, n = 0;
-    int max_used = shm->slots_used;
+    int used = pfb_segment_slots_used(seg);
 
-    if (max_used < 0 || max_used > (int)shm->num_slots) {
-        max_used = (int)shm->num_slots;
-    }
     snap->children = apr_pcalloc(p, sizeof(bs_child_t)
-                                        * (apr_size_t)(max_used + 1));
-    for (slot = 0; slot < max_used; slot++) {
-        process_score *ps = ap_get_scoreboard_process(slot);
+                                        * (apr_size_t)(used + 1));
+    for (slot = 0; slot < used; slot++) {
+        const pfb_slot_t *s = pfb_segment_slot(seg, slot);
+        int bucket = pfb_segment_slot_bucket(seg, slot);
 
-        if (ps == NULL || ps->pid == 0 || ps->quiescing
-            || ps->generation != shm->generation) {
+        if (bucket < 0 || s->f.stopping
+            || s->f.generation != seg->shm->generation) {
             continue;
         }
         snap->children[n].slot = slot;
-        snap->children[n].pid = (long)ps->pid;
-        snap->children[n].bucket = ps->bucket;
+        snap->children[n].pid = (long)s->f.pid;
+        snap->children[n].bucket = bucket;
         snap->children[n].accepted =
-            apr_atomic_read64(pfb_shm_slot_accepted(shm, slot));
+            apr_atomic_read64((volatile apr_uint64_t *)&s->f.accepted);
         n++;
     }
     snap->num_children = n;
@@ -112,16 +131,19 @@ static void copy_children(bs_snapshot_t *snap, const pfb_shm_t *shm,
 
 static void take_snapshot(bs_snapshot_t *snap, apr_pool_t *p)
 {
-    const pfb_shm_t *shm = get_buckets_shm ? get_buckets_shm() : NULL;
+    const pfb_segment_t *seg = get_buckets_segment ? get_buckets_segment()
+                                                   : NULL;
+    const pfb_shm_t *shm;
     apr_time_t now = apr_time_now();
     int b;
 
     memset(snap, 0, sizeof(*snap));
     snap->mpm_name = ap_show_mpm();
-    if (!pfb_shm_usable(shm)) {
+    if (!pfb_segment_usable(seg)) {
         snap->available = 0;
         return;
     }
+    shm = seg->shm;
     snap->available = 1;
     snap->mode = pfb_mode_name(shm->mode);
     snap->reason = pfb_reason_name(shm->reason);
@@ -140,13 +162,18 @@ static void take_snapshot(bs_snapshot_t *snap, apr_pool_t *p)
     snap->generation = shm->generation;
     snap->max_workers = shm->max_workers;
     snap->uptime = (double)(now - shm->started) / APR_USEC_PER_SEC;
-    snap->num_buckets = (int)shm->num_buckets;
+    snap->num_buckets = 0;
     snap->buckets = apr_pcalloc(p, sizeof(bs_bucket_t)
-                                       * (apr_size_t)(snap->num_buckets + 1));
-    for (b = 0; b < snap->num_buckets; b++) {
-        copy_bucket(&snap->buckets[b], pfb_shm_bucket(shm, b), b, now);
+                                       * (apr_size_t)(pfb_segment_num_buckets(
+                                                          seg)
+                                                      + 1));
+    for (b = 0; b < pfb_segment_num_buckets(seg); b++) {
+        if (pfb_segment_bucket(seg, b) == NULL) {
+            continue;
+        }
+        copy_bucket(&snap->buckets[snap->num_buckets++], seg, b, now);
     }
-    copy_children(snap, shm, p);
+    copy_children(snap, seg, p);
     bs_snapshot_balance(snap);
 }
 
@@ -233,12 +260,11 @@ static int bucket_status_handler(request_rec *r)
 
 static void bucket_status_retrieve(void)
 {
-    get_buckets_shm = APR_RETRIEVE_OPTIONAL_FN(prefork_buckets_shm);
+    get_buckets_segment = APR_RETRIEVE_OPTIONAL_FN(prefork_buckets_segment);
 }
 
-static void bucket_status_register_hooks(apr_pool_t *p)
+static void bucket_status_register_hooks(apr_pool_t *AP_MAYBE_UNUSED(p))
 {
-    (void)p;
     ap_hook_handler(bucket_status_handler, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_optional_fn_retrieve(bucket_status_retrieve, NULL, NULL,
                                  APR_HOOK_MIDDLE);

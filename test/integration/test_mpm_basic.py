@@ -7,6 +7,8 @@ import socket
 import unittest
 import urllib.request
 
+from pfbtest.sockets import (listening_inodes, process_socket_fds,
+                             listener_options)
 from pfbtest import (Server, Load, http_get, listen_sockets, read_response,
                      run_user_ids)
 
@@ -194,8 +196,11 @@ class PreforkBasics(unittest.TestCase):
             self.assertEqual(status, 200)
             self.assertIn("PFB00020", srv.error_log())
 
-    def test_several_listens_share_one_bucket_with_accept_mutex(self):
-        with Server(ports=2, extra="StartServers 3\n") as srv:
+    def test_listen_buckets_0_shares_one_bucket_with_accept_mutex(self):
+        """httpd's arrangement, kept for those who rely on it: every child
+        polls every Listen under the accept mutex."""
+        with Server(ports=2, extra="StartServers 3\nListenBuckets 0\n") \
+                as srv:
             srv.start()
             load = Load("127.0.0.1", srv.ports, concurrency=6,
                         max_requests=400).start().wait(300)
@@ -203,3 +208,27 @@ class PreforkBasics(unittest.TestCase):
             self.assertEqual(load.ok, 400)
             self.assertIn("PFB00018: Accept mutex: ", srv.error_log())
             self.assertNotIn("Accept mutex: none", srv.error_log())
+            self.assertIn("mode single", srv.error_log())
+
+    def test_several_listens_get_a_bucket_each_by_default(self):
+        """Neither bucket directive: a bucket per Listen, each child
+        blocking on one socket, no mutex and no SO_REUSEPORT."""
+        with Server(ports=3, extra="StartServers 6\n") as srv:
+            srv.start()
+            self.assertTrue(srv.wait_log("mode per-listen, from "
+                                         "default-bucket-per-listen"))
+            self.assertTrue(srv.wait_log("Accept mutex: none"))
+            load = Load("127.0.0.1", srv.ports, concurrency=6,
+                        max_requests=300).start().wait(300)
+            self.assertEqual(load.errors, {})
+            self.assertEqual(load.ok, 300)
+            inodes = {}
+            for port in srv.ports:
+                inodes.update(listening_inodes(port))
+            self.assertEqual(len(inodes), 3)
+            for pid in srv.wait_ready(6):
+                held = [i for i in process_socket_fds(pid) if i in inodes]
+                self.assertEqual(len(held), 1, "child %d" % pid)
+            for port in srv.ports:
+                for opts in listener_options(srv.proc.pid, port):
+                    self.assertEqual(opts["reuseport"], 0)

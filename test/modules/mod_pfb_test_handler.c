@@ -16,6 +16,8 @@
  *   served-by P
  *   slot S pid P generation G status C quiescing Q bucket B
  *
+ * (the bucket from the MPM's slot-to-bucket map, -1 without one: the
+ * scoreboard's own bucket field is deprecated and always 0)
  * where C is mod_status's letter for the slot's state ('S' starting, '_'
  * waiting for a connection, 'W' writing ...); "served-by" names the child
  * answering, which is busy writing this very answer.  The request marks itself
@@ -39,6 +41,7 @@
 #include "ap_mpm.h"
 #include "scoreboard.h"
 
+#include "pfb_log.h"
 #include "prefork_buckets.h"
 
 module AP_MODULE_DECLARE_DATA pfb_test_handler_module;
@@ -129,7 +132,10 @@ static char status_letter(int status)
 
 static int pfb_scoreboard_handler(request_rec *r)
 {
-    int server_limit = 0, slot;
+    APR_OPTIONAL_FN_TYPE(prefork_buckets_segment) *get_segment =
+        APR_RETRIEVE_OPTIONAL_FN(prefork_buckets_segment);
+    const pfb_segment_t *seg = get_segment ? get_segment() : NULL;
+    int server_limit = 0, slot, usable = pfb_segment_usable(seg);
 
     if (strcmp(r->handler, "pfb-scoreboard") != 0) {
         return DECLINED;
@@ -154,14 +160,13 @@ static int pfb_scoreboard_handler(request_rec *r)
                    "bucket %d\n",
                    slot, (long)ps->pid, (int)ps->generation,
                    status_letter(ws->status), (int)ps->quiescing,
-                   (int)ps->bucket);
+                   usable ? pfb_segment_slot_bucket(seg, slot) : -1);
     }
     return OK;
 }
 
-static void pfb_test_register_hooks(apr_pool_t *p)
+static void pfb_test_register_hooks(apr_pool_t *AP_MAYBE_UNUSED(p))
 {
-    (void)p;
     ap_hook_handler(pfb_test_handler, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(pfb_scoreboard_handler, NULL, NULL, APR_HOOK_MIDDLE);
 }

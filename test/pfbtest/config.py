@@ -12,6 +12,8 @@ httpd or of the modules can be tested with the same tests.
   STATUS_SO          mod_bucket_status.so
   TEST_HANDLER_SO    mod_pfb_test_handler.so (every server loads it: the
                      harness reads the scoreboard through it)
+  HOSTILE_SO         mod_pfb_hostile.so, a child that writes hostile values
+                     wherever children can (test/modules/mod_pfb_hostile.c)
   NOREUSEPORT_SO, NOBPF_SO
                      the LD_PRELOAD shims of test/integration/*.c
 
@@ -37,6 +39,7 @@ MPM_STATIC = MPM_SO == "static"
 STATUS_SO = _path("STATUS_SO", os.path.join(BUILD, "mod_bucket_status.so"))
 TEST_HANDLER_SO = _path("TEST_HANDLER_SO",
                         os.path.join(BUILD, "mod_pfb_test_handler.so"))
+HOSTILE_SO = _path("HOSTILE_SO", os.path.join(BUILD, "mod_pfb_hostile.so"))
 NOREUSEPORT_SO = _path("NOREUSEPORT_SO",
                        os.path.join(BUILD, "noreuseport.so"))
 NOBPF_SO = _path("NOBPF_SO", os.path.join(BUILD, "nobpf.so"))

@@ -19,6 +19,7 @@ int main(void)
 
     runner = srunner_create(parse_suite());
     srunner_add_suite(runner, plan_suite());
+    srunner_add_suite(runner, generation_suite());
     srunner_add_suite(runner, maintenance_suite());
     srunner_add_suite(runner, report_suite());
     srunner_add_suite(runner, steer_suite());

@@ -4,6 +4,7 @@
  * ramp, queue-driven spawning and the global MaxRequestWorkers cap.
  */
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,11 +23,7 @@ static pf_limits_t limits(int nb, int min, int max, int workers)
 {
     pf_limits_t lim;
 
-    lim.num_buckets = nb;
-    lim.min_spare_servers = min;
-    lim.max_spare_servers = max;
-    lim.max_workers = workers;
-    lim.max_spawn_rate = PF_MAX_SPAWN_RATE;
+    pf_limits_init(&lim, nb, min, max, workers);
     return lim;
 }
 
@@ -130,13 +127,15 @@ START_TEST(surplus_idle_retires_one_per_cycle)
     pf_limits_t lim = limits(2, 2, 4, 150);
 
     reset(2);
-    set_bucket(0, 10, 9, 0);    /* max share 2 */
-    set_bucket(1, 2, 2, 0);     /* max share 2: no kill */
+    set_bucket(0, 10, 9, 0);    /* max share 2: one goes */
+    set_bucket(1, 2, 2, 0);     /* within its max share of 2 ... */
     pf_decide_maintenance(&lim, state, occupied(2), rate, action, scratch,
                           &summary);
     ck_assert_int_eq(action[0].kill, 1);
-    ck_assert_int_eq(action[1].kill, 0);
-    ck_assert_int_eq(summary.killed, 1);
+    /* ... but the server holds 10 idle children over MaxSpareServers 4,
+     * so the server-wide trim takes one down to its minimum of 1. */
+    ck_assert_int_eq(action[1].kill, 1);
+    ck_assert_int_eq(summary.killed, 2);
 }
 END_TEST
 
@@ -146,6 +145,7 @@ START_TEST(stranded_bucket_gets_a_child_first)
     pf_limits_t lim = limits(3, 6, 12, 10);
 
     reset(3);
+    rate[0] = 8;
     set_bucket(0, 5, 0, 0);
     set_bucket(1, 4, 0, 0);
     set_bucket(2, 0, 0, 0);
@@ -308,6 +308,81 @@ START_TEST(respawn_now_only_for_an_empty_bucket)
 }
 END_TEST
 
+/* Reads the next whole number from *text; returns -1 when there is none. */
+static int next_int(char **text, int *value)
+{
+    char *end;
+    long v = strtol(*text, &end, 10);
+
+    if (end == *text) {
+        return -1;
+    }
+    *value = (int)v;
+    *text = end;
+    return 0;
+}
+
+/* The shared table: the scale model checks the same rows through ctypes,
+ * so the model and the MPM cannot come to disagree unnoticed. */
+START_TEST(shared_cases_hold)
+{
+    const char *path = getenv("PFB_MAINTENANCE_CASES");
+    char line[1024], *field[7], *p;
+    int rows = 0, nb, mn, mx, workers, occ, b, f, want, v;
+    FILE *cases;
+
+    cases = fopen(path ? path : "test/unit/maintenance_cases.txt", "r");
+    ck_assert_msg(cases != NULL, "test/unit/maintenance_cases.txt missing");
+    while (fgets(line, sizeof(line), cases)) {
+        if (line[0] == '#' || line[0] == '\n') {
+            continue;
+        }
+        for (f = 0, p = line; f < 7 && p; f++) {
+            field[f] = p;
+            p = strchr(p, '|');
+            if (p) {
+                *p++ = '\0';
+            }
+        }
+        ck_assert_msg(f == 7, "malformed case: %s", field[0]);
+        p = field[1];
+        ck_assert(next_int(&p, &nb) == 0 && next_int(&p, &mn) == 0
+                  && next_int(&p, &mx) == 0 && next_int(&p, &workers) == 0);
+        ck_assert_int_le(nb, MAX_TEST_BUCKETS);
+        p = field[2];
+        ck_assert(next_int(&p, &occ) == 0);
+        reset(nb);
+        p = field[3];
+        ck_assert(next_int(&p, &rate[0]) == 0);
+        for (b = 0, p = field[4]; b < nb; b++) {
+            ck_assert(next_int(&p, &state[b].children) == 0
+                      && next_int(&p, &state[b].idle) == 0
+                      && next_int(&p, &state[b].queued) == 0);
+        }
+        {
+            pf_limits_t lim = limits(nb, mn, mx, workers);
+
+            pf_decide_maintenance(&lim, state, occ, rate, action, scratch,
+                                  &summary);
+        }
+        for (b = 0, p = field[5]; b < nb; b++) {
+            ck_assert(next_int(&p, &want) == 0);
+            ck_assert_msg(action[b].spawn == want, "%s: bucket %d spawns %d",
+                          field[0], b, action[b].spawn);
+            ck_assert(next_int(&p, &want) == 0);
+            ck_assert_msg(action[b].kill == want, "%s: bucket %d kills %d",
+                          field[0], b, action[b].kill);
+        }
+        p = field[6];
+        ck_assert(next_int(&p, &v) == 0);
+        ck_assert_msg(rate[0] == v, "%s: ramp %d", field[0], rate[0]);
+        rows++;
+    }
+    fclose(cases);
+    ck_assert_int_ge(rows, 10);
+}
+END_TEST
+
 Suite *maintenance_suite(void)
 {
     Suite *s = suite_create("maintenance");
@@ -332,6 +407,7 @@ Suite *maintenance_suite(void)
     tcase_add_test(limit, rebalancing_never_takes_a_bucket_last_child);
     tcase_add_test(limit, no_rebalancing_below_the_limit);
     tcase_add_test(limit, no_churn_when_every_bucket_holds_its_share);
+    tcase_add_test(limit, shared_cases_hold);
     tcase_set_timeout(spawn, 10);
     tcase_set_timeout(kill, 10);
     tcase_set_timeout(limit, 10);

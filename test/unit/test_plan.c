@@ -15,10 +15,20 @@ typedef struct {
 } plan_row_t;
 
 static const plan_row_t plan_rows[] = {
-    { "off by default", 64, 0, 0, 1, 1, 150,
+    { "one Listen by default: one bucket", 64, 0, PF_BUCKETS_UNSET, 1, 1,
+      150, PFB_MODE_SINGLE, PFB_WHY_OFF, 1, 1 },
+    { "several Listens by default: a bucket each", 64, 0, PF_BUCKETS_UNSET,
+      1, 4, 150, PFB_MODE_PER_LISTEN, PFB_WHY_DEFAULT, 1, 4 },
+    { "the default needs no SO_REUSEPORT", 64, 0, PF_BUCKETS_UNSET, 0, 2,
+      150, PFB_MODE_PER_LISTEN, PFB_WHY_DEFAULT, 1, 2 },
+    { "default with more Listens than MaxRequestWorkers: one bucket", 4, 0,
+      PF_BUCKETS_UNSET, 1, 3, 2, PFB_MODE_SINGLE, PFB_WHY_CAPPED, 1, 1 },
+    { "ListenBuckets 0 keeps one bucket for one Listen", 64, 0, 0, 1, 1, 150,
       PFB_MODE_SINGLE, PFB_WHY_OFF, 1, 1 },
-    { "off keeps every Listen in one bucket", 64, 0, 0, 1, 4, 150,
-      PFB_MODE_SINGLE, PFB_WHY_OFF, 1, 1 },
+    { "ListenBuckets 0 keeps every Listen in one bucket (httpd's way)", 64,
+      0, 0, 1, 4, 150, PFB_MODE_SINGLE, PFB_WHY_OFF, 1, 1 },
+    { "ListenBuckets 0 follows a ratio", 4, 2, 0, 1, 1, 150,
+      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 2, 2 },
     { "ratio 1 on 2 CPUs", 2, 1, 0, 1, 1, 150,
       PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 2, 2 },
     { "ratio 8 on 64 CPUs", 64, 8, 0, 1, 1, 150,

@@ -15,11 +15,61 @@
 #include "unit.h"
 #include "prefork_steer.h"
 
-#ifdef __linux__
 #include <stddef.h>
 #include <linux/bpf.h>
 #include <linux/filter.h>
-#endif
+
+/* The kernel's classic BPF interpreter, for the instructions the cpu
+ * program uses, with the receiving CPU and the random number handed in:
+ * the program's output for every CPU is checked against the layout.
+ * Returns the program's return value, or -1 on an instruction it does not
+ * know or a jump out of range. */
+static long run_cpu_program(const pf_cbpf_insn_t *prog, int len,
+                            uint32_t cpu, uint32_t random)
+{
+    uint32_t a = 0;
+    int pc = 0;
+
+    while (pc >= 0 && pc < len) {
+        const pf_cbpf_insn_t *insn = &prog[pc];
+
+        switch (insn->code) {
+        case BPF_LD | BPF_W | BPF_ABS:
+            if (insn->k == (uint32_t)(SKF_AD_OFF + SKF_AD_CPU)) {
+                a = cpu;
+            }
+            else if (insn->k == (uint32_t)(SKF_AD_OFF + SKF_AD_RANDOM)) {
+                a = random;
+            }
+            else {
+                return -1;
+            }
+            pc++;
+            break;
+        case BPF_ALU | BPF_MOD | BPF_K:
+            if (insn->k == 0) {
+                return -1;
+            }
+            a %= insn->k;
+            pc++;
+            break;
+        case BPF_ALU | BPF_ADD | BPF_K:
+            a += insn->k;
+            pc++;
+            break;
+        case BPF_JMP | BPF_JGE | BPF_K:
+            pc += 1 + (a >= insn->k ? insn->jt : insn->jf);
+            break;
+        case BPF_RET | BPF_K:
+            return (long)insn->k;
+        case BPF_RET | BPF_A:
+            return (long)a;
+        default:
+            return -1;
+        }
+    }
+    return -1;
+}
 
 /* ------------------------------------------------------------------ */
 /* Layout                                                              */
@@ -172,7 +222,7 @@ START_TEST(test_cpu_program_matches_layout)
         ck_assert_int_le(len, (int)PF_CBPF_CPU_INSNS(nruns));
         for (cpu = 0; cpu < 140; cpu++) {
             uint32_t rnd = (uint32_t)rand();
-            long got = pf_steer_run_cpu_program(prog, len, (uint32_t)cpu, rnd);
+            long got = run_cpu_program(prog, len, (uint32_t)cpu, rnd);
             int want = pf_steer_cpu_to_shard(runs, nruns, cpu, rnd);
 
             ck_assert_msg(got == want, "cpu %d: program %ld, layout %d", cpu,
@@ -202,8 +252,8 @@ START_TEST(test_cpu_program_keeps_connections_local)
             for (rnd = 0; rnd < 20; rnd++) {
                 int found = 0;
 
-                k = (int)pf_steer_run_cpu_program(prog, len,
-                                                  (uint32_t)cpus[j], rnd);
+                k = (int)run_cpu_program(prog, len, (uint32_t)cpus[j],
+                                         rnd);
                 n = pf_steer_shard_cpus(cpus, m, per_listen, k, out);
                 while (n-- > 0) {
                     found |= out[n] == cpus[j];
@@ -761,17 +811,17 @@ START_TEST(test_parse_mode)
     int mode = -1;
 
     ck_assert_int_eq(pf_steer_parse_mode("hash", &mode), 0);
-    ck_assert_int_eq(mode, PF_STEER_HASH);
+    ck_assert_int_eq(mode, PFB_STEER_HASH);
     ck_assert_int_eq(pf_steer_parse_mode("CPU", &mode), 0);
-    ck_assert_int_eq(mode, PF_STEER_CPU);
+    ck_assert_int_eq(mode, PFB_STEER_CPU);
     ck_assert_int_eq(pf_steer_parse_mode("Idle", &mode), 0);
-    ck_assert_int_eq(mode, PF_STEER_IDLE);
+    ck_assert_int_eq(mode, PFB_STEER_IDLE);
     ck_assert_int_eq(pf_steer_parse_mode("idle ", &mode), -1);
     ck_assert_int_eq(pf_steer_parse_mode("", &mode), -1);
     ck_assert_int_eq(pf_steer_parse_mode("random", &mode), -1);
     ck_assert_int_eq(pf_steer_parse_mode(NULL, &mode), -1);
-    ck_assert_str_eq(pf_steer_mode_name(PF_STEER_IDLE), "idle");
-    ck_assert_str_eq(pf_steer_mode_name(9), "unknown");
+    ck_assert_str_eq(pfb_steer_name(PFB_STEER_IDLE), "idle");
+    ck_assert_str_eq(pfb_steer_name(9), "unknown");
 }
 END_TEST
 

@@ -7,6 +7,7 @@
 
 Suite *parse_suite(void);
 Suite *plan_suite(void);
+Suite *generation_suite(void);
 Suite *maintenance_suite(void);
 Suite *report_suite(void);
 Suite *steer_suite(void);

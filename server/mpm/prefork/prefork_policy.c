@@ -406,6 +406,18 @@ void pf_plan_buckets(int usable_cpus, int ratio, int explicit_buckets,
         plan->reason = PFB_WHY_OFF;
         plan->buckets_per_listen = 1;
         plan->num_buckets = 1;
+        if (explicit_buckets == PF_BUCKETS_UNSET && num_listeners > 1) {
+            /* Several Listens polled by every child under one mutex make
+             * every accept a lock hand-off; their own bucket each, a
+             * socket a child blocks on, needs neither (nor SO_REUSEPORT). */
+            if (num_listeners > max_workers) {
+                plan->reason = PFB_WHY_CAPPED;
+                return;
+            }
+            plan->mode = PFB_MODE_PER_LISTEN;
+            plan->reason = PFB_WHY_DEFAULT;
+            plan->num_buckets = num_listeners;
+        }
         return;
     }
     if (explicit_buckets > 0) {
@@ -441,6 +453,131 @@ void pf_plan_buckets(int usable_cpus, int ratio, int explicit_buckets,
     plan->num_buckets = per_listen * num_listeners;
 }
 
+void pf_plan_per_listen_fallback(int num_listeners, pf_bucket_plan_t *plan)
+{
+    plan->mode = PFB_MODE_PER_LISTEN;
+    plan->reason = PFB_WHY_DUP_FAILED;
+    plan->buckets_per_listen = 1;
+    plan->num_buckets = num_listeners > 0 ? num_listeners : 1;
+}
+
+int pf_generation_room(const pf_generation_in_t *in)
+{
+    long long per_listen = in->wanted.buckets_per_listen;
+    long long room;
+
+    if (in->previous && in->previous->buckets_per_listen > per_listen) {
+        per_listen = in->previous->buckets_per_listen;
+    }
+    room = per_listen * (in->num_listeners > 0 ? in->num_listeners : 1);
+    return room < 1 ? 1 : (room > PF_MAX_SERVER_LIMIT ? PF_MAX_SERVER_LIMIT
+                                                      : (int)room);
+}
+
+/* The plan a graceful restart runs: the mode and per-Listen count in
+ * force, over the Listens of the new configuration. */
+static void keep_previous_plan(const pf_generation_in_t *in,
+                               pf_generation_out_t *out)
+{
+    const pf_bucket_plan_t *prev = in->previous;
+    pf_bucket_plan_t *plan = &out->plan;
+    int nl = in->num_listeners;
+
+    *plan = *prev;
+    if (prev->mode != in->wanted.mode
+        || prev->buckets_per_listen != in->wanted.buckets_per_listen) {
+        plan->reason = PFB_WHY_KEPT;
+        out->change_deferred = 1;
+    }
+    else {
+        plan->reason = in->wanted.reason;
+    }
+    if (plan->mode == PFB_MODE_SINGLE) {
+        plan->num_buckets = 1;
+        return;
+    }
+    if ((long long)plan->buckets_per_listen * nl > in->max_workers) {
+        /* Listens were added: every bucket still needs a child. */
+        plan->buckets_per_listen = in->max_workers / nl;
+        plan->reason = PFB_WHY_CAPPED;
+        if (plan->buckets_per_listen < 1) {
+            plan->mode = PFB_MODE_SINGLE;
+            plan->buckets_per_listen = 1;
+            plan->num_buckets = 1;
+            return;
+        }
+    }
+    plan->num_buckets = plan->buckets_per_listen * nl;
+}
+
+static int same_identity(const pf_identity_t *a, const pf_identity_t *b)
+{
+    if (a->shard != b->shard) {
+        return 0;
+    }
+    if (a->listener == NULL || b->listener == NULL) {
+        return a->listener == b->listener;
+    }
+    return strcmp(a->listener, b->listener) == 0;
+}
+
+int pf_plan_generation(const pf_generation_in_t *in, pf_generation_out_t *out)
+{
+    int nb, b, j, l, k, start;
+
+    if (in->num_listeners < 1 || in->listeners == NULL
+        || (in->num_old > 0
+            && (in->old == NULL || in->old_children == NULL))) {
+        return -1;
+    }
+    out->change_deferred = 0;
+    if (in->how == PF_RESTART_GRACEFUL && in->previous != NULL) {
+        keep_previous_plan(in, out);
+    }
+    else {
+        out->plan = in->wanted;
+    }
+    nb = out->plan.num_buckets;
+    if (nb < 1 || nb > pf_generation_room(in)) {
+        return -1;
+    }
+
+    for (b = 0; b < nb; b++) {
+        if (out->plan.mode == PFB_MODE_SINGLE) {
+            l = -1;
+            k = 0;
+        }
+        else {
+            l = b / out->plan.buckets_per_listen;
+            k = b % out->plan.buckets_per_listen;
+        }
+        out->listener[b] = l;
+        out->bucket[b].listener = l < 0 ? NULL : in->listeners[l];
+        out->bucket[b].shard = k;
+        out->from_old[b] = -1;
+        for (j = 0; j < in->num_old; j++) {
+            if (same_identity(&out->bucket[b], &in->old[j])) {
+                out->from_old[b] = j;
+                break;
+            }
+        }
+        start = pf_bucket_start(in->start_servers, nb, b);
+        j = out->from_old[b];
+        out->target[b] = (j >= 0 && in->old_children[j] > start)
+                             ? in->old_children[j]
+                             : start;
+    }
+    for (j = 0; j < in->num_old; j++) {
+        out->old_survives[j] = 0;
+    }
+    for (b = 0; b < nb; b++) {
+        if (out->from_old[b] >= 0) {
+            out->old_survives[out->from_old[b]] = 1;
+        }
+    }
+    return nb;
+}
+
 int pf_share(int total, int num_buckets, int b)
 {
     if (num_buckets < 1 || total < 0) {
@@ -470,6 +607,16 @@ int pf_bucket_start(int start_servers, int num_buckets, int b)
     int share = pf_share(start_servers, num_buckets, b);
 
     return share < 1 ? 1 : share;
+}
+
+void pf_limits_init(pf_limits_t *lim, int num_buckets, int min_spare_servers,
+                    int max_spare_servers, int max_workers)
+{
+    lim->num_buckets = num_buckets;
+    lim->min_spare_servers = min_spare_servers;
+    lim->max_spare_servers = max_spare_servers;
+    lim->max_workers = max_workers;
+    lim->max_spawn_rate = PF_MAX_SPAWN_RATE;
 }
 
 static int compare_rank(const void *a, const void *b)
@@ -556,6 +703,29 @@ static void rebalance_at_limit(const pf_limits_t *lim,
     }
 }
 
+/* The bucket most able to give up an idle child to the server-wide trim,
+ * or -1: the most idle children above its own minimum, at least two
+ * children, and none retiring already this cycle. */
+static int find_trim_bucket(const pf_limits_t *lim,
+                            const pf_bucket_state_t *state,
+                            const pf_bucket_action_t *action)
+{
+    int b, best = -1, best_surplus = 0;
+
+    for (b = 0; b < lim->num_buckets; b++) {
+        int min = pf_bucket_min_spare(lim->min_spare_servers,
+                                      lim->num_buckets, b);
+        int surplus = state[b].idle - min;
+
+        if (surplus > best_surplus && state[b].children >= 2
+            && action[b].kill == 0 && action[b].spawn == 0) {
+            best = b;
+            best_surplus = surplus;
+        }
+    }
+    return best;
+}
+
 void pf_decide_maintenance(const pf_limits_t *lim,
                            const pf_bucket_state_t *state, int occupied_slots,
                            int *spawn_rate, pf_bucket_action_t *action,
@@ -564,11 +734,29 @@ void pf_decide_maintenance(const pf_limits_t *lim,
 {
     int nb = lim->num_buckets;
     int budget = lim->max_workers - occupied_slots;
-    int b, i;
+    int total_idle = 0, total_queued = 0, shortage, allowance, wanted;
+    int b, i, trim;
 
     memset(summary, 0, sizeof(*summary));
     if (budget < 0) {
         budget = 0;
+    }
+    if (*spawn_rate < 1) {
+        *spawn_rate = 1;
+    }
+    for (b = 0; b < nb; b++) {
+        total_idle += state[b].idle;
+        total_queued += state[b].queued;
+    }
+    /* Connections waiting beyond what every idle child of the server could
+     * take: the most that queues may add to the pool this cycle.  A bucket
+     * whose queue sits beside idle children elsewhere gets its share of
+     * spares below, not a child per connection, so the pool follows what
+     * one shared queue would need rather than the sum of every bucket's
+     * momentary peak. */
+    shortage = total_queued - total_idle;
+    if (shortage < 0) {
+        shortage = 0;
     }
 
     for (b = 0; b < nb; b++) {
@@ -577,23 +765,18 @@ void pf_decide_maintenance(const pf_limits_t *lim,
         int max = pf_bucket_max_spare(lim->min_spare_servers,
                                       lim->max_spare_servers, nb, b);
         int deficit = min - st->idle;
-        int want = deficit;
-        /* A queue only calls for children when none is idle: an idle
-         * child takes a waiting connection within microseconds, and a
-         * queue seen at one instant beside idle children is not load. */
+        /* A queue only calls for children when none of the bucket's is
+         * idle: an idle child takes a waiting connection within
+         * microseconds, and a queue seen at one instant beside idle
+         * children is not load. */
         int waiting_for_a_child = st->idle == 0 ? st->queued : 0;
+        int want = deficit > 0 ? deficit : 0;
 
-        if (spawn_rate[b] < 1) {
-            spawn_rate[b] = 1;
-        }
+        action[b].spawn = 0;
+        action[b].kill = 0;
         if (waiting_for_a_child > want) {
             want = waiting_for_a_child;
         }
-        if (want < 0) {
-            want = 0;
-        }
-        action[b].spawn = 0;
-        action[b].kill = 0;
         if (want == 0 && st->idle > max && st->children > 1) {
             action[b].kill = 1;
             summary->killed++;
@@ -601,28 +784,44 @@ void pf_decide_maintenance(const pf_limits_t *lim,
         summary->wanted += want;
         scratch[b].bucket = b;
         scratch[b].priority = bucket_priority(st, deficit);
-        if (want > spawn_rate[b]) {
-            want = spawn_rate[b];
-        }
-        if (want == 0 && st->children == 0) {
-            want = 1;
-        }
         scratch[b].want = want;
     }
 
     qsort(scratch, (size_t)nb, sizeof(*scratch), compare_rank);
 
+    /* One ramp for the whole server, as with a single bucket: buckets draw
+     * on it in priority order, so more buckets do not fork faster. */
+    allowance = *spawn_rate;
+    wanted = 0;
     for (i = 0; i < nb; i++) {
-        int want = scratch[i].want;
+        const pf_bucket_state_t *st = &state[scratch[i].bucket];
+        int min = pf_bucket_min_spare(lim->min_spare_servers, nb,
+                                      scratch[i].bucket);
+        int deficit = min > st->idle ? min - st->idle : 0;
+        int want = deficit;
+        int extra = scratch[i].want - deficit;
 
-        if (want == 0) {
-            continue;
+        if (extra > shortage) {
+            extra = shortage;
+        }
+        if (extra > 0) {
+            want += extra;
+            shortage -= extra;
+        }
+        wanted += want;
+        if (want > allowance) {
+            want = allowance;
+        }
+        if (want == 0 && st->children == 0) {
+            /* A bucket with no child gets one, whatever the ramp. */
+            want = 1;
         }
         if (want > budget) {
             want = budget;
             summary->at_max_workers = 1;
         }
         action[scratch[i].bucket].spawn = want;
+        allowance -= want < allowance ? want : allowance;
         budget -= want;
         summary->spawned += want;
     }
@@ -631,26 +830,42 @@ void pf_decide_maintenance(const pf_limits_t *lim,
         rebalance_at_limit(lim, state, action, scratch, summary);
     }
 
-    /* The ramp: a bucket that still wanted children doubles what it may
-     * fork next cycle, up to the cap; one that wanted none starts at 1. */
-    for (b = 0; b < nb; b++) {
-        const pf_bucket_state_t *st = &state[b];
-        int min = pf_bucket_min_spare(lim->min_spare_servers, nb, b);
-        int wanted_more = st->idle < min
-                          || (st->idle == 0 && st->queued > 0);
+    /* Every bucket's share of MaxSpareServers is at least its minimum + 1,
+     * so with many buckets the shares add up to more than
+     * MaxSpareServers: while the server as a whole holds more idle
+     * children than that and spawns nothing, one more idle child goes per
+     * cycle, from the bucket with the most above its own minimum. */
+    if (summary->spawned == 0
+        && total_idle - summary->killed > lim->max_spare_servers
+        && (trim = find_trim_bucket(lim, state, action)) >= 0) {
+        action[trim].kill++;
+        summary->killed++;
+    }
 
-        if (wanted_more && action[b].spawn > 0) {
-            if (spawn_rate[b] >= 8) {
-                summary->fast_ramp_buckets++;
-            }
-            spawn_rate[b] *= 2;
-            if (spawn_rate[b] > lim->max_spawn_rate) {
-                spawn_rate[b] = lim->max_spawn_rate;
-            }
+    /* The ramp: while the server still wanted children it doubles what it
+     * may fork next cycle, up to the cap; once satisfied it starts at 1. */
+    if (wanted > 0 && summary->spawned > 0) {
+        if (*spawn_rate >= 8) {
+            summary->fast_ramp = *spawn_rate;
         }
-        else if (!wanted_more) {
-            spawn_rate[b] = 1;
+        *spawn_rate *= 2;
+        if (*spawn_rate > lim->max_spawn_rate) {
+            *spawn_rate = lim->max_spawn_rate;
         }
+    }
+    else if (wanted == 0) {
+        *spawn_rate = 1;
+    }
+}
+
+void pf_count_old_generation(pf_bucket_state_t *state,
+                             const int *old_children, int num_buckets)
+{
+    int b;
+
+    for (b = 0; b < num_buckets; b++) {
+        state[b].children += old_children[b];
+        state[b].idle += old_children[b];
     }
 }
 

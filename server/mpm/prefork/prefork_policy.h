@@ -32,9 +32,9 @@
 
 /** Largest ServerLimit (and so the most children or buckets) accepted. */
 #define PF_MAX_SERVER_LIMIT 200000
-/** Most children one bucket forks in one maintenance cycle: the ramp of
- *  1, 2, 4 ... stops here.  It is per bucket, so it never limits how many
- *  buckets there can be. */
+/** Most children the server forks in one maintenance cycle: the ramp of
+ *  1, 2, 4 ... stops here.  A bucket with no child gets one whatever the
+ *  ramp, so it never limits how many buckets there can be. */
 #define PF_MAX_SPAWN_RATE 32
 /** Highest CPU number a cpuset list may name (Linux allows 8192 CPUs). */
 #define PF_MAX_CPU_NUMBER 65535
@@ -144,21 +144,28 @@ typedef struct {
     int num_buckets;        /**< buckets in all */
 } pf_bucket_plan_t;
 
+/** ListenBuckets not given at all (as opposed to ListenBuckets 0). */
+#define PF_BUCKETS_UNSET (-1)
+
 /**
  * Decides how many buckets to run.
  *
- * Off (both directives 0): one bucket holding every Listen.  Otherwise each
- * Listen gets buckets_per_listen sockets, one per bucket, so no child ever
- * polls more than one socket: ListenBuckets N gives N per Listen, and
+ * Neither directive given: one bucket per Listen, each its own socket, so
+ * that with several Listens no child polls them all under the accept mutex
+ * (with one Listen this is httpd's arrangement).  ListenBuckets 0 (and no
+ * ratio): one bucket holding every Listen, polled under the accept mutex,
+ * as httpd's prefork does.  Otherwise each Listen gets buckets_per_listen
+ * SO_REUSEPORT sockets, one per bucket, so no child ever polls more than
+ * one socket: ListenBuckets N gives N per Listen, and
  * ListenCoresBucketsRatio R gives usable_cpus / R (at least 1).  Without
  * SO_REUSEPORT each Listen is one bucket.  The total is cut down so that
  * every bucket can have a child within MaxRequestWorkers; if even one
- * bucket per Listen does not fit, buckets are turned off.
+ * bucket per Listen does not fit, every Listen goes into one bucket.
  *
  * @param usable_cpus From pf_usable_cpus()
  * @param ratio ListenCoresBucketsRatio (0 = off)
- * @param explicit_buckets ListenBuckets (0 = follow the ratio); wins over
- *        the ratio when both are set
+ * @param explicit_buckets ListenBuckets, or PF_BUCKETS_UNSET; above 0 it
+ *        wins over the ratio, and 0 follows the ratio when one is set
  * @param reuseport_ok Whether the kernel accepted SO_REUSEPORT
  * @param num_listeners Listen statements (>= 1)
  * @param max_workers MaxRequestWorkers
@@ -166,6 +173,93 @@ typedef struct {
 void pf_plan_buckets(int usable_cpus, int ratio, int explicit_buckets,
                      int reuseport_ok, int num_listeners, int max_workers,
                      pf_bucket_plan_t *plan);
+
+/**
+ * The plan when duplicating a Listen's socket failed (another user's
+ * socket on the port, an exotic listener): one bucket per Listen, still
+ * one socket per bucket and no accept mutex.
+ */
+void pf_plan_per_listen_fallback(int num_listeners, pf_bucket_plan_t *plan);
+
+/* ------------------------------------------------------------------ */
+/* Generations: what a start or restart keeps                          */
+
+/** How the server (re)starts. */
+typedef enum {
+    PF_START_FIRST = 0,         /**< the first start */
+    PF_RESTART_GRACEFUL = 1,    /**< SIGUSR1, apachectl graceful */
+    PF_RESTART_FULL = 2         /**< SIGHUP, apachectl restart */
+} pf_start_e;
+
+/** A bucket's identity, which stays with it across restarts: its Listen's
+ *  address and its shard.  In single mode the one bucket holds every
+ *  Listen and its listener is NULL. */
+typedef struct {
+    const char *listener;
+    int shard;
+} pf_identity_t;
+
+typedef struct {
+    int how;                        /**< pf_start_e */
+    /** pf_plan_buckets() for the new configuration. */
+    pf_bucket_plan_t wanted;
+    /** The plan in force so far; NULL at the first start. */
+    const pf_bucket_plan_t *previous;
+    int num_listeners;              /**< Listens in the new configuration */
+    const char *const *listeners;   /**< their addresses, in order */
+    int max_workers;                /**< MaxRequestWorkers, new */
+    int start_servers;              /**< StartServers, new */
+    int num_old;                    /**< buckets of the generation so far */
+    const pf_identity_t *old;       /**< their identities */
+    /** Children of each old bucket still running (0 after a full
+     *  restart, which stops them all first). */
+    const int *old_children;
+} pf_generation_in_t;
+
+typedef struct {
+    pf_bucket_plan_t plan;          /**< in force for the new generation */
+    /** 1: the configuration asks for another bucket count or mode, and
+     *  the graceful restart kept the old one (plan.reason is
+     *  PFB_WHY_KEPT); it takes effect at the next full restart. */
+    int change_deferred;
+    /* Per new bucket, pf_generation_room() entries each (caller's): */
+    pf_identity_t *bucket;          /**< its identity */
+    int *listener;                  /**< its Listen (index), -1 in single */
+    int *from_old;                  /**< old bucket of the same identity,
+                                         whose socket it keeps, or -1 */
+    int *target;                    /**< children it should have once the
+                                         old generation has gone */
+    /* Per old bucket, num_old entries (caller's): */
+    int *old_survives;              /**< 1 if a new bucket has its
+                                         identity: its socket stays open */
+} pf_generation_out_t;
+
+/** Entries the per-bucket arrays of pf_generation_out_t need. */
+int pf_generation_room(const pf_generation_in_t *in);
+
+/**
+ * Decides what a start or restart keeps and what it replaces.
+ *
+ * The first start and a full restart take the configuration's plan.  A
+ * graceful restart keeps the mode and the buckets per Listen in force, so
+ * that no socket with queued connections is closed and no child is moved;
+ * if the configuration asks for another count, the change waits for the
+ * next full restart (change_deferred, reason PFB_WHY_KEPT).  Listens added
+ * by a graceful restart get as many buckets as the others (cut down to fit
+ * MaxRequestWorkers, reason PFB_WHY_CAPPED).
+ *
+ * Buckets are named by identity, never by position: a bucket whose
+ * identity existed before keeps its socket, its counters and its old
+ * children, wherever Listens were added, removed or reordered.  Each new
+ * bucket's target is its share of StartServers, or as many children as
+ * its identity had before when that is more (a graceful restart must not
+ * shrink the pool under load); old children are replaced one for one up
+ * to it as they leave.  Old buckets whose identity is gone are not
+ * replaced, and their sockets close.
+ *
+ * @return the number of new buckets, or -1 on bad input
+ */
+int pf_plan_generation(const pf_generation_in_t *in, pf_generation_out_t *out);
 
 /* ------------------------------------------------------------------ */
 /* Sharing limits among buckets                                        */
@@ -210,15 +304,21 @@ typedef struct {
     int min_spare_servers;  /**< MinSpareServers, server-wide */
     int max_spare_servers;  /**< MaxSpareServers, server-wide */
     int max_workers;        /**< MaxRequestWorkers */
-    int max_spawn_rate;     /**< per bucket per cycle (PF_MAX_SPAWN_RATE) */
+    int max_spawn_rate;     /**< per cycle, server-wide (PF_MAX_SPAWN_RATE) */
 } pf_limits_t;
+
+/** The limits for @a num_buckets buckets from the server-wide directives,
+ *  with the spawn ramp's cap (PF_MAX_SPAWN_RATE). */
+void pf_limits_init(pf_limits_t *lim, int num_buckets, int min_spare_servers,
+                    int max_spare_servers, int max_workers);
 
 typedef struct {
     int spawned;            /**< sum of spawn over buckets */
     int killed;             /**< sum of kill over buckets */
     int wanted;             /**< children wanted before the global cap */
     int at_max_workers;     /**< 1 if MaxRequestWorkers stopped a spawn */
-    int fast_ramp_buckets;  /**< buckets whose ramp reached 8 or more */
+    int fast_ramp;          /**< the ramp (children a cycle) when it has
+                                 reached 8 or more, else 0 */
     int rebalanced;         /**< idle children retired to free a slot */
 } pf_decision_summary_t;
 
@@ -230,18 +330,26 @@ typedef struct {
 } pf_rank_t;
 
 /**
- * One cycle of per-bucket idle-server maintenance.
+ * One cycle of idle-server maintenance, per bucket, with server-wide
+ * limits so that buckets keep the pool one shared queue would need.
  *
  * Each bucket wants enough children to bring its idle count up to its
- * share of MinSpareServers, and, when none of its children is idle, one
- * for each connection waiting in its accept queue; it gets at most its
- * spawn rate, which doubles every
- * cycle the bucket still wants more and falls back to 1 when it does not.
- * A bucket with no child at all always gets one, whatever its rate.
- * MaxRequestWorkers caps the sum: buckets with no child go first, then
- * buckets with the deepest accept queues, then the largest idle deficit.
- * A bucket with more idle children than its share of MaxSpareServers and
- * nothing to spawn retires one of them.
+ * share of MinSpareServers (at least 1, so a bucket always has a child to
+ * accept), and, when none of its children is idle, one for each connection
+ * waiting in its accept queue; but queues add children only up to the
+ * server-wide shortage (connections queued beyond every idle child of the
+ * server), so momentary queues in some buckets beside idle children in
+ * others do not grow the pool.  Buckets draw in priority order (no child
+ * at all, then the deepest queues, then the largest idle deficit) on one
+ * server-wide ramp, which doubles every cycle the server still wants more
+ * and falls back to 1 when it does not; a bucket with no child always gets
+ * one.  MaxRequestWorkers caps the sum.
+ *
+ * Killing: a bucket with more idle children than its share of
+ * MaxSpareServers and nothing to spawn retires one of them; and while the
+ * server spawns nothing and holds more idle children than MaxSpareServers
+ * (the per-bucket shares add up to more with many buckets), one more goes
+ * from the bucket with the most idle children above its minimum.
  *
  * At MaxRequestWorkers, a bucket with connections queued, no idle child
  * and fewer children than its share of MaxRequestWorkers cannot get a
@@ -254,7 +362,7 @@ typedef struct {
  * @param lim Limits in force
  * @param state One entry per bucket
  * @param occupied_slots Scoreboard slots in use, all generations included
- * @param spawn_rate One entry per bucket, carried between cycles (start at 1)
+ * @param spawn_rate The server's ramp, carried between cycles (start at 1)
  * @param action One entry per bucket, written
  * @param scratch One entry per bucket, overwritten
  * @param summary Written
@@ -264,6 +372,17 @@ void pf_decide_maintenance(const pf_limits_t *lim,
                            int *spawn_rate, pf_bucket_action_t *action,
                            pf_rank_t *scratch,
                            pf_decision_summary_t *summary);
+
+/**
+ * Counts an older generation's children in the buckets that carry their
+ * identity: each will be replaced in its bucket when it leaves, so for
+ * maintenance it is a child on its way, neither a gap to fill (which would
+ * fork a second child for the same work) nor a busy child.  It counts as
+ * idle.
+ * @param old_children Per bucket, old-generation children of its identity
+ */
+void pf_count_old_generation(pf_bucket_state_t *state,
+                             const int *old_children, int num_buckets);
 
 /**
  * Whether a child that just exited left its bucket with no child to

@@ -103,36 +103,18 @@
 
 int pf_steer_parse_mode(const char *arg, int *mode)
 {
+    int m;
+
     if (arg == NULL) {
         return -1;
     }
-    if (strcasecmp(arg, "hash") == 0) {
-        *mode = PF_STEER_HASH;
+    for (m = PFB_STEER_HASH; m <= PFB_STEER_IDLE; m++) {
+        if (strcasecmp(arg, pfb_steer_name(m)) == 0) {
+            *mode = m;
+            return 0;
+        }
     }
-    else if (strcasecmp(arg, "cpu") == 0) {
-        *mode = PF_STEER_CPU;
-    }
-    else if (strcasecmp(arg, "idle") == 0) {
-        *mode = PF_STEER_IDLE;
-    }
-    else {
-        return -1;
-    }
-    return 0;
-}
-
-const char *pf_steer_mode_name(int mode)
-{
-    switch (mode) {
-    case PF_STEER_HASH:
-        return "hash";
-    case PF_STEER_CPU:
-        return "cpu";
-    case PF_STEER_IDLE:
-        return "idle";
-    default:
-        return "unknown";
-    }
+    return -1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -287,53 +269,6 @@ int pf_steer_build_cpu_program(const pf_cpu_run_t *runs, int num_runs,
     /* CPUs below every other run: run 0. */
     n += cbpf_run_return(&runs[0], &out[n]);
     return n;
-}
-
-long pf_steer_run_cpu_program(const pf_cbpf_insn_t *prog, int len,
-                              uint32_t cpu, uint32_t random)
-{
-    uint32_t a = 0;
-    int pc = 0;
-
-    while (pc >= 0 && pc < len) {
-        const pf_cbpf_insn_t *insn = &prog[pc];
-
-        switch (insn->code) {
-        case OP_LD | OP_W | OP_ABS:
-            if (insn->k == (uint32_t)(CBPF_AD_OFF + CBPF_AD_CPU)) {
-                a = cpu;
-            }
-            else if (insn->k == (uint32_t)(CBPF_AD_OFF + CBPF_AD_RANDOM)) {
-                a = random;
-            }
-            else {
-                return -1;
-            }
-            pc++;
-            break;
-        case OP_ALU | OP_MOD | OP_K:
-            if (insn->k == 0) {
-                return -1;
-            }
-            a %= insn->k;
-            pc++;
-            break;
-        case OP_ALU | OP_ADD | OP_K:
-            a += insn->k;
-            pc++;
-            break;
-        case OP_JMP | OP_JGE | OP_K:
-            pc += 1 + (a >= insn->k ? insn->jt : insn->jf);
-            break;
-        case OP_RET | OP_K:
-            return (long)insn->k;
-        case OP_RET | OP_RET_A:
-            return (long)a;
-        default:
-            return -1;
-        }
-    }
-    return -1;
 }
 
 /* ------------------------------------------------------------------ */

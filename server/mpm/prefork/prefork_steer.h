@@ -39,18 +39,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/** How a new connection picks its bucket among one Listen's sockets. */
-typedef enum {
-    PF_STEER_HASH = 0,  /**< the kernel's own hash of the 4-tuple */
-    PF_STEER_CPU = 1,   /**< the bucket of the CPU that took the SYN */
-    PF_STEER_IDLE = 2   /**< the hash's bucket unless it has no idle child */
-} pf_steer_mode_e;
+#include "prefork_buckets.h"
 
-/** Parses "hash", "cpu" or "idle" (any case). @return 0, or -1 */
+/** Parses "hash", "cpu" or "idle" (any case) into a pfb_steer_e.
+ *  @return 0, or -1 */
 int pf_steer_parse_mode(const char *arg, int *mode);
-
-/** "hash", "cpu", "idle". */
-const char *pf_steer_mode_name(int mode);
 
 /* ------------------------------------------------------------------ */
 /* CPU layout                                                          */
@@ -136,15 +129,6 @@ typedef struct {
  */
 int pf_steer_build_cpu_program(const pf_cpu_run_t *runs, int num_runs,
                                pf_cbpf_insn_t *out);
-
-/**
- * Runs a classic BPF program built above against a CPU number and a
- * random number, the way the kernel would.  For the unit tests.
- * @return the value the program returns, or -1 on an instruction it does
- *         not know or a jump out of range
- */
-long pf_steer_run_cpu_program(const pf_cbpf_insn_t *prog, int len,
-                              uint32_t cpu, uint32_t random);
 
 /* ------------------------------------------------------------------ */
 /* eBPF: "idle" steering                                               */

@@ -16,11 +16,11 @@ What it models:
   in turn; a queued connection never moves to another bucket;
 - service time: exponential with the given mean, plus a fixed per-request
   overhead (accept, parse, log) calibrated against this machine;
-- the MPM's per-bucket maintenance once a simulated second: the same rules
-  as prefork_policy.c (spare-server shares, queue-driven spawning with a
-  doubling ramp, the MaxRequestWorkers cap, starved buckets first, and at
-  the cap idle children of buckets above their share retired for starved
-  buckets below theirs), with a fork delay before a new child accepts.
+- the MPM's per-bucket maintenance once a simulated second, decided by
+  the MPM's own pf_decide_maintenance() (prefork_policy.c, built into
+  build/libpfpolicy.so and called through ctypes; PFB_POLICY_LIB names
+  another build), with a fork delay before a new child accepts.  The model
+  has no copy of those rules to drift from the C.
 
   python3 bucketsim.py --buckets 2 --workers 32 --clients 48
   python3 bucketsim.py --predict         # 16, 64 and 256 CPUs
@@ -31,40 +31,112 @@ connections over buckets and over children.
 
 import argparse
 import collections
+import ctypes
 import heapq
 import json
 import math
+import os
 import random
 import sys
 
-MAX_SPAWN_RATE = 32
-# The MPM retires idle children elsewhere for starved buckets at the cap.
-REBALANCE = True
-# Buckets the idle-steering program looks at after the hash's.
-PROBES = 16
+HERE = os.path.dirname(os.path.abspath(__file__))
+POLICY_LIB = os.environ.get("PFB_POLICY_LIB") or os.path.join(
+    HERE, "..", "..", "..", "build", "libpfpolicy.so")
 
 
-def share(total, n, b):
-    return total // n + (1 if b < total % n else 0)
+class BucketState(ctypes.Structure):
+    """pf_bucket_state_t"""
+    _fields_ = [("children", ctypes.c_int), ("idle", ctypes.c_int),
+                ("queued", ctypes.c_int)]
 
 
-def min_spare(total, n, b):
-    return max(1, share(total, n, b))
+class BucketAction(ctypes.Structure):
+    """pf_bucket_action_t"""
+    _fields_ = [("spawn", ctypes.c_int), ("kill", ctypes.c_int)]
 
 
-def max_spare(min_total, max_total, n, b):
-    return max(min_spare(min_total, n, b) + 1, share(max_total, n, b))
+class Limits(ctypes.Structure):
+    """pf_limits_t"""
+    _fields_ = [("num_buckets", ctypes.c_int),
+                ("min_spare_servers", ctypes.c_int),
+                ("max_spare_servers", ctypes.c_int),
+                ("max_workers", ctypes.c_int),
+                ("max_spawn_rate", ctypes.c_int)]
+
+
+class Summary(ctypes.Structure):
+    """pf_decision_summary_t"""
+    _fields_ = [("spawned", ctypes.c_int), ("killed", ctypes.c_int),
+                ("wanted", ctypes.c_int), ("at_max_workers", ctypes.c_int),
+                ("fast_ramp_buckets", ctypes.c_int),
+                ("rebalanced", ctypes.c_int)]
+
+
+class Rank(ctypes.Structure):
+    """pf_rank_t"""
+    _fields_ = [("priority", ctypes.c_longlong), ("bucket", ctypes.c_int),
+                ("want", ctypes.c_int)]
+
+
+def load_policy(path=POLICY_LIB):
+    """The MPM's policy library; `make` builds it."""
+    try:
+        lib = ctypes.CDLL(os.path.abspath(path))
+    except OSError as e:
+        raise SystemExit("bucketsim: cannot load the MPM's policy library "
+                         "%s (%s); run make first" % (path, e))
+    lib.pf_limits_init.argtypes = [ctypes.POINTER(Limits)] + \
+        [ctypes.c_int] * 4
+    lib.pf_decide_maintenance.argtypes = [
+        ctypes.POINTER(Limits), ctypes.POINTER(BucketState), ctypes.c_int,
+        ctypes.POINTER(ctypes.c_int), ctypes.POINTER(BucketAction),
+        ctypes.POINTER(Rank), ctypes.POINTER(Summary)]
+    lib.pf_steer_idle_probes.argtypes = [ctypes.c_int]
+    return lib
+
+
+class Policy:
+    """pf_decide_maintenance() for nb buckets, with the server's spawn ramp
+    kept between cycles as the MPM keeps it."""
+
+    def __init__(self, nb, min_spare_servers, max_spare_servers, workers,
+                 lib=None):
+        self.lib = lib or load_policy()
+        self.nb = nb
+        self.limits = Limits()
+        self.lib.pf_limits_init(ctypes.byref(self.limits), nb,
+                                min_spare_servers, max_spare_servers, workers)
+        self.rate = ctypes.c_int(1)
+        self.state = (BucketState * nb)()
+        self.action = (BucketAction * nb)()
+        self.scratch = (Rank * nb)()
+        self.summary = Summary()
+
+    def decide(self, states, occupied):
+        """states: (children, idle, queued) per bucket.  Returns
+        [(spawn, kill)] per bucket."""
+        for b, (children, idle, queued) in enumerate(states):
+            self.state[b].children = children
+            self.state[b].idle = idle
+            self.state[b].queued = queued
+        self.lib.pf_decide_maintenance(
+            ctypes.byref(self.limits), self.state, occupied,
+            ctypes.byref(self.rate),
+            self.action, self.scratch, ctypes.byref(self.summary))
+        return [(a.spawn, a.kill) for a in self.action]
+
+    def ramp(self):
+        return self.rate.value
 
 
 class Bucket:
-    __slots__ = ("queue", "idle", "children", "accepted", "rate")
+    __slots__ = ("queue", "idle", "children", "accepted")
 
     def __init__(self):
         self.queue = collections.deque()
         self.idle = []
         self.children = 0
         self.accepted = 0
-        self.rate = 1
 
 
 def jain(values):
@@ -85,8 +157,15 @@ def percentile(sorted_values, p):
 def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
              overhead_ms=0.2, requests=100000, warmup=5000, seed=1,
              steering="hash", start_children=None, min_spare_servers=None,
-             max_spare_servers=None, fork_ms=5.0):
-    """Runs the model; returns a dict of figures (times in ms)."""
+             max_spare_servers=None, fork_ms=5.0, cpus=None, cpu_ms=0.0):
+    """Runs the model; returns a dict of figures (times in ms).
+
+    With cpus set, a request first needs cpu_ms of CPU (exponential) on one
+    of that many CPUs, waiting its turn in one run queue, then mean_ms of
+    waiting (exponential; 0 for none), as a request that computes and then
+    waits for a database does: a busy child then holds its connection
+    while the CPUs are saturated, which is what makes queue-driven spawning
+    grow the pool under static load."""
     rng = random.Random(seed)
     nb = 1 if steering == "single" else buckets
     start_children = workers if start_children is None else start_children
@@ -95,6 +174,9 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
     max_total = max_spare_servers if max_spare_servers is not None \
         else workers
     bs = [Bucket() for _ in range(nb)]
+    policy = Policy(nb, min_total, max_total, workers)
+    # Buckets the idle-steering program looks at after the hash's.
+    probes = policy.lib.pf_steer_idle_probes(nb)
     child_count = collections.Counter()
     next_child = [0]
     events = []
@@ -118,10 +200,28 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
     def service_time():
         return overhead_ms + rng.expovariate(1.0 / mean_ms)
 
+    run_queue = collections.deque()
+    running = [0]
+    pool_samples = []
+
     def start(b, child, arrived, t):
         bs[b].accepted += 1
         child_count[child] += 1
-        push(t + service_time(), "done", (b, child, arrived))
+        if cpus is None:
+            push(t + service_time(), "done", (b, child, arrived))
+        elif running[0] < cpus:
+            running[0] += 1
+            push(t + rng.expovariate(1.0 / cpu_ms), "cpu", (b, child, arrived))
+        else:
+            run_queue.append((b, child, arrived))
+
+    def cpu_done(data, t):
+        wait = rng.expovariate(1.0 / mean_ms) if mean_ms > 0 else 0.0
+        push(t + overhead_ms + wait, "done", data)
+        if run_queue:
+            push(t + rng.expovariate(1.0 / cpu_ms), "cpu", run_queue.popleft())
+        else:
+            running[0] -= 1
 
     def idle_steer(home):
         """ListenBucketSteering idle: the hash's bucket if it has an idle
@@ -130,7 +230,6 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
         (ties stay home) - the eBPF program's rule."""
         if bs[home].idle or nb == 1:
             return home
-        probes = min(nb - 1, PROBES)
         start = rng.randrange(nb - 1)
         best, best_queue = home, len(bs[home].queue)
         for i in range(probes):
@@ -159,60 +258,13 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
             bucket.idle.append(child)
 
     def maintenance(t):
-        states = []
-        for b, bucket in enumerate(bs):
-            states.append((bucket.children, len(bucket.idle),
-                           len(bucket.queue)))
-        budget = workers - total_children[0]
-        wants = []
-        kills = [0] * nb
-        for b, (children, idle, queued) in enumerate(states):
-            lo = min_spare(min_total, nb, b)
-            hi = max_spare(min_total, max_total, nb, b)
-            want = max(lo - idle, queued if idle == 0 else 0, 0)
-            if want == 0 and idle > hi and children > 1:
-                kills[b] = 1
-            priority = max(lo - idle, 0) + (queued << 20) + \
-                ((1 << 52) if children == 0 else 0)
-            capped = min(want, bs[b].rate)
-            if capped == 0 and children == 0:
-                capped = 1
-            wants.append((priority, -b, b, capped, want))
-        wants.sort(reverse=True)
-        at_cap = False
-        spawned = [0] * nb
-        for _, _, b, capped, _ in wants:
-            give = min(capped, max(budget, 0))
-            if give < capped:
-                at_cap = True
-            spawned[b] = give
-            budget -= give
-            for _ in range(give):
+        states = [(bucket.children, len(bucket.idle), len(bucket.queue))
+                  for bucket in bs]
+        for b, (spawn, kill) in enumerate(policy.decide(states,
+                                                        total_children[0])):
+            for _ in range(spawn):
                 new_child(b, t + fork_ms)
-        if at_cap and REBALANCE:
-            for _, _, b, _, _ in wants:
-                children, idle, queued = states[b]
-                if queued <= 0 or idle > 0 or spawned[b] > 0:
-                    continue
-                if children >= share(workers, nb, b):
-                    continue
-                donors = [d for d in range(nb) if states[d][2] == 0
-                          and states[d][1] - kills[d] >= 1
-                          and states[d][0] - kills[d] >= 2
-                          and states[d][0] - kills[d] > share(workers, nb, d)
-                          and spawned[d] == 0]
-                if not donors:
-                    break
-                d = max(donors, key=lambda x: states[x][1])
-                kills[d] += 1
-        for b, (children, idle, queued) in enumerate(states):
-            lo = min_spare(min_total, nb, b)
-            wanted_more = idle < lo or (idle == 0 and queued > 0)
-            if wanted_more and spawned[b] > 0:
-                bs[b].rate = min(bs[b].rate * 2, MAX_SPAWN_RATE)
-            elif not wanted_more:
-                bs[b].rate = 1
-            for _ in range(kills[b]):
+            for _ in range(kill):
                 if bs[b].idle and bs[b].children > 1:
                     bs[b].idle.pop(0)
                     bs[b].children -= 1
@@ -241,8 +293,12 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
         elif kind == "ready":
             b, child = data
             child_free(b, child, now)
+        elif kind == "cpu":
+            cpu_done(data, now)
         elif kind == "tick":
             maintenance(now)
+            if completed[0] > warmup:
+                pool_samples.append(total_children[0])
     elapsed = now - measure_start if latencies else 0.0
     latencies.sort()
     return {
@@ -256,6 +312,9 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
         "jain_buckets": jain([b.accepted for b in bs]),
         "jain_children": jain(list(child_count.values())),
         "children_end": [b.children for b in bs],
+        "pool_mean": (sum(pool_samples) / len(pool_samples)
+                      if pool_samples else float(total_children[0])),
+        "pool_max": max(pool_samples) if pool_samples else total_children[0],
     }
 
 
@@ -287,6 +346,15 @@ def main():
     parser.add_argument("--steering", choices=("hash", "single", "idle"),
                         default="hash")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--cpus", type=int, default=None,
+                        help="CPUs the children share (default: no CPU "
+                        "contention)")
+    parser.add_argument("--cpu-ms", type=float, default=0.0,
+                        help="CPU time per request with --cpus")
+    parser.add_argument("--start", type=int, default=None,
+                        help="StartServers (default: MaxRequestWorkers)")
+    parser.add_argument("--min-spare", type=int, default=None)
+    parser.add_argument("--max-spare", type=int, default=None)
     parser.add_argument("--predict", action="store_true")
     args = parser.parse_args()
     if args.predict:
@@ -298,7 +366,10 @@ def main():
     r = simulate(buckets=args.buckets, workers=args.workers,
                  clients=args.clients, mean_ms=args.mean_ms,
                  overhead_ms=args.overhead_ms, requests=args.requests,
-                 seed=args.seed, steering=args.steering)
+                 seed=args.seed, steering=args.steering, cpus=args.cpus,
+                 cpu_ms=args.cpu_ms, start_children=args.start,
+                 min_spare_servers=args.min_spare,
+                 max_spare_servers=args.max_spare)
     print(json.dumps(r, indent=1))
     return 0
 

@@ -1,0 +1,1439 @@
+/* Licensed to the Apache Software Foundation (ASF) under one or more
+ * contributor license agreements.  See the NOTICE file distributed with
+ * this work for additional information regarding copyright ownership.
+ * The ASF licenses this file to You under the Apache License, Version 2.0
+ * (the "License"); you may not use this file except in compliance with
+ * the License.  You may obtain a copy of the License at
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+/* The listener buckets; see prefork_bucketset.h. */
+
+#include "apr.h"
+#include "apr_atomic.h"
+#include "apr_portable.h"
+#include "apr_shm.h"
+#include "apr_strings.h"
+
+#define APR_WANT_STRFUNC
+#include "apr_want.h"
+
+#if APR_HAVE_UNISTD_H
+#include <unistd.h>
+#endif
+
+#include "ap_config.h"
+#include "httpd.h"
+#include "http_log.h"
+#include "http_main.h"
+#include "ap_listen.h"
+#include "mpm_common.h"
+#include "util_mutex.h"
+
+#include "pfb_log.h"
+#include "prefork_bucketset.h"
+#include "prefork_steer.h"
+
+APLOG_USE_MODULE(mpm_prefork);
+
+/* Room for the verifier's account of a refused program. */
+#define VERIFIER_LOG_SIZE 16384
+
+/* The most CPUs the affinity mask is read for. */
+#define MAX_MASK_CPUS 8192
+
+/* One bucket identity: a Listen's address and a shard.  Its index is its
+ * record in the shared segment, so counters stay with the identity
+ * across restarts.  Parent-private. */
+typedef struct {
+    const char *listener;       /* NULL: the single bucket of every Listen */
+    int shard;
+    int used;                   /* the record belongs to this identity */
+    int position;               /* bucket number now, -1 if not in use */
+    apr_pool_t *dup_pool;       /* holds the duplicate socket below */
+    apr_socket_t *dup;          /* shard > 0: kept for the server's life */
+    apr_uint64_t retired;       /* accepted by its children that exited */
+    int children;               /* live children forked for it */
+} identity_t;
+
+/* What the parent knows of a slot's child.  Parent-private. */
+typedef struct {
+    int record;                 /* -1: free */
+    int steer_bucket;           /* its bucket when forked... */
+    int steer_layout;           /* ...in this layout of bucket numbers */
+    pid_t pid;                  /* what the segment's slot record says */
+    int generation;
+    int stopping;
+} slot_rec_t;
+
+/* ListenBucketSteering's kernel objects.  The idle counts and the socket
+ * map live for the server's lifetime (a socket can be in one
+ * REUSEPORT_SOCKARRAY at a time, and children of every generation count
+ * in the same records); the programs are made again each generation, and
+ * attaching one replaces the last atomically. */
+typedef struct {
+    int active;                 /* pfb_steer_e in force */
+    int attached;               /* a program may be on the groups */
+    int fallback_logged;        /* the one line for a refusal was logged */
+    int stats_fd;               /* the mmap-able array of bucket counts */
+    pf_steer_bucket_t *stats;
+    size_t stats_len;
+    int stats_capacity;
+    int stats_layout;           /* layout the counts were last reset for */
+    int socks_fd;               /* the REUSEPORT_SOCKARRAY */
+    int socks_capacity;
+    long *pending;              /* per bucket: difference seen last cycle */
+    int pending_len;
+    int *waiting;               /* per bucket: scratch for reconciling */
+    int *cpus;                  /* the affinity mask, ascending */
+    int num_cpus;
+} steering_t;
+
+struct pf_bucketset_s {
+    apr_pool_t *pool;           /* outlives generations */
+    int num_slots;
+    int num_records;
+    identity_t *ids;
+    slot_rec_t *slots;
+    apr_time_t started;
+
+    /* The segment, and where its parts start. */
+    apr_shm_t *shm;
+    pfb_segment_t view;
+    pfb_shm_t *header;
+    pfb_shm_t header_copy;      /* what the header says: the segment's is
+                                   rewritten from it every cycle */
+    apr_int32_t *table;
+    pfb_bucket_t *records;
+    pfb_slot_t *seg_slots;
+
+    /* The current generation (arrays from its pconf). */
+    pf_bucket_t *buckets;
+    int num_buckets;
+    int num_listeners;
+    pf_bucket_plan_t plan;
+    int planned;
+    int layout;                 /* bumped when bucket numbers change
+                                   meaning */
+    int *layout_records;        /* per bucket number: its record; kept
+                                   here, not in pconf or the segment, for
+                                   the next restart to compare with */
+    int *queued;                /* scratch: per bucket */
+
+    steering_t steer;
+
+    /* What the count was made from. */
+    int reuseport_usable;       /* -1 not probed, 0 no, 1 yes */
+    apr_status_t reuseport_status;
+    const char *reuseport_failed_call;
+    pf_cpu_info_t cpus;
+    int cpus_usable;
+
+    /* In a child: its bucket and slot. */
+    int my_bucket;
+    int my_slot;
+};
+
+/* ------------------------------------------------------------------ */
+/* Creation and the segment                                            */
+
+pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
+                                    apr_time_t started)
+{
+    pf_bucketset_t *bs = apr_pcalloc(pool, sizeof(*bs));
+    int r;
+
+    bs->pool = pool;
+    bs->num_slots = num_slots;
+    /* Every bucket of a generation needs a child (the plan caps them at
+     * MaxRequestWorkers, at most ServerLimit), and an identity no longer
+     * in use keeps its record while children forked for it run (at most
+     * ServerLimit): twice ServerLimit, plus the single bucket. */
+    bs->num_records = 2 * num_slots + 1;
+    bs->ids = apr_pcalloc(pool, sizeof(identity_t)
+                                    * (apr_size_t)bs->num_records);
+    for (r = 0; r < bs->num_records; r++) {
+        bs->ids[r].position = -1;
+    }
+    bs->slots = apr_pcalloc(pool, sizeof(slot_rec_t) * (apr_size_t)num_slots);
+    bs->layout_records = apr_pcalloc(pool, sizeof(int)
+                                               * (apr_size_t)bs->num_records);
+    for (r = 0; r < num_slots; r++) {
+        bs->slots[r].record = -1;
+    }
+    bs->started = started;
+    bs->steer.stats_fd = -1;
+    bs->steer.socks_fd = -1;
+    bs->my_bucket = -1;
+    bs->my_slot = -1;
+    bs->reuseport_usable = -1;
+    return bs;
+}
+
+static apr_status_t create_segment(pf_bucketset_t *bs, server_rec *s)
+{
+    pfb_layout_t layout;
+    apr_status_t rv;
+    char *base;
+    int slot;
+
+    pfb_layout(bs->num_records, bs->num_slots, &layout);
+    /* An anonymous shared mapping: zero-filled, and pages never touched
+     * (records of identities never used) cost nothing. */
+    rv = apr_shm_create(&bs->shm, layout.size, NULL, bs->pool);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s,
+                     PFBLOGNO(00016) "couldn't create the listener "
+                     "buckets' shared memory (%" APR_SIZE_T_FMT " bytes)",
+                     layout.size);
+        return rv;
+    }
+    base = apr_shm_baseaddr_get(bs->shm);
+    bs->header = (pfb_shm_t *)base;
+    bs->table = (apr_int32_t *)(base + layout.table);
+    bs->records = (pfb_bucket_t *)(base + layout.records);
+    bs->seg_slots = (pfb_slot_t *)(base + layout.slots);
+    bs->view.shm = bs->header;
+    bs->view.size = layout.size;
+    bs->view.num_records = bs->num_records;
+    bs->view.num_slots = bs->num_slots;
+    for (slot = 0; slot < bs->num_slots; slot++) {
+        bs->seg_slots[slot].f.record = -1;
+    }
+    bs->header_copy.magic = PFB_SHM_MAGIC;
+    bs->header_copy.version = PFB_SHM_VERSION;
+    bs->header_copy.size = (apr_uint32_t)layout.size;
+    bs->header_copy.header_size = (apr_uint32_t)PFB_SHM_HEADER_SIZE;
+    bs->header_copy.bucket_size = (apr_uint32_t)sizeof(pfb_bucket_t);
+    bs->header_copy.slot_size = (apr_uint32_t)sizeof(pfb_slot_t);
+    bs->header_copy.num_records = (apr_uint32_t)bs->num_records;
+    bs->header_copy.num_slots = (apr_uint32_t)bs->num_slots;
+    bs->header_copy.started = bs->started;
+    *bs->header = bs->header_copy;
+    return APR_SUCCESS;
+}
+
+const pfb_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs)
+{
+    return bs != NULL && bs->header != NULL ? &bs->view : NULL;
+}
+
+pf_bucket_t *pf_bucketset_buckets(pf_bucketset_t *bs, int *num_buckets)
+{
+    *num_buckets = bs->num_buckets;
+    return bs->buckets;
+}
+
+const pf_bucket_plan_t *pf_bucketset_plan(const pf_bucketset_t *bs)
+{
+    return &bs->plan;
+}
+
+/* ------------------------------------------------------------------ */
+/* Identities                                                          */
+
+static int same_listener(const char *a, const char *b)
+{
+    return (a == NULL || b == NULL) ? a == b : strcmp(a, b) == 0;
+}
+
+static int find_identity(const pf_bucketset_t *bs, const pf_identity_t *id)
+{
+    int r;
+
+    for (r = 0; r < bs->num_records; r++) {
+        const identity_t *rec = &bs->ids[r];
+
+        if (rec->used && rec->shard == id->shard
+            && same_listener(rec->listener, id->listener)) {
+            return r;
+        }
+    }
+    return -1;
+}
+
+/* A record for a new identity: one never used, else one whose identity
+ * is not in use and has no child left, else one not in use (its old
+ * children's counts then add to the newcomer's: a report error, nothing
+ * worse; the sizing above makes it unreachable). */
+static int new_identity(pf_bucketset_t *bs, const pf_identity_t *id)
+{
+    int r, pick = -1, pass;
+
+    for (pass = 0; pass < 3 && pick < 0; pass++) {
+        for (r = 0; r < bs->num_records && pick < 0; r++) {
+            identity_t *rec = &bs->ids[r];
+
+            if (rec->position >= 0) {
+                continue;
+            }
+            if ((pass == 0 && !rec->used)
+                || (pass == 1 && rec->children == 0) || pass == 2) {
+                pick = r;
+            }
+        }
+    }
+    if (pick < 0) {
+        return -1;
+    }
+    if (bs->ids[pick].dup_pool) {
+        apr_pool_destroy(bs->ids[pick].dup_pool);
+    }
+    memset(&bs->ids[pick], 0, sizeof(identity_t));
+    bs->ids[pick].position = -1;
+    /* Only new identities allocate from the long-lived pool: restarts
+     * that keep their Listens make it grow by nothing. */
+    bs->ids[pick].listener = id->listener ? apr_pstrdup(bs->pool,
+                                                        id->listener)
+                                          : NULL;
+    bs->ids[pick].shard = id->shard;
+    bs->ids[pick].used = 1;
+    memset(&bs->records[pick], 0, sizeof(pfb_bucket_t));
+    return pick;
+}
+
+/* Closes the duplicate of an identity that no bucket uses now. */
+static void drop_duplicate(identity_t *rec)
+{
+    if (rec->dup_pool) {
+        /* The pool's cleanup closes the socket. */
+        apr_pool_destroy(rec->dup_pool);
+        rec->dup_pool = NULL;
+        rec->dup = NULL;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Building a generation                                               */
+
+static ap_listen_rec *nth_listener(int n)
+{
+    ap_listen_rec *lr = ap_listeners;
+
+    while (lr && n-- > 0) {
+        lr = lr->next;
+    }
+    return lr;
+}
+
+static ap_listen_rec *bucket_listener(apr_pool_t *p, ap_listen_rec *orig,
+                                      apr_socket_t *sd)
+{
+    ap_listen_rec *lr = apr_pmemdup(p, orig, sizeof(*orig));
+
+    lr->next = NULL;
+    lr->sd = sd;
+    lr->active = 1;
+    return lr;
+}
+
+/* The socket of a bucket in reuseport or per-listen mode: shard 0 is
+ * core's own listener, the others duplicates kept from an earlier
+ * generation or opened now. */
+static apr_status_t bucket_socket(pf_bucketset_t *bs, identity_t *rec,
+                                  ap_listen_rec *orig, server_rec *s,
+                                  apr_socket_t **sd)
+{
+    int queued = 0, backlog = DEFAULT_LISTENBACKLOG;
+    apr_status_t rv;
+
+    if (rec->shard == 0) {
+        *sd = orig->sd;
+        return APR_SUCCESS;
+    }
+    if (rec->dup) {
+        *sd = rec->dup;
+        return APR_SUCCESS;
+    }
+    /* The duplicate gets the backlog the original runs with. */
+    if (pf_os_listener_queue(orig->sd, &queued, &backlog) != APR_SUCCESS
+        || backlog <= 0) {
+        backlog = DEFAULT_LISTENBACKLOG;
+    }
+    apr_pool_create(&rec->dup_pool, bs->pool);
+    apr_pool_tag(rec->dup_pool, "prefork_bucket_socket");
+    rv = pf_os_duplicate_listener(&rec->dup, orig->sd, orig->bind_addr,
+                                  backlog, rec->dup_pool);
+    if (rv != APR_SUCCESS) {
+        apr_pool_destroy(rec->dup_pool);
+        rec->dup_pool = NULL;
+        rec->dup = NULL;
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
+                     PFBLOGNO(00021) "couldn't open SO_REUSEPORT duplicate "
+                     "%d of listener %pI", rec->shard, orig->bind_addr);
+        return rv;
+    }
+    *sd = rec->dup;
+    return APR_SUCCESS;
+}
+
+/* Gives every bucket of the plan its identity record and its sockets. */
+static apr_status_t open_buckets(pf_bucketset_t *bs,
+                                 const pf_generation_out_t *out,
+                                 apr_pool_t *pconf, server_rec *s)
+{
+    int b, r;
+    apr_status_t rv;
+
+    for (r = 0; r < bs->num_records; r++) {
+        bs->ids[r].position = -1;
+    }
+    for (b = 0; b < out->plan.num_buckets; b++) {
+        pf_bucket_t *bucket = &bs->buckets[b];
+        ap_listen_rec *lr;
+        apr_socket_t *sd;
+
+        r = find_identity(bs, &out->bucket[b]);
+        if (r < 0 && (r = new_identity(bs, &out->bucket[b])) < 0) {
+            ap_log_error(APLOG_MARK, APLOG_CRIT, APR_ENOSPC, s,
+                         PFBLOGNO(00049) "listener buckets: no record left "
+                         "for bucket %d", b);
+            return APR_ENOSPC;
+        }
+        bs->ids[r].position = b;
+        bucket->record = r;
+        if (out->listener[b] < 0) {
+            /* Single mode: every Listen in one bucket. */
+            bucket->listeners = ap_listeners;
+            bucket->num_listeners = bs->num_listeners;
+            bucket->address = apr_psprintf(pconf, "%pI%s",
+                                           ap_listeners->bind_addr,
+                                           bs->num_listeners > 1 ? " (+more)"
+                                                                 : "");
+            for (lr = ap_listeners; lr; lr = lr->next) {
+                /* Several sockets are polled, so a connection another
+                 * child took first must not block us in accept(). */
+                apr_socket_opt_set(lr->sd, APR_SO_NONBLOCK,
+                                   bs->num_listeners > 1);
+            }
+            continue;
+        }
+        lr = nth_listener(out->listener[b]);
+        if (out->plan.mode == PFB_MODE_REUSEPORT && out->bucket[b].shard == 0
+            && (rv = pf_os_set_reuseport(lr->sd)) != APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
+                         PFBLOGNO(00022) "setsockopt(SO_REUSEPORT) on "
+                         "listener %pI failed", lr->bind_addr);
+            return rv;
+        }
+        rv = bucket_socket(bs, &bs->ids[r], lr, s, &sd);
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+        /* One socket per bucket, used by its children alone: they block
+         * in accept(), and the kernel wakes one per connection. */
+        apr_socket_opt_set(sd, APR_SO_NONBLOCK, 0);
+        bucket->listeners = bucket_listener(pconf, lr, sd);
+        bucket->num_listeners = 1;
+        bucket->address = out->bucket[b].listener;
+    }
+    return APR_SUCCESS;
+}
+
+static apr_status_t create_accept_mutexes(pf_bucketset_t *bs,
+                                          apr_pool_t *pconf, server_rec *s)
+{
+    int b;
+    apr_status_t rv;
+
+    for (b = 0; b < bs->num_buckets; b++) {
+        bs->buckets[b].mutex = NULL;
+        if (bs->buckets[b].num_listeners < 2) {
+            continue;
+        }
+        rv = ap_proc_mutex_create(&bs->buckets[b].mutex, NULL,
+                                  AP_ACCEPT_MUTEX_TYPE, apr_itoa(pconf, b), s,
+                                  pconf, 0);
+        if (rv != APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s,
+                         PFBLOGNO(00023) "couldn't create the accept mutex "
+                         "of bucket %d", b);
+            return rv;
+        }
+    }
+    return APR_SUCCESS;
+}
+
+/* The Listens' addresses, which name the buckets. */
+static const char **listener_names(apr_pool_t *p, int *count)
+{
+    ap_listen_rec *lr;
+    const char **names;
+    int n = 0;
+
+    for (lr = ap_listeners; lr; lr = lr->next) {
+        n++;
+    }
+    names = apr_pcalloc(p, sizeof(char *) * (apr_size_t)(n + 1));
+    n = 0;
+    for (lr = ap_listeners; lr; lr = lr->next) {
+        names[n++] = apr_psprintf(p, "%pI", lr->bind_addr);
+    }
+    *count = n;
+    return names;
+}
+
+/* The previous generation's identities, for pf_plan_generation().  Its
+ * buckets array went with the old pconf; the layout is kept here. */
+static pf_identity_t *old_identities(pf_bucketset_t *bs, apr_pool_t *p)
+{
+    pf_identity_t *old;
+    int b;
+
+    old = apr_pcalloc(p, sizeof(*old) * (apr_size_t)(bs->num_buckets + 1));
+    for (b = 0; b < bs->num_buckets; b++) {
+        identity_t *rec = &bs->ids[bs->layout_records[b]];
+
+        old[b].listener = rec->listener;
+        old[b].shard = rec->shard;
+    }
+    return old;
+}
+
+static void alloc_generation_out(apr_pool_t *p, int room, int num_old,
+                                 pf_generation_out_t *out)
+{
+    apr_size_t n = (apr_size_t)room;
+
+    out->bucket = apr_pcalloc(p, sizeof(*out->bucket) * n);
+    out->listener = apr_pcalloc(p, sizeof(int) * n);
+    out->from_old = apr_pcalloc(p, sizeof(int) * n);
+    out->target = apr_pcalloc(p, sizeof(int) * n);
+    out->old_survives = apr_pcalloc(p, sizeof(int)
+                                           * (apr_size_t)(num_old + 1));
+}
+
+/* Writes the parent-owned fields of the records and the table from the
+ * parent's own state. */
+static void write_records(pf_bucketset_t *bs)
+{
+    int r, b;
+
+    for (r = 0; r < bs->num_records; r++) {
+        identity_t *rec = &bs->ids[r];
+        pfb_bucket_fields_t *f = &bs->records[r].f;
+
+        if (!rec->used) {
+            continue;
+        }
+        f->position = rec->position;
+        f->shard = rec->shard;
+        f->retired = rec->retired;
+        apr_cpystrn(f->listener, rec->listener ? rec->listener
+                                               : bs->buckets[0].address,
+                    sizeof(f->listener));
+    }
+    for (b = 0; b < bs->num_buckets; b++) {
+        bs->table[b] = bs->buckets[b].record;
+    }
+}
+
+/* Writes the slot records' parent fields from the parent's own table, so
+ * whatever a child wrote there lasts one cycle at most. */
+static void write_slots(pf_bucketset_t *bs, int slots_used)
+{
+    int slot;
+
+    for (slot = 0; slot < slots_used && slot < bs->num_slots; slot++) {
+        const slot_rec_t *sr = &bs->slots[slot];
+        pfb_slot_fields_t *f = &bs->seg_slots[slot].f;
+
+        f->record = sr->record;
+        f->pid = sr->record >= 0 ? (apr_int32_t)sr->pid : 0;
+        f->generation = sr->generation;
+        f->stopping = sr->stopping;
+    }
+}
+
+/* Notes this generation's layout in the parent's copy of the header. */
+static void write_layout(pf_bucketset_t *bs, const pf_bucketset_config_t *cfg)
+{
+    pfb_shm_t *h = &bs->header_copy;
+    int b, changed = bs->num_buckets != (int)h->num_buckets;
+
+    for (b = 0; b < bs->num_buckets; b++) {
+        changed |= bs->layout_records[b] != bs->buckets[b].record;
+        bs->layout_records[b] = bs->buckets[b].record;
+    }
+    if (changed) {
+        /* Bucket numbers now name other identities: idle counts kept by
+         * bucket number start again. */
+        bs->layout++;
+    }
+    write_records(bs);
+    h->num_buckets = (apr_uint32_t)bs->num_buckets;
+    h->num_listeners = (apr_uint32_t)bs->num_listeners;
+    h->mode = bs->plan.mode;
+    h->reason = bs->plan.reason;
+    h->buckets_per_listen = bs->plan.buckets_per_listen;
+    h->so_reuseport = bs->reuseport_usable;
+    h->cpus_online = bs->cpus.online;
+    h->cpus_affinity = bs->cpus.affinity;
+    h->cpus_quota = bs->cpus.quota;
+    h->cpus_usable = bs->cpus_usable;
+    h->ratio = cfg->ratio;
+    h->explicit_buckets = cfg->explicit_buckets > 0 ? cfg->explicit_buckets
+                                                    : 0;
+    h->max_workers = cfg->max_workers;
+    h->steer_wanted = cfg->steer_wanted;
+    h->cpu_affinity = cfg->cpu_affinity;
+    *bs->header = *h;
+}
+
+static apr_status_t plan_and_open(pf_bucketset_t *bs, pf_generation_in_t *in,
+                                  apr_pool_t *pconf, server_rec *s,
+                                  pf_generation_out_t *out)
+{
+    int nb, r;
+
+    alloc_generation_out(pconf, pf_generation_room(in), in->num_old, out);
+    nb = pf_plan_generation(in, out);
+    if (nb < 1) {
+        return APR_EINVAL;
+    }
+    bs->buckets = apr_pcalloc(pconf, sizeof(pf_bucket_t) * (apr_size_t)nb);
+    bs->num_buckets = nb;
+    bs->plan = out->plan;
+    if (open_buckets(bs, out, pconf, s) != APR_SUCCESS) {
+        return APR_EGENERAL;
+    }
+    /* Duplicates that no bucket of this generation wants: a Listen
+     * removed, or fewer buckets after a full restart. */
+    for (r = 0; r < bs->num_records; r++) {
+        if (bs->ids[r].position < 0) {
+            drop_duplicate(&bs->ids[r]);
+        }
+    }
+    return APR_SUCCESS;
+}
+
+/* One line about the count in force and why. */
+static void log_bucket_plan(const pf_bucketset_t *bs,
+                            const pf_bucketset_config_t *cfg,
+                            const pf_generation_out_t *out,
+                            const pf_bucket_plan_t *asked, server_rec *s)
+{
+    const pf_bucket_plan_t *plan = &out->plan;
+    int explicit_buckets = cfg->explicit_buckets > 0 ? cfg->explicit_buckets
+                                                     : 0;
+
+    if (out->change_deferred) {
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
+                     PFBLOGNO(00027) "listener buckets: the new "
+                     "configuration asks for %d per Listen (mode %s); a "
+                     "graceful restart keeps %d (mode %s) so that no queued "
+                     "connection is lost; the change takes effect at the "
+                     "next full restart",
+                     asked->buckets_per_listen, pfb_mode_name(asked->mode),
+                     plan->buckets_per_listen, pfb_mode_name(plan->mode));
+        return;
+    }
+    if (plan->reason == PFB_WHY_NO_REUSEPORT) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, bs->reuseport_status, s,
+                     PFBLOGNO(00024) "SO_REUSEPORT unavailable (%s failed): "
+                     "%s ignored, one bucket per Listen (%d bucket(s))",
+                     bs->reuseport_failed_call,
+                     explicit_buckets ? "ListenBuckets"
+                                      : "ListenCoresBucketsRatio",
+                     plan->num_buckets);
+        return;
+    }
+    if (plan->reason == PFB_WHY_CAPPED) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     PFBLOGNO(00025) "%s asks for more buckets than "
+                     "MaxRequestWorkers (%d) can give a child each; using "
+                     "%d bucket(s) per Listen, %d in all (mode %s)",
+                     explicit_buckets ? "ListenBuckets"
+                                      : "ListenCoresBucketsRatio",
+                     cfg->max_workers, plan->buckets_per_listen,
+                     plan->num_buckets,
+                     pfb_mode_name(plan->mode));
+        return;
+    }
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                 PFBLOGNO(00026) "SO_REUSEPORT %s; listener buckets: %d "
+                 "(%d per Listen, mode %s, from %s: %d usable CPU(s) of %d "
+                 "online, affinity %d, cgroup quota %d, "
+                 "ListenCoresBucketsRatio %d, ListenBuckets %d)",
+                 bs->reuseport_usable ? "works" : "unavailable",
+                 plan->num_buckets, plan->buckets_per_listen,
+                 pfb_mode_name(plan->mode), pfb_reason_name(plan->reason),
+                 bs->cpus_usable, bs->cpus.online, bs->cpus.affinity,
+                 bs->cpus.quota, cfg->ratio, explicit_buckets);
+}
+
+apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
+                                const pf_bucketset_config_t *cfg,
+                                apr_pool_t *pconf, server_rec *s,
+                                pf_generation_out_t *out)
+{
+    pf_generation_in_t in;
+    pf_bucket_plan_t asked;
+    apr_status_t rv;
+
+    if (bs->header == NULL && create_segment(bs, s) != APR_SUCCESS) {
+        return APR_EGENERAL;
+    }
+    if (bs->reuseport_usable < 0) {
+        bs->reuseport_usable = pf_os_probe_reuseport(
+            &bs->reuseport_status, &bs->reuseport_failed_call);
+    }
+    pf_os_probe_cpus(&bs->cpus);
+    bs->cpus_usable = pf_usable_cpus(bs->cpus.online, bs->cpus.affinity,
+                                     bs->cpus.quota);
+
+    memset(&in, 0, sizeof(in));
+    in.how = cfg->how;
+    in.max_workers = cfg->max_workers;
+    in.start_servers = cfg->start_servers;
+    in.listeners = listener_names(pconf, &in.num_listeners);
+    bs->num_listeners = in.num_listeners;
+    if (in.num_listeners < 1) {
+        return APR_EINVAL;
+    }
+    pf_plan_buckets(bs->cpus_usable, cfg->ratio, cfg->explicit_buckets,
+                    bs->reuseport_usable, in.num_listeners, cfg->max_workers,
+                    &in.wanted);
+    asked = in.wanted;
+    in.previous = bs->planned ? &bs->plan : NULL;
+    in.num_old = bs->planned ? bs->num_buckets : 0;
+    in.old = old_identities(bs, pconf);
+    in.old_children = cfg->old_children
+                          ? cfg->old_children
+                          : apr_pcalloc(pconf, sizeof(int)
+                                                   * (apr_size_t)(in.num_old
+                                                                  + 1));
+    rv = plan_and_open(bs, &in, pconf, s, out);
+    if (rv == APR_EGENERAL && out->plan.mode == PFB_MODE_REUSEPORT) {
+        /* The kernel refused a duplicate (another user's socket on the
+         * port, or an exotic listener): one bucket per Listen rather than
+         * not at all. */
+        if (!cfg->quiet) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                         PFBLOGNO(00029) "listener buckets: duplicating the "
+                         "Listen sockets failed; falling back to one bucket "
+                         "per Listen");
+        }
+        pf_plan_per_listen_fallback(in.num_listeners, &in.wanted);
+        in.how = PF_RESTART_FULL;
+        rv = plan_and_open(bs, &in, pconf, s, out);
+    }
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    bs->planned = 1;
+    rv = create_accept_mutexes(bs, pconf, s);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    bs->queued = apr_pcalloc(pconf, sizeof(int)
+                                        * (apr_size_t)bs->num_buckets);
+    write_layout(bs, cfg);
+    if (!cfg->quiet) {
+        log_bucket_plan(bs, cfg, out, &asked, s);
+    }
+    return APR_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ */
+/* Slots                                                               */
+
+void pf_bucketset_claim_slot(pf_bucketset_t *bs, int slot, int bucket,
+                             int generation)
+{
+    pfb_slot_fields_t *f;
+    slot_rec_t *sr;
+    int record;
+
+    if (slot < 0 || slot >= bs->num_slots || bucket < 0
+        || bucket >= bs->num_buckets) {
+        return;
+    }
+    record = bs->buckets[bucket].record;
+    sr = &bs->slots[slot];
+    sr->record = record;
+    sr->steer_bucket = bucket;
+    sr->steer_layout = bs->layout;
+    sr->pid = 0;
+    sr->generation = generation;
+    sr->stopping = 0;
+    bs->ids[record].children++;
+    f = &bs->seg_slots[slot].f;
+    apr_atomic_set64(&f->accepted, 0);
+    f->waiting = 0;
+    f->record = record;
+    f->pid = 0;
+    f->generation = generation;
+    f->stopping = 0;
+}
+
+void pf_bucketset_slot_started(pf_bucketset_t *bs, int slot, pid_t pid)
+{
+    if (slot >= 0 && slot < bs->num_slots) {
+        bs->slots[slot].pid = pid;
+        bs->seg_slots[slot].f.pid = (apr_int32_t)pid;
+    }
+}
+
+void pf_bucketset_slot_stopping(pf_bucketset_t *bs, int slot)
+{
+    if (slot >= 0 && slot < bs->num_slots) {
+        bs->slots[slot].stopping = 1;
+        bs->seg_slots[slot].f.stopping = 1;
+    }
+}
+
+int pf_bucketset_slot_bucket(const pf_bucketset_t *bs, int slot)
+{
+    if (slot < 0 || slot >= bs->num_slots || bs->slots[slot].record < 0) {
+        return -1;
+    }
+    return bs->ids[bs->slots[slot].record].position;
+}
+
+void pf_bucketset_forget_slot(pf_bucketset_t *bs, int slot)
+{
+    pfb_slot_fields_t *f;
+    slot_rec_t *sr;
+    steering_t *st = &bs->steer;
+
+    if (slot < 0 || slot >= bs->num_slots || bs->slots[slot].record < 0) {
+        return;
+    }
+    sr = &bs->slots[slot];
+    f = &bs->seg_slots[slot].f;
+    /* What the child wrote is only added up or tested for zero: a
+     * hostile value makes a report wrong and nothing else. */
+    bs->ids[sr->record].retired += apr_atomic_read64(&f->accepted);
+    bs->records[sr->record].f.retired = bs->ids[sr->record].retired;
+    if (bs->ids[sr->record].children > 0) {
+        bs->ids[sr->record].children--;
+    }
+    /* A child that died while counted as waiting in accept() is never
+     * advertised as idle: its count goes now, if it was made in the
+     * bucket numbering in force. */
+    if (f->waiting != 0 && st->stats != NULL && sr->steer_layout == bs->layout
+        && sr->steer_bucket < st->stats_capacity) {
+        apr_atomic_add64((volatile apr_uint64_t *)&st->stats[sr->steer_bucket]
+                             .idle,
+                         (apr_uint64_t)(apr_int64_t)-1);
+    }
+    f->waiting = 0;
+    f->record = -1;
+    f->pid = 0;
+    f->stopping = 0;
+    sr->record = -1;
+    sr->pid = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Each cycle                                                          */
+
+/* Compares each bucket's idle count with what the slots and the accept
+ * queues say, and corrects drift: a handshake the program counted that
+ * never completed, or a child killed between marking its slot and
+ * counting itself. */
+static void reconcile_idle_counts(pf_bucketset_t *bs, server_rec *s)
+{
+    steering_t *st = &bs->steer;
+    int slot, b;
+
+    if (st->active != PFB_STEER_IDLE || st->stats == NULL
+        || st->pending_len < bs->num_buckets) {
+        return;
+    }
+    memset(st->waiting, 0, sizeof(int) * (apr_size_t)bs->num_buckets);
+    for (slot = 0; slot < bs->num_slots; slot++) {
+        const slot_rec_t *sr = &bs->slots[slot];
+
+        if (sr->record >= 0 && sr->steer_layout == bs->layout
+            && sr->steer_bucket < bs->num_buckets
+            && bs->seg_slots[slot].f.waiting != 0) {
+            st->waiting[sr->steer_bucket]++;
+        }
+    }
+    for (b = 0; b < bs->num_buckets; b++) {
+        long advertised = (long)st->stats[b].idle;
+        long truth = pf_steer_idle_truth(st->waiting[b], bs->queued[b]);
+        long fix = pf_steer_idle_correction(advertised, truth,
+                                            &st->pending[b]);
+
+        if (fix != 0) {
+            apr_atomic_add64((volatile apr_uint64_t *)&st->stats[b].idle,
+                             (apr_uint64_t)(apr_int64_t)fix);
+            ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
+                         PFBLOGNO(00047) "idle steering: bucket %d "
+                         "advertised %ld idle, %d waiting and %d queued; "
+                         "corrected by %ld", b, advertised, st->waiting[b],
+                         bs->queued[b], fix);
+        }
+    }
+}
+
+void pf_bucketset_snapshot(pf_bucketset_t *bs, int *queued, server_rec *s)
+{
+    int b;
+
+    for (b = 0; b < bs->num_buckets; b++) {
+        ap_listen_rec *lr;
+        int depth, limit;
+
+        queued[b] = 0;
+        for (lr = bs->buckets[b].listeners; lr; lr = lr->next) {
+            if (pf_os_listener_queue(lr->sd, &depth, &limit) == APR_SUCCESS) {
+                queued[b] += depth;
+            }
+        }
+        bs->queued[b] = queued[b];
+    }
+    reconcile_idle_counts(bs, s);
+}
+
+/* Connections each identity's children have accepted: those of children
+ * gone, plus the live children's counters. */
+static void count_accepted(pf_bucketset_t *bs, int slots_used)
+{
+    int slot, b;
+
+    for (b = 0; b < bs->num_buckets; b++) {
+        int r = bs->buckets[b].record;
+
+        bs->records[r].f.accepted = bs->ids[r].retired;
+    }
+    for (slot = 0; slot < slots_used && slot < bs->num_slots; slot++) {
+        int r = bs->slots[slot].record;
+
+        if (r >= 0 && bs->ids[r].position >= 0) {
+            bs->records[r].f.accepted +=
+                apr_atomic_read64(&bs->seg_slots[slot].f.accepted);
+        }
+    }
+}
+
+void pf_bucketset_publish(pf_bucketset_t *bs,
+                          const pf_bucketset_figures_t *fig)
+{
+    apr_time_t now = apr_time_now();
+    int b;
+
+    if (bs->header == NULL) {
+        return;
+    }
+    write_records(bs);
+    write_slots(bs, fig->slots_used);
+    count_accepted(bs, fig->slots_used);
+    for (b = 0; b < bs->num_buckets; b++) {
+        int r = bs->buckets[b].record;
+        pfb_bucket_fields_t *f = &bs->records[r].f;
+        const pf_steer_bucket_t *rec;
+        ap_listen_rec *lr;
+        int depth, limit, backlog = 0;
+        apr_uint32_t next;
+
+        for (lr = bs->buckets[b].listeners; lr; lr = lr->next) {
+            if (pf_os_listener_queue(lr->sd, &depth, &limit) == APR_SUCCESS) {
+                backlog += limit;
+            }
+        }
+        f->children = (apr_uint32_t)fig->children[b];
+        f->idle = (apr_uint32_t)fig->idle[b];
+        f->busy = (apr_uint32_t)fig->busy[b];
+        f->starting = (apr_uint32_t)fig->starting[b];
+        f->stopping = (apr_uint32_t)fig->stopping[b];
+        f->queue_depth = (apr_uint32_t)fig->queued[b];
+        f->backlog = (apr_uint32_t)backlog;
+        if (bs->steer.active == PFB_STEER_IDLE && bs->steer.stats != NULL
+            && b < bs->steer.stats_capacity) {
+            rec = &bs->steer.stats[b];
+            f->steer_kept = rec->kept;
+            f->steer_moved = rec->moved;
+            f->steer_idle = rec->idle;
+        }
+        /* The ring index is the parent's to keep; a child may have
+         * scribbled on it, so it is taken modulo the ring's size. */
+        next = f->sample_next % PFB_RATE_SAMPLES;
+        f->accepted_sample[next] = f->accepted;
+        f->sample_time[next] = now;
+        f->sample_next = (next + 1) % PFB_RATE_SAMPLES;
+    }
+    bs->header_copy.generation = fig->generation;
+    bs->header_copy.steer_active = bs->steer.active;
+    bs->header_copy.slots_used = fig->slots_used;
+    bs->header_copy.updated = now;
+    *bs->header = bs->header_copy;
+}
+
+/* ------------------------------------------------------------------ */
+/* Children                                                            */
+
+/* Closes a listening socket in this child only.  The descriptor is marked
+ * closed in the APR socket too, so no later cleanup closes the number
+ * again once something else has reused it. */
+static void close_in_child(apr_socket_t *sd)
+{
+    apr_os_sock_t fd, none = -1;
+
+    if (sd != NULL && apr_os_sock_get(&fd, sd) == APR_SUCCESS && fd >= 0) {
+        close(fd);
+        apr_os_sock_put(&sd, &none, NULL);
+    }
+}
+
+static void pin_child_to_bucket_cpus(pf_bucketset_t *bs, int bucket,
+                                     server_rec *s)
+{
+    steering_t *st = &bs->steer;
+    int per_listen = bs->plan.buckets_per_listen;
+    int cpus[MAX_MASK_CPUS];
+    int n;
+    apr_status_t rv;
+
+    if (bs->plan.mode != PFB_MODE_REUSEPORT || per_listen < 2
+        || st->num_cpus < 1) {
+        return;
+    }
+    n = pf_steer_shard_cpus(st->cpus, st->num_cpus, per_listen,
+                            bucket % per_listen, cpus);
+    if (n < 1) {
+        return;
+    }
+    rv = pf_os_pin_to_cpus(cpus, n);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
+                     PFBLOGNO(00045) "BucketCPUAffinity: couldn't pin the "
+                     "child of bucket %d to its %d CPU(s); it runs "
+                     "unpinned", bucket, n);
+    }
+}
+
+void pf_bucketset_child_init(pf_bucketset_t *bs, int bucket, int slot,
+                             int cpu_affinity, server_rec *s)
+{
+    int b;
+    ap_listen_rec *lr;
+
+    bs->my_bucket = bucket;
+    bs->my_slot = slot >= 0 && slot < bs->num_slots ? slot : -1;
+    /* A child holds only its own bucket's sockets, as httpd's children
+     * do: it can reach nothing it does not use, and which bucket it
+     * serves can be seen from outside in /proc/PID/fd. */
+    for (b = 0; b < bs->num_buckets; b++) {
+        if (b == bucket) {
+            continue;
+        }
+        for (lr = bs->buckets[b].listeners; lr; lr = lr->next) {
+            close_in_child(lr->sd);
+        }
+    }
+    /* The child updates the idle counts through its inherited mapping
+     * only; the maps' descriptors would let it rewrite the socket map. */
+    pf_os_bpf_close(bs->steer.stats_fd);
+    pf_os_bpf_close(bs->steer.socks_fd);
+    bs->steer.stats_fd = -1;
+    bs->steer.socks_fd = -1;
+    if (cpu_affinity) {
+        pin_child_to_bucket_cpus(bs, bucket, s);
+    }
+}
+
+static pf_steer_bucket_t *my_idle_record(pf_bucketset_t *bs)
+{
+    steering_t *st = &bs->steer;
+
+    if (st->active != PFB_STEER_IDLE || st->stats == NULL
+        || bs->my_slot < 0 || bs->my_bucket < 0
+        || bs->my_bucket >= st->stats_capacity) {
+        return NULL;
+    }
+    return &st->stats[bs->my_bucket];
+}
+
+/* The slot is marked before the count rises, so that if the child dies in
+ * between the parent takes one too many back (corrected at the next
+ * cycles) rather than leaving a phantom idle child advertised. */
+void pf_bucketset_accept_begin(pf_bucketset_t *bs)
+{
+    pf_steer_bucket_t *rec = my_idle_record(bs);
+
+    if (rec == NULL) {
+        return;
+    }
+    bs->seg_slots[bs->my_slot].f.waiting = 1;
+    apr_atomic_inc64((volatile apr_uint64_t *)&rec->idle);
+}
+
+/* With a connection, the program already took the child's count when it
+ * sent the connection here; without one (a signal, an error, a stop), the
+ * child takes its count back itself. */
+void pf_bucketset_accept_end(pf_bucketset_t *bs, int got_connection)
+{
+    pf_steer_bucket_t *rec = my_idle_record(bs);
+
+    if (bs->my_slot < 0) {
+        return;
+    }
+    if (rec != NULL && bs->seg_slots[bs->my_slot].f.waiting != 0) {
+        if (!got_connection) {
+            apr_atomic_add64((volatile apr_uint64_t *)&rec->idle,
+                             (apr_uint64_t)(apr_int64_t)-1);
+        }
+        bs->seg_slots[bs->my_slot].f.waiting = 0;
+    }
+    if (got_connection) {
+        apr_atomic_inc64(&bs->seg_slots[bs->my_slot].f.accepted);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Stopping                                                            */
+
+int pf_bucketset_queued_total(pf_bucketset_t *bs)
+{
+    int b, total = 0;
+
+    pf_bucketset_snapshot(bs, bs->queued, ap_server_conf);
+    for (b = 0; b < bs->num_buckets; b++) {
+        total += bs->queued[b];
+    }
+    return total;
+}
+
+apr_status_t pf_bucketset_refuse_new(pf_bucketset_t *bs)
+{
+    apr_status_t rv = APR_SUCCESS;
+    ap_listen_rec *lr;
+    int b;
+
+    for (b = 0; b < bs->num_buckets && rv == APR_SUCCESS; b++) {
+        for (lr = bs->buckets[b].listeners; lr && rv == APR_SUCCESS;
+             lr = lr->next) {
+            rv = pf_os_refuse_new_connections(lr->sd);
+        }
+    }
+    return rv;
+}
+
+void pf_bucketset_close(pf_bucketset_t *bs)
+{
+    int r;
+
+    ap_close_listeners();
+    for (r = 0; r < bs->num_records; r++) {
+        drop_duplicate(&bs->ids[r]);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* ListenBucketSteering                                                */
+
+/* The socket of shard 0 of Listen @a l: a program attached through any
+ * socket of a reuseport group serves the whole group. */
+static apr_socket_t *listen_group_socket(pf_bucketset_t *bs, int l)
+{
+    return bs->buckets[l * bs->plan.buckets_per_listen].listeners->sd;
+}
+
+static int listen_groups(const pf_bucketset_t *bs)
+{
+    return bs->num_buckets / bs->plan.buckets_per_listen;
+}
+
+static void steer_detach_all(pf_bucketset_t *bs, server_rec *s)
+{
+    apr_status_t rv;
+    int l;
+
+    for (l = 0; l < listen_groups(bs); l++) {
+        rv = pf_os_detach_steering(listen_group_socket(bs, l));
+        if (rv != APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
+                         PFBLOGNO(00048) "ListenBucketSteering: couldn't "
+                         "detach the program from listener %s (needs Linux "
+                         "5.8); it stays until the next full restart",
+                         bs->buckets[l * bs->plan.buckets_per_listen]
+                             .address);
+        }
+    }
+    bs->steer.attached = 0;
+}
+
+/* The kernel or our privileges refused a step: back to hash, said once. */
+static void steer_fall_back(pf_bucketset_t *bs, int wanted, server_rec *s,
+                            const char *step, apr_status_t rv,
+                            const char *detail)
+{
+    steering_t *st = &bs->steer;
+
+    if (st->attached) {
+        steer_detach_all(bs, s);
+    }
+    st->active = PFB_STEER_HASH;
+    if (!st->fallback_logged) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
+                     PFBLOGNO(00043) "ListenBucketSteering %s unavailable: "
+                     "%s failed%s%s; falling back to hash steering",
+                     pfb_steer_name(wanted), step,
+                     detail && *detail ? ": " : "", detail ? detail : "");
+        st->fallback_logged = 1;
+    }
+}
+
+static void setup_cpu_steering(pf_bucketset_t *bs, int cpu_affinity,
+                               apr_pool_t *p, server_rec *s)
+{
+    steering_t *st = &bs->steer;
+    int per_listen = bs->plan.buckets_per_listen;
+    pf_cpu_run_t *runs;
+    pf_cbpf_insn_t *prog;
+    int num_runs, len = -1, l;
+    apr_status_t rv;
+
+    if (st->num_cpus < 1) {
+        steer_fall_back(bs, PFB_STEER_CPU, s, "sched_getaffinity()",
+                        APR_ENOTIMPL, NULL);
+        return;
+    }
+    runs = apr_palloc(p, sizeof(*runs) * (apr_size_t)st->num_cpus);
+    num_runs = pf_steer_cpu_runs(st->cpus, st->num_cpus, per_listen, runs);
+    if (num_runs > 0 && PF_CBPF_CPU_INSNS(num_runs) <= PF_CBPF_MAX_INSNS) {
+        prog = apr_palloc(p, sizeof(*prog) * PF_CBPF_CPU_INSNS(num_runs));
+        len = pf_steer_build_cpu_program(runs, num_runs, prog);
+    }
+    if (len < 0) {
+        steer_fall_back(bs, PFB_STEER_CPU, s, "building the program",
+                        APR_EINVAL,
+                        apr_psprintf(p, "%d CPU groups need more than the "
+                                     "kernel's %d instructions", num_runs,
+                                     PF_CBPF_MAX_INSNS));
+        return;
+    }
+    /* From here a program may be on some groups: a fallback detaches them
+     * all (detaching where there is none is harmless). */
+    st->attached = 1;
+    for (l = 0; l < listen_groups(bs); l++) {
+        rv = pf_os_attach_cpu_program(listen_group_socket(bs, l), prog, len);
+        if (rv != APR_SUCCESS) {
+            steer_fall_back(bs, PFB_STEER_CPU, s,
+                            "setsockopt(SO_ATTACH_REUSEPORT_CBPF)", rv, NULL);
+            return;
+        }
+    }
+    st->active = PFB_STEER_CPU;
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                 PFBLOGNO(00044) "ListenBucketSteering cpu: %d CPU(s) of "
+                 "the affinity mask feed %d bucket(s) per Listen on %d "
+                 "Listen(s) (classic BPF, %d instructions)%s",
+                 st->num_cpus, per_listen, listen_groups(bs), len,
+                 cpu_affinity ? "; children pinned to their bucket's CPUs"
+                              : "");
+}
+
+/* Room for @a needed buckets in a steering map: a power of two, at least
+ * 16, so that a restart adding a Listen seldom needs a new map. */
+static int steer_map_capacity(int needed)
+{
+    int capacity = 16;
+
+    while (capacity < needed) {
+        capacity *= 2;
+    }
+    return capacity;
+}
+
+/* The idle counts: kept for the server's lifetime, made larger (and new)
+ * only when a restart adds buckets. */
+static apr_status_t ensure_idle_counts(pf_bucketset_t *bs, server_rec *s)
+{
+    steering_t *st = &bs->steer;
+    pf_steer_bucket_t *mem;
+    size_t len;
+    int fd, capacity, b;
+    apr_status_t rv;
+
+    if (st->stats == NULL || st->stats_capacity < bs->num_buckets) {
+        capacity = steer_map_capacity(bs->num_buckets);
+        rv = pf_os_bpf_create_stats_map(capacity, &fd, &mem, &len);
+        if (rv != APR_SUCCESS) {
+            steer_fall_back(bs, PFB_STEER_IDLE, s, "bpf(BPF_MAP_CREATE) of "
+                            "the mmap-able idle counts", rv, NULL);
+            return rv;
+        }
+        /* Older generations' children keep their own mapping of the old
+         * records; unmapping here does not touch theirs. */
+        pf_os_bpf_unmap(st->stats, st->stats_len);
+        pf_os_bpf_close(st->stats_fd);
+        st->stats = mem;
+        st->stats_len = len;
+        st->stats_fd = fd;
+        st->stats_capacity = capacity;
+        st->stats_layout = -1;
+    }
+    if (st->pending_len < bs->num_buckets) {
+        /* Grows by doubling, so a long run of restarts allocates from the
+         * long-lived pool a bounded number of times. */
+        st->pending_len = steer_map_capacity(bs->num_buckets);
+        st->pending = apr_pcalloc(bs->pool, sizeof(long)
+                                                * (apr_size_t)st->pending_len);
+        st->waiting = apr_pcalloc(bs->pool, sizeof(int)
+                                                * (apr_size_t)st->pending_len);
+    }
+    if (st->stats_layout != bs->layout) {
+        /* Bucket numbers mean other sockets now.  The counts start from
+         * the children's slots at the next cycles. */
+        for (b = 0; b < st->stats_capacity; b++) {
+            st->stats[b].idle = 0;
+        }
+        memset(st->pending, 0, sizeof(long) * (apr_size_t)st->pending_len);
+        st->stats_layout = bs->layout;
+    }
+    return APR_SUCCESS;
+}
+
+/* Puts each bucket's socket under its bucket number in the socket map.
+ * The map lives as long as the server, because the kernel lets a socket be
+ * in one such map at a time, under one key: every (re)start empties it and
+ * fills it again from the sockets in force, so a socket closed by a full
+ * restart (and its descriptor number reused) can never leave a stale
+ * entry.  While it is refilled the program finds no socket and the kernel
+ * hashes, so no connection is refused. */
+static apr_status_t fill_socket_map(pf_bucketset_t *bs, server_rec *s)
+{
+    steering_t *st = &bs->steer;
+    apr_status_t rv;
+    int b, capacity, map_fd;
+
+    for (b = 0; st->socks_fd >= 0 && b < st->socks_capacity; b++) {
+        pf_os_bpf_clear_socket(st->socks_fd, b);
+    }
+    if (st->socks_fd < 0 || st->socks_capacity < bs->num_buckets) {
+        capacity = steer_map_capacity(bs->num_buckets);
+        rv = pf_os_bpf_create_socket_map(capacity, &map_fd);
+        if (rv != APR_SUCCESS) {
+            steer_fall_back(bs, PFB_STEER_IDLE, s, "bpf(BPF_MAP_CREATE) of "
+                            "the REUSEPORT_SOCKARRAY", rv, NULL);
+            return rv;
+        }
+        pf_os_bpf_close(st->socks_fd);
+        st->socks_fd = map_fd;
+        st->socks_capacity = capacity;
+    }
+    for (b = 0; b < bs->num_buckets; b++) {
+        rv = pf_os_bpf_set_socket(st->socks_fd, b,
+                                  bs->buckets[b].listeners->sd);
+        if (rv != APR_SUCCESS) {
+            steer_fall_back(bs, PFB_STEER_IDLE, s, "bpf(BPF_MAP_UPDATE_ELEM) "
+                            "of a bucket socket", rv, bs->buckets[b].address);
+            return rv;
+        }
+    }
+    return APR_SUCCESS;
+}
+
+/* The verifier's last line, for the one log line of a refusal. */
+static const char *last_log_line(apr_pool_t *p, char *log)
+{
+    char *end = log + strlen(log), *start;
+
+    while (end > log && (end[-1] == '\n' || end[-1] == ' ')) {
+        *--end = '\0';
+    }
+    start = strrchr(log, '\n');
+    start = start ? start + 1 : log;
+    return *start ? apr_psprintf(p, "verifier says: %s", start) : NULL;
+}
+
+static void setup_idle_steering(pf_bucketset_t *bs, apr_pool_t *p,
+                                server_rec *s)
+{
+    steering_t *st = &bs->steer;
+    pf_idle_program_t spec;
+    pf_ebpf_insn_t *prog;
+    int prog_fd, len, l;
+    char *verifier_log;
+    apr_status_t rv;
+
+    if (ensure_idle_counts(bs, s) != APR_SUCCESS
+        || fill_socket_map(bs, s) != APR_SUCCESS) {
+        return;
+    }
+    prog = apr_palloc(p, sizeof(*prog) * PF_EBPF_IDLE_MAX_INSNS);
+    verifier_log = apr_palloc(p, VERIFIER_LOG_SIZE);
+    spec.stats_map_fd = st->stats_fd;
+    spec.socks_map_fd = st->socks_fd;
+    spec.per_listen = bs->plan.buckets_per_listen;
+    spec.probes = pf_steer_idle_probes(spec.per_listen);
+    st->attached = 1;           /* as for cpu: a fallback detaches all */
+    for (l = 0; l < listen_groups(bs); l++) {
+        spec.first_bucket = l * spec.per_listen;
+        len = pf_steer_build_idle_program(&spec, prog, PF_EBPF_IDLE_MAX_INSNS);
+        rv = len < 0 ? APR_EINVAL
+                     : pf_os_bpf_load_idle_program(prog, len, &prog_fd,
+                                                   verifier_log,
+                                                   VERIFIER_LOG_SIZE);
+        if (rv != APR_SUCCESS) {
+            steer_fall_back(bs, PFB_STEER_IDLE, s, "bpf(BPF_PROG_LOAD) of "
+                            "the SK_REUSEPORT program", rv,
+                            len < 0 ? "program too large"
+                                    : last_log_line(p, verifier_log));
+            return;
+        }
+        rv = pf_os_attach_idle_program(listen_group_socket(bs, l), prog_fd);
+        /* The group holds the program now (or it failed): either way our
+         * descriptor is no longer needed. */
+        pf_os_bpf_close(prog_fd);
+        if (rv != APR_SUCCESS) {
+            steer_fall_back(bs, PFB_STEER_IDLE, s,
+                            "setsockopt(SO_ATTACH_REUSEPORT_EBPF)", rv, NULL);
+            return;
+        }
+    }
+    st->active = PFB_STEER_IDLE;
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                 PFBLOGNO(00046) "ListenBucketSteering idle: eBPF program "
+                 "attached to %d Listen(s) of %d bucket(s) each, probing up "
+                 "to %d other bucket(s) when the hash's has no idle child",
+                 listen_groups(bs), spec.per_listen, spec.probes);
+}
+
+int pf_bucketset_steer(pf_bucketset_t *bs, int wanted, int cpu_affinity,
+                       apr_pool_t *p, server_rec *s)
+{
+    steering_t *st = &bs->steer;
+    int per_listen = bs->plan.buckets_per_listen;
+
+    if (st->cpus == NULL) {
+        st->cpus = apr_palloc(bs->pool, sizeof(int) * MAX_MASK_CPUS);
+    }
+    st->num_cpus = pf_os_affinity_cpus(st->cpus, MAX_MASK_CPUS);
+    st->active = PFB_STEER_HASH;
+
+    if (bs->plan.mode != PFB_MODE_REUSEPORT || per_listen < 2) {
+        if (wanted != PFB_STEER_HASH || cpu_affinity) {
+            ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                         PFBLOGNO(00042) "ListenBucketSteering %s, "
+                         "BucketCPUAffinity %s: nothing to steer with %d "
+                         "bucket(s) per Listen (mode %s)",
+                         pfb_steer_name(wanted), cpu_affinity ? "on" : "off",
+                         per_listen, pfb_mode_name(bs->plan.mode));
+        }
+    }
+    else if (wanted == PFB_STEER_CPU) {
+        setup_cpu_steering(bs, cpu_affinity, p, s);
+    }
+    else if (wanted == PFB_STEER_IDLE) {
+        setup_idle_steering(bs, p, s);
+    }
+    if (st->active == PFB_STEER_HASH && st->attached) {
+        steer_detach_all(bs, s);
+    }
+    bs->header_copy.steer_active = st->active;
+    bs->header->steer_active = st->active;
+    return st->active;
+}

@@ -1,0 +1,202 @@
+/* Licensed to the Apache Software Foundation (ASF) under one or more
+ * contributor license agreements.  See the NOTICE file distributed with
+ * this work for additional information regarding copyright ownership.
+ * The ASF licenses this file to You under the Apache License, Version 2.0
+ * (the "License"); you may not use this file except in compliance with
+ * the License.  You may obtain a copy of the License at
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+/**
+ * @file  prefork_bucketset.h
+ * @brief The listener buckets: what server/listen.c is to httpd's
+ *        listeners, this is to the MPM's buckets.
+ *
+ * The bucket set owns, for the life of the server:
+ * - the bucket identities (a Listen's address and a shard) and the
+ *   SO_REUSEPORT duplicate sockets kept for them, so that a restart never
+ *   closes a socket with queued connections and a bucket keeps its
+ *   counters wherever its Listen moves in the configuration;
+ * - the shared segment of include/prefork_buckets.h, with the
+ *   slot-to-bucket map and the per-slot marks;
+ * - ListenBucketSteering's kernel objects: attaching, filling and
+ *   reconciling them.
+ *
+ * prefork.c keeps the httpd-shaped parts (hooks, directives, the child and
+ * parent loops, signals) and calls:
+ *
+ *   parent, each generation:  pf_bucketset_build  pf_bucketset_steer
+ *   parent, each cycle:       pf_bucketset_snapshot  pf_bucketset_publish
+ *   parent, per child:        pf_bucketset_claim_slot
+ *                             pf_bucketset_forget_slot
+ *   child:                    pf_bucketset_child_init
+ *                             pf_bucketset_accept_begin/_end
+ *   stop:                     pf_bucketset_refuse_new  pf_bucketset_close
+ *
+ * The decisions (how many buckets, what a restart keeps) are pure
+ * functions in prefork_policy.c; this file carries them out.  Everything
+ * the parent uses to size, index or signal is in its own memory: the
+ * segment is written for readers and never trusted back.
+ */
+
+#ifndef PREFORK_BUCKETSET_H
+#define PREFORK_BUCKETSET_H
+
+#include "apr_pools.h"
+#include "apr_proc_mutex.h"
+#include "httpd.h"
+#include "ap_listen.h"
+
+#include "prefork_buckets.h"
+#include "prefork_policy.h"
+#include "prefork_os.h"
+
+/** One bucket of the current generation. */
+typedef struct {
+    ap_listen_rec *listeners;   /**< its sockets, a private list */
+    int num_listeners;
+    apr_proc_mutex_t *mutex;    /**< only when a child polls several */
+    const char *address;        /**< first listener, for logs */
+    int record;                 /**< its identity's record */
+} pf_bucket_t;
+
+typedef struct pf_bucketset_s pf_bucketset_t;
+
+/** What a generation is built from: the restart and the directives. */
+typedef struct {
+    int how;                    /**< pf_start_e */
+    int quiet;                  /**< log nothing (start-up's first pass) */
+    int ratio;                  /**< ListenCoresBucketsRatio */
+    int explicit_buckets;       /**< ListenBuckets, or PF_BUCKETS_UNSET */
+    int max_workers;            /**< MaxRequestWorkers */
+    int start_servers;          /**< StartServers */
+    int steer_wanted;           /**< ListenBucketSteering (pfb_steer_e) */
+    int cpu_affinity;           /**< BucketCPUAffinity */
+    /** Children still running per bucket of the previous generation (not
+     *  those told to stop), or NULL for none. */
+    const int *old_children;
+} pf_bucketset_config_t;
+
+/**
+ * Makes the bucket set, once per server, in @a pool (which outlives
+ * generations), with room for @a num_slots scoreboard slots (ServerLimit,
+ * fixed until the server stops).
+ */
+pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
+                                    apr_time_t started);
+
+/**
+ * Builds a generation's buckets from ap_listeners: probes SO_REUSEPORT
+ * (once per server) and the usable CPUs, plans the count with
+ * pf_plan_buckets(), decides with pf_plan_generation() what the start or
+ * restart keeps, opens the duplicates it needs (falling back to one bucket
+ * per Listen if the kernel refuses one), closes those no bucket wants,
+ * creates the accept mutex where a child polls several sockets, writes the
+ * layout into the segment (created at the first call), and logs one line
+ * about the count and why.
+ *
+ * @param out Filled: the plan in force and, per new bucket, its identity,
+ *        the old bucket it continues and its target; the arrays are
+ *        allocated from @a pconf and live as long as it.
+ */
+apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
+                                const pf_bucketset_config_t *cfg,
+                                apr_pool_t *pconf, server_rec *s,
+                                pf_generation_out_t *out);
+
+/** The current generation's buckets (valid until the next build). */
+pf_bucket_t *pf_bucketset_buckets(pf_bucketset_t *bs, int *num_buckets);
+
+/** The plan in force. */
+const pf_bucket_plan_t *pf_bucketset_plan(const pf_bucketset_t *bs);
+
+/** The view status modules read (NULL before the first build). */
+const pfb_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs);
+
+/**
+ * Attaches ListenBucketSteering's program to every Listen's group, or
+ * detaches it for hash; on any refusal, falls back to hash with one
+ * WARNING.  Run by the parent (root) before it forks the generation.
+ * @return the pfb_steer_e in force
+ */
+int pf_bucketset_steer(pf_bucketset_t *bs, int wanted, int cpu_affinity,
+                       apr_pool_t *p, server_rec *s);
+
+/**
+ * Reads each bucket's accept queue (TCP_INFO) into @a queued, one entry
+ * per bucket, and with idle steering corrects drift in the kernel's idle
+ * counts.
+ */
+void pf_bucketset_snapshot(pf_bucketset_t *bs, int *queued, server_rec *s);
+
+/** One cycle's figures per bucket, for the status interface. */
+typedef struct {
+    const int *children, *idle, *busy, *starting, *stopping, *queued;
+    int generation;
+    int slots_used;
+} pf_bucketset_figures_t;
+
+/** Writes the cycle's figures and every parent-owned field of the
+ *  segment, from the parent's own state. */
+void pf_bucketset_publish(pf_bucketset_t *bs,
+                          const pf_bucketset_figures_t *figures);
+
+/**
+ * Parent, before forking a child into @a slot for bucket @a bucket:
+ * resets the slot's counters and maps the slot to the bucket's identity.
+ */
+void pf_bucketset_claim_slot(pf_bucketset_t *bs, int slot, int bucket,
+                             int generation);
+
+/** Parent, after the fork: the slot's child for readers. */
+void pf_bucketset_slot_started(pf_bucketset_t *bs, int slot, pid_t pid);
+
+/** Parent: the slot's child was told to finish and exit. */
+void pf_bucketset_slot_stopping(pf_bucketset_t *bs, int slot);
+
+/**
+ * Parent, when the slot's child has been reaped: adds what it accepted to
+ * its bucket's total, takes back its idle count if it was waiting, and
+ * frees the slot.
+ */
+void pf_bucketset_forget_slot(pf_bucketset_t *bs, int slot);
+
+/** The current bucket of the identity the slot's child was forked for,
+ *  or -1 when that identity is not in use any more. */
+int pf_bucketset_slot_bucket(const pf_bucketset_t *bs, int slot);
+
+/**
+ * Child, right after fork: closes every listening socket but its own
+ * bucket's and the steering maps' descriptors, and pins itself to the
+ * bucket's CPUs when BucketCPUAffinity is on.
+ */
+void pf_bucketset_child_init(pf_bucketset_t *bs, int bucket, int slot,
+                             int cpu_affinity, server_rec *s);
+
+/** Child, about to wait in accept(): counts itself idle for steering. */
+void pf_bucketset_accept_begin(pf_bucketset_t *bs);
+
+/** Child, back from accept(): counts the connection, or takes its idle
+ *  count back when it has none. */
+void pf_bucketset_accept_end(pf_bucketset_t *bs, int got_connection);
+
+/** Connections waiting in every accept queue. */
+int pf_bucketset_queued_total(pf_bucketset_t *bs);
+
+/**
+ * Graceful stop: every bucket socket drops new handshakes from now on,
+ * while the connections already queued stay to be accepted.
+ */
+apr_status_t pf_bucketset_refuse_new(pf_bucketset_t *bs);
+
+/** Stop: closes every bucket socket, core's listeners included. */
+void pf_bucketset_close(pf_bucketset_t *bs);
+
+#endif /* PREFORK_BUCKETSET_H */
