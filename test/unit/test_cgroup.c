@@ -491,6 +491,36 @@ START_TEST(long_mountinfo_lines_are_skipped)
 }
 END_TEST
 
+/* A host with hundreds of mounts: mountinfo is read in pieces, and lines
+ * that straddle two reads still count. */
+START_TEST(many_mounts_before_the_cgroup_lines)
+{
+    char *info, *p;
+    int i, quota, cpuset;
+
+    info = malloc(400 * 100 + 512);
+    ck_assert_ptr_nonnull(info);
+    p = info;
+    for (i = 0; i < 400; i++) {
+        p += sprintf(p, "%d 22 0:%d / /var/lib/containers/overlay/%05d rw - "
+                        "overlay overlay rw\n", 100 + i, 100 + i, i);
+    }
+    strcpy(p, "31 25 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup "
+              "rw,cpu,cpuacct\n"
+              "32 25 0:30 / /sys/fs/cgroup/cpuset rw - cgroup cgroup "
+              "rw,cpuset");          /* the last line has no newline */
+    put("proc/self/mountinfo", info);
+    free(info);
+    put("proc/self/cgroup", "11:cpuset:/w\n4:cpu,cpuacct:/w\n");
+    put("sys/fs/cgroup/cpu,cpuacct/w/cpu.cfs_quota_us", "250000\n");
+    put("sys/fs/cgroup/cpu,cpuacct/w/cpu.cfs_period_us", "100000\n");
+    put("sys/fs/cgroup/cpuset/w/cpuset.effective_cpus", "4-9\n");
+    pf_os_cgroup_cpus(top, &quota, &cpuset);
+    ck_assert_int_eq(quota, 3);
+    ck_assert_int_eq(cpuset, 6);
+}
+END_TEST
+
 Suite *cgroup_suite(void)
 {
     Suite *s = suite_create("cgroup");
@@ -522,6 +552,7 @@ Suite *cgroup_suite(void)
     tcase_add_test(trees, walk_stops_at_the_mount_point);
     tcase_add_test(trees, group_outside_the_mount_root_is_not_read);
     tcase_add_test(trees, long_mountinfo_lines_are_skipped);
+    tcase_add_test(trees, many_mounts_before_the_cgroup_lines);
     tcase_set_timeout(trees, 10);
 
     suite_add_tcase(s, parse);

@@ -316,49 +316,88 @@ static int read_cgroup_file(const char *dir, const char *name, char *buf,
     return read_small_file(path, buf, len);
 }
 
-/* Finds the directory of this process's group in the hierarchy that holds
- * a cgroup v1 controller (or the v2 hierarchy, controller NULL), through
- * /proc/self/cgroup and /proc/self/mountinfo under `top` ("" on a live
- * system).  *mount_len is set to the length of the mount point's part of
- * dir: the groups above it are not visible. */
-static int find_cgroup_dir(const char *top, const char *proc_cgroup,
-                           const char *controller, char *dir, size_t len,
-                           size_t *mount_len)
+/* One cgroup hierarchy: a v1 controller's, or v2's (controller NULL). */
+typedef struct {
+    const char *controller;
+    char group[PF_CGROUP_PATH_MAX]; /* our group's path in it, "" if none */
+    char dir[PF_CGROUP_PATH_MAX];   /* where its files are, "" if unknown */
+    size_t mount_len;               /* the mount point's part of dir: the
+                                       groups above it are not visible */
+} cgroup_hierarchy_t;
+
+/* Matches one line of mountinfo against the hierarchies not found yet. */
+static void match_cgroup_mount(const char *top, const char *line,
+                               cgroup_hierarchy_t *hier, int count)
 {
-    char group[PF_CGROUP_PATH_MAX], root[PF_CGROUP_PATH_MAX];
-    char mnt[PF_CGROUP_PATH_MAX], below[PF_CGROUP_PATH_MAX];
-    char line[3 * PF_CGROUP_PATH_MAX];
-    FILE *mountinfo;
-    int found = -1, whole_line = 1, n;
+    char root[PF_CGROUP_PATH_MAX], mnt[PF_CGROUP_PATH_MAX];
+    char below[PF_CGROUP_PATH_MAX];
+    int i, n;
 
-    if (pf_cgroup_self_path(proc_cgroup, controller, group, sizeof(group))) {
-        return -1;
-    }
-    snprintf(line, sizeof(line), "%s/proc/self/mountinfo", top);
-    mountinfo = fopen(line, "re");
-    if (mountinfo == NULL) {
-        return -1;
-    }
-    while (found < 0 && fgets(line, sizeof(line), mountinfo) != NULL) {
-        /* The tail of a line too long for the buffer is not a line. */
-        int starts_line = whole_line;
-
-        whole_line = strchr(line, '\n') != NULL;
-        if (!starts_line
-            || pf_parse_mountinfo_cgroup(line, controller, root,
+    for (i = 0; i < count; i++) {
+        if (hier[i].group[0] == '\0' || hier[i].dir[0] != '\0'
+            || pf_parse_mountinfo_cgroup(line, hier[i].controller, root,
                                          sizeof(root), mnt,
                                          sizeof(mnt)) != 1
-            || pf_cgroup_dir(mnt, root, group, below, sizeof(below))) {
+            || pf_cgroup_dir(mnt, root, hier[i].group, below,
+                             sizeof(below))) {
             continue;
         }
-        n = snprintf(dir, len, "%s%s", top, below);
-        if (n > 0 && (size_t)n < len) {
-            *mount_len = strlen(top) + strlen(mnt);
-            found = 0;
+        n = snprintf(hier[i].dir, sizeof(hier[i].dir), "%s%s", top, below);
+        if (n > 0 && (size_t)n < sizeof(hier[i].dir)) {
+            hier[i].mount_len = strlen(top) + strlen(mnt);
+        }
+        else {
+            hier[i].dir[0] = '\0';
         }
     }
-    fclose(mountinfo);
-    return found;
+}
+
+/* Finds where each hierarchy's files for our group are, reading
+ * /proc/self/mountinfo under `top` ("" on a live system) once, line by
+ * line, with no allocation: the parent does this at every restart. */
+static void find_cgroup_dirs(const char *top, cgroup_hierarchy_t *hier,
+                             int count)
+{
+    char buf[8192], path[PF_CGROUP_PATH_MAX + 64];
+    char *start, *nl;
+    size_t have = 0;
+    ssize_t got;
+    int fd, skipping = 0;
+
+    snprintf(path, sizeof(path), "%s/proc/self/mountinfo", top);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return;
+    }
+    for (;;) {
+        got = read(fd, buf + have, sizeof(buf) - 1 - have);
+        if (got <= 0) {
+            if (have > 0 && !skipping) {
+                buf[have] = '\0';
+                match_cgroup_mount(top, buf, hier, count);
+            }
+            break;
+        }
+        have += (size_t)got;
+        buf[have] = '\0';
+        start = buf;
+        while ((nl = strchr(start, '\n')) != NULL) {
+            *nl = '\0';
+            if (!skipping) {
+                match_cgroup_mount(top, start, hier, count);
+            }
+            skipping = 0;
+            start = nl + 1;
+        }
+        have -= (size_t)(start - buf);
+        memmove(buf, start, have);
+        if (have == sizeof(buf) - 1) {
+            /* No mount line is this long; skip it to its end. */
+            skipping = 1;
+            have = 0;
+        }
+    }
+    close(fd);
 }
 
 /* Cuts the last component off a group's directory; 0 once it would go
@@ -433,8 +472,14 @@ static int smaller_limit(int a, int b)
 
 void pf_os_cgroup_cpus(const char *top, int *quota, int *cpuset)
 {
-    char self[8192], path[PF_CGROUP_PATH_MAX + 64], dir[PF_CGROUP_PATH_MAX];
-    size_t mount_len;
+    char self[8192], path[PF_CGROUP_PATH_MAX + 64];
+    /* A host can mount both: v1 controllers beside an empty v2 hierarchy
+     * ("hybrid"), or the other way round; each limit counts where its
+     * files are. */
+    cgroup_hierarchy_t hier[3];
+    cgroup_hierarchy_t *v2 = &hier[0], *v1_cpu = &hier[1];
+    cgroup_hierarchy_t *v1_cpuset = &hier[2];
+    int i;
 
     *quota = 0;
     *cpuset = 0;
@@ -442,19 +487,28 @@ void pf_os_cgroup_cpus(const char *top, int *quota, int *cpuset)
     if (read_small_file(path, self, sizeof(self))) {
         return;
     }
-    /* A host can mount both: v1 controllers beside an empty v2 hierarchy
-     * (this file, "hybrid"), or the other way round; each limit counts
-     * where its files are. */
-    if (find_cgroup_dir(top, self, NULL, dir, sizeof(dir), &mount_len) == 0) {
-        *cpuset = smaller_limit(*cpuset, cpuset_cpus(dir, 0));
-        *quota = smaller_limit(*quota, tightest_quota(dir, mount_len, 0));
+    memset(hier, 0, sizeof(hier));
+    v2->controller = NULL;
+    v1_cpu->controller = "cpu";
+    v1_cpuset->controller = "cpuset";
+    for (i = 0; i < 3; i++) {
+        if (pf_cgroup_self_path(self, hier[i].controller, hier[i].group,
+                                sizeof(hier[i].group))) {
+            hier[i].group[0] = '\0';
+        }
     }
-    if (find_cgroup_dir(top, self, "cpu", dir, sizeof(dir), &mount_len) == 0) {
-        *quota = smaller_limit(*quota, tightest_quota(dir, mount_len, 1));
+    find_cgroup_dirs(top, hier, 3);
+    if (v2->dir[0] != '\0') {
+        *cpuset = smaller_limit(*cpuset, cpuset_cpus(v2->dir, 0));
+        *quota = smaller_limit(*quota,
+                               tightest_quota(v2->dir, v2->mount_len, 0));
     }
-    if (find_cgroup_dir(top, self, "cpuset", dir, sizeof(dir),
-                        &mount_len) == 0) {
-        *cpuset = smaller_limit(*cpuset, cpuset_cpus(dir, 1));
+    if (v1_cpu->dir[0] != '\0') {
+        *quota = smaller_limit(*quota, tightest_quota(v1_cpu->dir,
+                                                      v1_cpu->mount_len, 1));
+    }
+    if (v1_cpuset->dir[0] != '\0') {
+        *cpuset = smaller_limit(*cpuset, cpuset_cpus(v1_cpuset->dir, 1));
     }
 }
 
