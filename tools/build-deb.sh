@@ -13,8 +13,12 @@ out=build/deb
 rm -rf "$out"
 mkdir -p "$out/src"
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    # Build outputs stay out even where a commit tracked some by mistake.
     git ls-files -z --cached --others --exclude-standard \
-        | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done \
+        | while IFS= read -r -d '' f; do
+            case "$f" in build/* | build-*/*) continue ;; esac
+            [ -e "$f" ] && printf '%s\0' "$f"
+        done \
         | tar --null -T - -cf - | tar -xf - -C "$out/src"
 else
     tar --exclude=./build --exclude=./build-asan --exclude=./build-noreuseport \
