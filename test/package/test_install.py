@@ -334,6 +334,8 @@ def step_install(debs, before):
         expected += ["/etc/apache2/mods-available/%s.%s" % (module, ext)
                      for ext in ("load", "conf")]
     expected += ["/usr/share/doc/%s/README.Debian" % p for p in PACKAGES]
+    expected += ["/usr/share/doc/libapache2-mod-bucket-status/examples/%s"
+                 % f for f in ("prefork-buckets.json", "bucket-alerts.yml")]
     missing = [p for p in expected if not os.path.exists(p)]
     check("installs the modules, .load/.conf and README.Debian",
           not missing, "missing %s" % missing)
