@@ -140,7 +140,7 @@ class Server:
                 [HTTPD, "-f", self.conf, "-DFOREGROUND"],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 start_new_session=True)
-            if wait_for(self._up, timeout):
+            if wait_for(self._up, timeout) and self.proc.poll() is None:
                 return self
             output = ""
             if self.proc.poll() is not None:
