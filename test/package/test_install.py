@@ -28,7 +28,9 @@ port the kernel picked on 127.0.0.1, and a policy-rc.d refuses (and
 records) every service start the maintainer scripts ask for.  A run that
 was killed half-way is repaired by the next one from the copy it left in
 /var/tmp/pfb-package-test.  A lock keeps two checkouts from running this at
-once.  Ends with 'package-install: N passed, N failed'.
+once, and dpkg's frontend lock, held from the copy to the restore, makes
+other package operations on the machine wait, so none of their changes to
+/etc/apache2 is undone.  Ends with 'package-install: N passed, N failed'.
 """
 
 import contextlib
@@ -59,7 +61,10 @@ TREES = ("/etc/apache2", "/var/lib/apache2")
 STATE = "/var/tmp/pfb-package-test"
 LOCK = "/run/lock/pfb-package-test.lock"
 POLICY = "/usr/sbin/policy-rc.d"
-APT = ["apt-get", "-o", "DPkg::Lock::Timeout=600", "-o", "Dpkg::Use-Pty=0",
+DPKG_FRONTEND_LOCK = "/var/lib/dpkg/lock-frontend"
+# This test holds dpkg's frontend lock itself (see hold_dpkg_lock), so its
+# own apt-get takes none and tells dpkg so (DPKG_FRONTEND_LOCKED).
+APT = ["apt-get", "-o", "Debug::NoLocking=1", "-o", "Dpkg::Use-Pty=0",
        "-y", "-q"]
 SERVER_DIR = os.path.join(STATE, "server")
 PID_FILE = os.path.join(SERVER_DIR, "run", "apache2.pid")
@@ -89,7 +94,7 @@ def sh(argv, timeout=300, quiet=False):
     """Runs a command, printing it and (unless quiet) its output; returns
     (rc, stdout+stderr)."""
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive",
-               LC_ALL="C")
+               LC_ALL="C", DPKG_FRONTEND_LOCKED="1")
     if not quiet:
         print("$ %s" % " ".join(argv), flush=True)
     try:
@@ -178,6 +183,31 @@ def restore_machine():
         shutil.copy2(orig, POLICY)
     elif os.path.exists(POLICY) and is_our_policy():
         os.unlink(POLICY)
+
+
+def hold_dpkg_lock(timeout=600):
+    """Takes dpkg's frontend lock (the fcntl lock apt and dpkg take) for the
+    life of this process, waiting as apt's DPkg::Lock::Timeout does.  Other
+    users of the machine install packages too, and a package that changes
+    /etc/apache2 between our copy and our restore would lose its changes,
+    conffiles included; holding the lock makes them wait until the machine
+    is back as it was.  Returns the descriptor, or None on time-out."""
+    fd = os.open(DPKG_FRONTEND_LOCK, os.O_RDWR | os.O_CREAT, 0o640)
+    deadline = time.monotonic() + timeout
+    told = False
+    while True:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                return None
+            if not told:
+                print("  waiting for %s (another package operation)"
+                      % DPKG_FRONTEND_LOCK, flush=True)
+                told = True
+            time.sleep(1)   # apt's own wait for this lock polls the same way
 
 
 def is_our_policy():
@@ -317,6 +347,38 @@ def prepare_config(port):
                 "Listen 127.0.0.1:%d\n" % port)
 
 
+def load_file_deps(name):
+    """The modules a .load file's '# Depends:' line names."""
+    deps = []
+    with contextlib.suppress(OSError):
+        with open("/etc/apache2/mods-available/%s.load" % name) as f:
+            for line in f:
+                m = re.match(r"#\s*Depends:\s*(.*)", line)
+                if m:
+                    deps += m.group(1).split()
+    return deps
+
+
+def dependents_of(mpms):
+    """Enabled modules that depend on one of Debian's MPMs by name, as
+    libapache2-mod-php's php8.2.load does ('# Depends: mpm_prefork')."""
+    names = [os.path.basename(p)[:-5] for p in
+             glob.glob("/etc/apache2/mods-enabled/*.load")]
+    return sorted(n for n in names if n not in mpms
+                  and set(load_file_deps(n)) & set(mpms))
+
+
+def link_module(name):
+    """README's way to enable a module whose '# Depends:' names Debian's
+    prefork: a2enmod would enable that MPM beside this one."""
+    for ext in ("load", "conf"):
+        target = "../mods-available/%s.%s" % (name, ext)
+        link = "/etc/apache2/mods-enabled/%s.%s" % (name, ext)
+        if os.path.exists(os.path.join("/etc/apache2/mods-enabled", target)):
+            print("$ ln -s %s %s" % (target, link))
+            os.symlink(target, link)
+
+
 def enabled_mpms():
     return sorted(os.path.basename(p)[:-5] for p in
                   glob.glob("/etc/apache2/mods-enabled/mpm_*.load"))
@@ -362,11 +424,15 @@ def upgrade(debs):
     return invoke_rc_calls()[seen:]
 
 
-def step_switch(debs, debian_mpms):
+def step_switch(debs, debian_mpms, dependents):
     rc, out = sh(["a2enmod", "mpm_prefork_buckets"])
     check("a2enmod refuses mpm_prefork_buckets beside %s"
           % ",".join(debian_mpms),
           rc != 0 and "conflict" in out.lower(), "exit %d" % rc)
+    if dependents:
+        rc, _ = sh(["a2dismod"] + dependents)
+        check("a2dismod %s (they depend on %s by name)"
+              % (" ".join(dependents), " ".join(debian_mpms)), rc == 0)
     rc, _ = sh(["a2dismod"] + debian_mpms)
     ok = rc == 0
     if ok:
@@ -374,12 +440,21 @@ def step_switch(debs, debian_mpms):
         ok = rc == 0
     check("a2dismod %s && a2enmod %s" % (" ".join(debian_mpms),
                                          " ".join(MODULES)), ok)
+    for name in dependents:
+        link_module(name)
+        rc, _ = sh(["a2query", "-m", name])
+        check("%s enabled again beside this MPM (README's links)" % name,
+              rc == 0)
     rc, out = sh(["a2query", "-M"])
     check("a2query -M says prefork", rc == 0 and out.strip() == "prefork",
           out.strip())
     rc, out = sh(["apache2ctl", "configtest"], timeout=60)
     check("apache2ctl configtest", rc == 0 and "Syntax OK" in out,
           "exit %d" % rc)
+    rc, out = sh(["apache2ctl", "-M"], timeout=60)
+    check("one MPM loaded, and the status module",
+          rc == 0 and out.count("mpm_") == 1
+          and "mpm_prefork_module" in out and "bucket_status_module" in out)
     calls = upgrade(debs)
     check("an upgrade with the modules enabled restarts apache2",
           calls and all(re.match(r"apache2\b.*\brestart\b", c)
@@ -485,19 +560,21 @@ def step_purge(debian_mpms):
 def run(debs):
     before = {top: snapshot(top) for top in TREES}
     debian_mpms = enabled_mpms()
+    dependents = dependents_of(debian_mpms)
     save_machine()
     try:
         install_policy()
         port = pfbserver.free_port()
         prepare_config(port)
-        print("  test port 127.0.0.1:%d; Debian's MPM enabled here: %s"
-              % (port, debian_mpms))
+        print("  test port 127.0.0.1:%d; Debian's MPM enabled here: %s; "
+              "modules that depend on it by name: %s"
+              % (port, debian_mpms, dependents or "none"))
         step_install(debs, before["/etc/apache2"])
         if not check("a Debian MPM is enabled to switch from",
                      debian_mpms and "mpm_prefork_buckets" not in debian_mpms,
                      str(debian_mpms)):
             return
-        step_switch(debs, debian_mpms)
+        step_switch(debs, debian_mpms, dependents)
         info = step_serve(port)
         if info is not None:
             step_graceful(port, info)
@@ -538,6 +615,10 @@ def main(argv):
     with open(LOCK, "w") as lock:
         print("  waiting for %s" % LOCK, flush=True)
         fcntl.flock(lock, fcntl.LOCK_EX)
+        if hold_dpkg_lock() is None:
+            print("dpkg's frontend lock stayed busy for 600 s")
+            print("package-install: 0 passed, 1 failed")
+            return 1
         if os.path.exists(os.path.join(STATE, "saved")):
             print("a previous run did not finish: restoring what it saved")
             restore_machine()
