@@ -105,9 +105,9 @@ def alert_queries(path):
             if value in ("|", ">", "|-", ">-"):
                 body = []
                 i += 1
-                while i < len(lines) and (not lines[i].strip() or
-                                          len(lines[i]) - len(lines[i].lstrip())
-                                          > indent):
+                while i < len(lines) and (
+                        not lines[i].strip()
+                        or len(lines[i]) - len(lines[i].lstrip()) > indent):
                     body.append(lines[i])
                     i += 1
                 queries.append(("alert %s" % alert, "\n".join(body)))
