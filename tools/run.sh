@@ -14,6 +14,7 @@ DEMO_PORT="${DEMO_PORT:-8080}"
 PACKAGES="apache2 apache2-dev apache2-utils libapr1-dev libaprutil1-dev check \
 autoconf pkg-config gcc libc6-dev linux-libc-dev make python3 curl wrk iproute2 procps valgrind strace \
 nginx-light gnuplot-nox prometheus \
+build-essential debhelper dpkg-dev lintian prometheus-apache-exporter munin-plugins-core libwww-perl \
 libtool libtool-bin libpcre2-dev libpcre3-dev libexpat1-dev zlib1g-dev patch xz-utils shellcheck"
 
 say() { printf '==> %s\n' "$*"; }
@@ -34,7 +35,8 @@ install_missing() {
         exit 1
     fi
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q
+    # Other users of the machine may hold dpkg's lock: wait for it.
+    apt-get -o DPkg::Lock::Timeout=600 update -q
     # Don't let the packages start their services: apache2 and nginx would
     # both want port 80, and the project runs its own servers anyway.
     local policy=/usr/sbin/policy-rc.d added_policy=0
@@ -44,7 +46,8 @@ install_missing() {
         added_policy=1
     fi
     local status=0
-    apt-get install -y -q --no-install-recommends "${missing[@]}" || status=$?
+    apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
+        "${missing[@]}" || status=$?
     if [ "$added_policy" = 1 ]; then
         rm -f "$policy"
     fi

@@ -133,7 +133,7 @@ int bs_parse_query(const char *query, bs_query_t *out, const char **error)
     }
     while (*p) {
         const char *end = p;
-        size_t len;
+        size_t len, word_len;
 
         while (*end && *end != '&') {
             end++;
@@ -143,16 +143,19 @@ int bs_parse_query(const char *query, bs_query_t *out, const char **error)
             *error = "empty word in the query string";
             return -1;
         }
-        if (word_is(p, len, "auto") || word_is(p, len, "json")
-            || word_is(p, len, "prometheus")) {
+        /* A format word may come with an empty value, "prometheus=": a
+         * Prometheus scrape config's params can send nothing else. */
+        word_len = p[len - 1] == '=' ? len - 1 : len;
+        if (word_is(p, word_len, "auto") || word_is(p, word_len, "json")
+            || word_is(p, word_len, "prometheus")) {
             if (have_format) {
                 *error = "more than one output format asked for";
                 return -1;
             }
             have_format = 1;
-            out->format = word_is(p, len, "auto")   ? BS_FORMAT_AUTO
-                          : word_is(p, len, "json") ? BS_FORMAT_JSON
-                                                    : BS_FORMAT_PROMETHEUS;
+            out->format = word_is(p, word_len, "auto")   ? BS_FORMAT_AUTO
+                          : word_is(p, word_len, "json") ? BS_FORMAT_JSON
+                                                         : BS_FORMAT_PROMETHEUS;
         }
         else if (len > 8 && strncmp(p, "refresh=", 8) == 0) {
             const char *d = p + 8;

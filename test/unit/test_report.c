@@ -115,6 +115,9 @@ static const query_row_t query_rows[] = {
     { "auto", 1, BS_FORMAT_AUTO, 0 },
     { "json", 1, BS_FORMAT_JSON, 0 },
     { "prometheus", 1, BS_FORMAT_PROMETHEUS, 0 },
+    /* What Prometheus's scrape params send: a format word, empty value. */
+    { "prometheus=", 1, BS_FORMAT_PROMETHEUS, 0 },
+    { "json=", 1, BS_FORMAT_JSON, 0 },
     { "refresh=5", 1, BS_FORMAT_HTML, 5 },
     { "refresh=86400", 1, BS_FORMAT_HTML, 86400 },
     { "refresh=0", 0, BS_FORMAT_HTML, 0 },

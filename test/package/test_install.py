@@ -1,0 +1,661 @@
+#!/usr/bin/env python3
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""Install test: the built .debs on this machine's own apache2, as root.
+
+  python3 test/package/test_install.py [DEB_DIR]     (default build/deb)
+
+Steps, as an admin would take them:
+  1. apt-get install ./libapache2-mod-mpm-prefork-buckets_*.deb
+     ./libapache2-mod-bucket-status_*.deb: installed, nothing enabled, no
+     service started or restarted, nor by a reinstall (an upgrade's
+     postinst);
+  2. a2enmod mpm_prefork_buckets is refused while Debian's MPM is enabled;
+     a2dismod mpm_event && a2enmod mpm_prefork_buckets bucket_status;
+  3. apache2ctl configtest; a reinstall now asks to restart apache2;
+  4. apache2ctl start on a test port: serves, with one listening socket per
+     bucket, and /bucket-status?json answers;
+  5. apache2ctl graceful under load: no request fails, same parent;
+  6. apache2ctl stop; no unexpected warning in the error log;
+  7. apt-get purge: no file of the packages left, no a2enmod state;
+  8. Debian's own MPM can be enabled again (a2enmod, configtest).
+
+CI runs on the developer's own machine, so everything is put back on every
+path: /etc/apache2 and /var/lib/apache2 (a2enmod's state) are copied first
+and restored exactly afterwards (checked), the server is stopped, the
+packages purged.  Meanwhile /etc/apache2/envvars points the server's logs,
+pid file and runtime dirs into a private directory, ports.conf listens on a
+port the kernel picked on 127.0.0.1, and a policy-rc.d refuses (and
+records) every service start the maintainer scripts ask for (one that
+someone else put there is left alone; it refuses too).  A run that
+was killed half-way is repaired by the next one from the copy it left in
+/var/tmp/pfb-package-test.  A lock keeps two checkouts from running this at
+once, and dpkg's frontend lock, held from the copy to the restore, makes
+other package operations on the machine wait, so none of their changes to
+/etc/apache2 is undone.  Ends with 'package-install: N passed, N failed'.
+"""
+
+import contextlib
+import fcntl
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pfbserver  # noqa: E402
+
+PACKAGES = ("libapache2-mod-mpm-prefork-buckets",
+            "libapache2-mod-bucket-status")
+MODULES = ("mpm_prefork_buckets", "bucket_status")
+TREES = ("/etc/apache2", "/var/lib/apache2")
+STATE = "/var/tmp/pfb-package-test"
+LOCK = "/run/lock/pfb-package-test.lock"
+POLICY = "/usr/sbin/policy-rc.d"
+DPKG_FRONTEND_LOCK = "/var/lib/dpkg/lock-frontend"
+# This test holds dpkg's frontend lock itself (see hold_dpkg_lock), so its
+# own apt-get takes none and tells dpkg so (DPKG_FRONTEND_LOCKED).
+APT = ["apt-get", "-o", "Debug::NoLocking=1", "-o", "Dpkg::Use-Pty=0",
+       "-y", "-q"]
+SERVER_DIR = os.path.join(STATE, "server")
+PID_FILE = os.path.join(SERVER_DIR, "run", "apache2.pid")
+ERROR_LOG = os.path.join(SERVER_DIR, "log", "error.log")
+INVOKE_LOG = os.path.join(STATE, "invoke-rc.d.log")
+
+results = {}
+
+
+class Interrupted(Exception):
+    """SIGTERM or SIGHUP: leave through the finally blocks."""
+
+
+def on_signal(signum, _frame):
+    raise Interrupted("signal %d" % signum)
+
+
+def check(label, ok, detail=""):
+    results[label] = bool(ok)
+    print("%s %s%s" % ("ok  " if ok else "FAIL", label,
+                       (": " + detail) if detail and not ok else ""),
+          flush=True)
+    return bool(ok)
+
+
+def sh(argv, timeout=300, quiet=False):
+    """Runs a command, printing it and (unless quiet) its output; returns
+    (rc, stdout+stderr)."""
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive",
+               LC_ALL="C", DPKG_FRONTEND_LOCKED="1")
+    if not quiet:
+        print("$ %s" % " ".join(argv), flush=True)
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True,
+                              timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout or ""
+        if isinstance(out, bytes):
+            out = out.decode(errors="replace")
+        print(out + "\n(timed out after %d s)" % timeout)
+        return 124, out
+    if not quiet:
+        sys.stdout.write("".join("    " + line + "\n"
+                                 for line in proc.stdout.splitlines()))
+    return proc.returncode, proc.stdout
+
+
+# -- the machine's configuration: copy, restore, compare ---------------------
+
+def snapshot(top):
+    """path -> (type, mode, uid, gid, content hash or link target)."""
+    entries = {}
+    if not os.path.lexists(top):
+        return entries
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in dirnames + filenames + [""]:
+            path = os.path.join(dirpath, name) if name else dirpath
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                data = os.readlink(path)
+            elif stat.S_ISREG(st.st_mode):
+                with open(path, "rb") as f:
+                    data = hashlib.sha256(f.read()).hexdigest()
+            else:
+                data = ""
+            entries[os.path.relpath(path, top)] = (
+                stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode),
+                st.st_uid, st.st_gid, data)
+    return entries
+
+
+def backup_name(top):
+    return os.path.join(STATE, "backup" + top.replace("/", "_"))
+
+
+def restore_tree(top):
+    """Puts the copy back in one rename, so the tree is never missing."""
+    backup = backup_name(top)
+    fresh, old = top + ".pfb-restore", top + ".pfb-old"
+    for leftover in (fresh, old):
+        shutil.rmtree(leftover, ignore_errors=True)
+    subprocess.run(["cp", "-a", backup, fresh], check=True, timeout=120)
+    if os.path.lexists(top):
+        os.rename(top, old)
+    os.rename(fresh, top)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def save_machine():
+    os.makedirs(STATE, mode=0o700)
+    for top in TREES:
+        # Copied under a temporary name first: a half-made copy is never
+        # taken for a backup.
+        subprocess.run(["cp", "-a", top, backup_name(top) + ".tmp"],
+                       check=True, timeout=120)
+        os.rename(backup_name(top) + ".tmp", backup_name(top))
+    # Written last: a run killed from here on is repaired by the next one.
+    with open(os.path.join(STATE, "saved"), "w") as f:
+        f.write("%d\n" % os.getpid())
+
+
+def restore_machine():
+    """Stops our server, purges the packages, puts everything back."""
+    stop_server_hard()
+    installed = [p for p in PACKAGES if package_state(p) != "not-installed"]
+    if installed:
+        sh(APT + ["purge"] + installed, timeout=900)
+    for top in TREES:
+        if os.path.isdir(backup_name(top)):
+            restore_tree(top)
+    if is_our_policy():
+        os.unlink(POLICY)
+
+
+def hold_dpkg_lock(timeout=600):
+    """Takes dpkg's frontend lock (the fcntl lock apt and dpkg take) for the
+    life of this process, waiting as apt's DPkg::Lock::Timeout does.  Other
+    users of the machine install packages too, and a package that changes
+    /etc/apache2 between our copy and our restore would lose its changes,
+    conffiles included; holding the lock makes them wait until the machine
+    is back as it was.  Returns the descriptor, or None on time-out."""
+    fd = os.open(DPKG_FRONTEND_LOCK, os.O_RDWR | os.O_CREAT, 0o640)
+    deadline = time.monotonic() + timeout
+    told = False
+    while True:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                return None
+            if not told:
+                print("  waiting for %s (another package operation)"
+                      % DPKG_FRONTEND_LOCK, flush=True)
+                told = True
+            time.sleep(1)   # apt's own wait for this lock polls the same way
+
+
+def is_our_policy():
+    with contextlib.suppress(OSError):
+        with open(POLICY) as f:
+            return "pfb package test" in f.read()
+    return False
+
+
+def install_policy():
+    """Maintainer scripts may ask for service starts; refuse and record
+    them, so no system apache2 is ever started here.  A policy-rc.d that
+    someone else put there (tools/run.sh does, around its apt-get) is left
+    alone: it refuses too, and its owner will remove it.  Returns whether
+    ours is the one in place, i.e. whether service requests are recorded."""
+    if os.path.lexists(POLICY) and not is_our_policy():
+        return False
+    with open(POLICY + ".pfb-new", "w") as f:
+        f.write("#!/bin/sh\n# pfb package test: refuse and record\n"
+                "echo \"$*\" >> %s\nexit 101\n" % INVOKE_LOG)
+    os.chmod(POLICY + ".pfb-new", 0o755)
+    os.rename(POLICY + ".pfb-new", POLICY)
+    return True
+
+
+def invoke_rc_calls():
+    with contextlib.suppress(OSError):
+        with open(INVOKE_LOG) as f:
+            return [line for line in f.read().splitlines() if line]
+    return []
+
+
+# -- the packages and the server ---------------------------------------------
+
+def package_state(name):
+    rc, out = sh(["dpkg-query", "-W", "-f=${db:Status-Abbrev}", name],
+                 quiet=True)
+    if rc != 0 or not out.startswith("ii"):
+        return "not-installed" if rc != 0 or out.startswith("un") \
+            else out.strip()
+    return "installed"
+
+
+def server_pid():
+    with contextlib.suppress(OSError, ValueError):
+        with open(PID_FILE) as f:
+            pid = int(f.read().strip())
+        os.kill(pid, 0)
+        return pid
+    return None
+
+
+def stop_server_hard():
+    """apache2ctl stop, then signals to the pid in our pid file."""
+    pid = server_pid()
+    if pid is None:
+        return
+    sh(["apache2ctl", "stop"], timeout=60)
+    if pfbserver.wait_for(lambda: server_pid() is None, 30):
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+        if pfbserver.wait_for(lambda: server_pid() is None, 10):
+            return
+
+
+def get(port, path, timeout=10):
+    return pfbserver.http_get("http://127.0.0.1:%d%s" % (port, path),
+                              timeout)
+
+
+def port_refuses(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), 1):
+            return False
+    except OSError:
+        return True
+
+
+def listen_sockets(port):
+    rc, out = sh(["ss", "-ltnH", "sport = :%d" % port], quiet=True)
+    return [line for line in out.splitlines() if line.strip()] if rc == 0 \
+        else []
+
+
+class Load:
+    """Closed-loop GETs from a few threads until stop(); counts failures."""
+
+    def __init__(self, port, path, threads=4):
+        self.url = "http://127.0.0.1:%d%s" % (port, path)
+        self.ok = 0
+        self.failures = []
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.threads = [threading.Thread(target=self.run, daemon=True)
+                        for _ in range(threads)]
+
+    def run(self):
+        while not self.stopping.is_set():
+            try:
+                with urllib.request.urlopen(self.url, timeout=10) as resp:
+                    resp.read()
+                    status = resp.status
+            except urllib.error.HTTPError as e:
+                status = e.code
+            except OSError as e:
+                status = repr(e)
+            with self.lock:
+                if status == 200:
+                    self.ok += 1
+                else:
+                    self.failures.append(status)
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopping.set()
+        for t in self.threads:
+            t.join(15)
+        return False
+
+
+# -- the steps ---------------------------------------------------------------
+
+def prepare_config(port):
+    """A private log/run dir and a test port; undone by the restore."""
+    for sub in ("run", "lock", "log"):
+        os.makedirs(os.path.join(SERVER_DIR, sub), exist_ok=True)
+    os.chmod(STATE, 0o755)
+    os.chmod(SERVER_DIR, 0o755)
+    with open("/etc/apache2/envvars", "a") as f:
+        f.write("\n# pfb package test (restored afterwards)\n"
+                "export APACHE_RUN_DIR=%(d)s/run\n"
+                "export APACHE_PID_FILE=%(d)s/run/apache2.pid\n"
+                "export APACHE_LOCK_DIR=%(d)s/lock\n"
+                "export APACHE_LOG_DIR=%(d)s/log\n" % {"d": SERVER_DIR})
+    with open("/etc/apache2/ports.conf", "w") as f:
+        f.write("# pfb package test (restored afterwards)\n"
+                "Listen 127.0.0.1:%d\n" % port)
+
+
+def load_file_deps(name):
+    """The modules a .load file's '# Depends:' line names."""
+    deps = []
+    with contextlib.suppress(OSError):
+        with open("/etc/apache2/mods-available/%s.load" % name) as f:
+            for line in f:
+                m = re.match(r"#\s*Depends:\s*(.*)", line)
+                if m:
+                    deps += m.group(1).split()
+    return deps
+
+
+def dependents_of(mpms):
+    """Enabled modules that depend on one of Debian's MPMs by name, as
+    libapache2-mod-php's php8.2.load does ('# Depends: mpm_prefork')."""
+    names = [os.path.basename(p)[:-5] for p in
+             glob.glob("/etc/apache2/mods-enabled/*.load")]
+    return sorted(n for n in names if n not in mpms
+                  and set(load_file_deps(n)) & set(mpms))
+
+
+def link_module(name):
+    """README's way to enable a module whose '# Depends:' names Debian's
+    prefork: a2enmod would enable that MPM beside this one."""
+    for ext in ("load", "conf"):
+        target = "../mods-available/%s.%s" % (name, ext)
+        link = "/etc/apache2/mods-enabled/%s.%s" % (name, ext)
+        if os.path.exists(os.path.join("/etc/apache2/mods-enabled", target)):
+            print("$ ln -s %s %s" % (target, link))
+            os.symlink(target, link)
+
+
+def enabled_mpms():
+    return sorted(os.path.basename(p)[:-5] for p in
+                  glob.glob("/etc/apache2/mods-enabled/mpm_*.load"))
+
+
+def step_install(debs, before):
+    rc, out = sh(APT + ["install", "--no-install-recommends"] + debs,
+                 timeout=900)
+    check("apt_install", rc == 0, "exit %d" % rc)
+    for name in PACKAGES:
+        check("installed %s" % name, package_state(name) == "installed")
+    expected = ["/usr/lib/apache2/modules/mod_mpm_prefork_buckets.so",
+                "/usr/lib/apache2/modules/mod_bucket_status.so"]
+    for module in MODULES:
+        expected += ["/etc/apache2/mods-available/%s.%s" % (module, ext)
+                     for ext in ("load", "conf")]
+    expected += ["/usr/share/doc/%s/README.Debian" % p for p in PACKAGES]
+    expected += ["/usr/share/doc/libapache2-mod-bucket-status/examples/%s"
+                 % f for f in ("prefork-buckets.json", "bucket-alerts.yml")]
+    missing = [p for p in expected if not os.path.exists(p)]
+    check("installs the modules, .load/.conf and README.Debian",
+          not missing, "missing %s" % missing)
+    after = snapshot("/etc/apache2")
+    changed = sorted(k for k in set(before) | set(after)
+                     if k.startswith(("mods-enabled", "conf-enabled",
+                                      "sites-enabled"))
+                     and before.get(k) != after.get(k))
+    check("installing enables nothing", not changed, "changed %s" % changed)
+    installing = invoke_rc_calls()
+    calls = upgrade(debs)
+    if recording():
+        check("installing starts or restarts no service", not installing,
+              "invoke-rc.d asked for %s" % installing)
+        check("an upgrade with the modules not enabled restarts nothing",
+              not calls, "invoke-rc.d asked for %s" % calls)
+
+
+def recording():
+    """Whether our policy-rc.d records service requests in this run."""
+    if is_our_policy():
+        return True
+    print("  another policy-rc.d is in place: service requests are refused "
+          "but not recorded, so those checks are skipped")
+    return False
+
+
+def upgrade(debs):
+    """Reinstalls the packages (their postinst runs as for an upgrade)
+    and returns the service actions the maintainer scripts asked for."""
+    seen = len(invoke_rc_calls())
+    rc, _ = sh(APT + ["install", "--reinstall", "--no-install-recommends"]
+               + debs, timeout=900)
+    check("apt_reinstall", rc == 0, "exit %d" % rc)
+    return invoke_rc_calls()[seen:]
+
+
+def step_switch(debs, debian_mpms, dependents):
+    rc, out = sh(["a2enmod", "mpm_prefork_buckets"])
+    check("a2enmod refuses mpm_prefork_buckets beside %s"
+          % ",".join(debian_mpms),
+          rc != 0 and "conflict" in out.lower(), "exit %d" % rc)
+    if dependents:
+        rc, _ = sh(["a2dismod"] + dependents)
+        check("a2dismod %s (they depend on %s by name)"
+              % (" ".join(dependents), " ".join(debian_mpms)), rc == 0)
+    rc, _ = sh(["a2dismod"] + debian_mpms)
+    ok = rc == 0
+    if ok:
+        rc, _ = sh(["a2enmod"] + list(MODULES))
+        ok = rc == 0
+    check("a2dismod %s && a2enmod %s" % (" ".join(debian_mpms),
+                                         " ".join(MODULES)), ok)
+    for name in dependents:
+        link_module(name)
+        rc, _ = sh(["a2query", "-m", name])
+        check("%s enabled again beside this MPM (README's links)" % name,
+              rc == 0)
+    rc, out = sh(["a2query", "-M"])
+    check("a2query -M says prefork", rc == 0 and out.strip() == "prefork",
+          out.strip())
+    rc, out = sh(["apache2ctl", "configtest"], timeout=60)
+    check("apache2ctl configtest", rc == 0 and "Syntax OK" in out,
+          "exit %d" % rc)
+    rc, out = sh(["apache2ctl", "-M"], timeout=60)
+    check("one MPM loaded, and the status module",
+          rc == 0 and out.count("mpm_") == 1
+          and "mpm_prefork_module" in out and "bucket_status_module" in out)
+    calls = upgrade(debs)
+    if recording():
+        check("an upgrade with the modules enabled restarts apache2",
+              calls and all(re.match(r"apache2\b.*\brestart\b", c)
+                            for c in calls),
+              "invoke-rc.d asked for %s" % calls)
+
+
+def step_serve(port):
+    rc, _ = sh(["apache2ctl", "start"], timeout=60)
+    up = rc == 0 and pfbserver.wait_for(
+        lambda: server_pid() and not port_refuses(port), 30)
+    if not check("apache2ctl start", up, "exit %d" % rc):
+        return None
+    status, body = get(port, "/bucket-status?json")
+    check("/bucket-status?json answers", status == 200, "status %d" % status)
+    info = json.loads(body) if status == 200 else {}
+    print("  mode %s (%s), %s bucket(s), %s usable CPU(s), steering %s"
+          % (info.get("mode"), info.get("mode_reason"),
+             info.get("bucket_count"), info.get("cpus", {}).get("usable"),
+             info.get("steering")))
+    check("bucket data available", info.get("available") is True)
+    sockets = listen_sockets(port)
+    buckets = info.get("bucket_count", 0)
+    usable = info.get("cpus", {}).get("usable", 1)
+    check("serves with buckets: one listening socket per bucket",
+          info.get("mode") == "reuseport" and len(sockets) == buckets
+          and buckets == max(1, usable),
+          "mode %s, %d socket(s), %d bucket(s), %d usable CPU(s)"
+          % (info.get("mode"), len(sockets), buckets, usable))
+    status, body = get(port, "/")
+    check("GET / serves Debian's page", status == 200, "status %d" % status)
+    status, auto = get(port, "/server-status?auto")
+    check("mod_status ?auto carries the bucket lines",
+          status == 200 and "BucketDataAvailable: 1" in auto)
+    return info
+
+
+def step_graceful(port, info):
+    parent = server_pid()
+    generation = info.get("generation", 0)
+
+    def newer():
+        status, body = get(port, "/bucket-status?json")
+        return status == 200 and \
+            json.loads(body).get("generation", -1) > generation
+
+    with Load(port, "/") as load:
+        pfbserver.wait_for(lambda: load.ok >= 20, 15)
+        rc, _ = sh(["apache2ctl", "graceful"], timeout=60)
+        restarted = pfbserver.wait_for(newer, 30, interval=0.2)
+        served = load.ok
+        pfbserver.wait_for(lambda: load.ok >= served + 20, 15)
+    check("apache2ctl graceful", rc == 0 and bool(restarted),
+          "exit %d, generation still %d" % (rc, generation))
+    check("graceful keeps serving: no request failed",
+          load.ok > 40 and not load.failures,
+          "%d ok, failures %s" % (load.ok, load.failures[:10]))
+    check("graceful keeps the parent", server_pid() == parent)
+    print("  %d requests across the graceful restart, %d failed"
+          % (load.ok, len(load.failures)))
+
+
+def step_stop(port):
+    pid = server_pid()
+    rc, _ = sh(["apache2ctl", "stop"], timeout=60)
+    gone = pfbserver.wait_for(
+        lambda: server_pid() is None and port_refuses(port), 30)
+    check("apache2ctl stop", rc == 0 and gone, "exit %d, pid %s" % (rc, pid))
+    with contextlib.suppress(OSError):
+        with open(ERROR_LOG) as f:
+            log = f.read()
+            bad = pfbserver.unexpected_lines(log)
+            check("no unexpected warning in the error log", not bad,
+                  "\n".join(bad))
+
+
+def step_purge(debian_mpms):
+    files = []
+    for name in PACKAGES:
+        _, out = sh(["dpkg-query", "-L", name], quiet=True)
+        files += [line for line in out.splitlines() if line.startswith("/")]
+    rc, _ = sh(APT + ["purge"] + list(PACKAGES), timeout=900)
+    check("apt_purge", rc == 0, "exit %d" % rc)
+    for name in PACKAGES:
+        check("purged %s" % name, package_state(name) == "not-installed",
+              package_state(name))
+    # Directories shared with apache2 stay; anything of ours must go.
+    left = [f for f in files if os.path.lexists(f) and
+            (not os.path.isdir(f) or any(p in f for p in PACKAGES))]
+    for module in MODULES:
+        left += glob.glob("/etc/apache2/mods-*/%s.*" % module)
+        left += glob.glob("/var/lib/apache2/module/*/%s" % module)
+    check("purge leaves no file of the packages", not left,
+          "left %s" % left)
+    rc, _ = sh(["a2enmod"] + debian_mpms)
+    ok = rc == 0
+    if ok:
+        rc, out = sh(["apache2ctl", "configtest"], timeout=60)
+        ok = rc == 0 and "Syntax OK" in out
+    check("Debian's own MPM can be enabled again", ok)
+
+
+def run(debs):
+    before = {top: snapshot(top) for top in TREES}
+    debian_mpms = enabled_mpms()
+    dependents = dependents_of(debian_mpms)
+    save_machine()
+    try:
+        install_policy()
+        port = pfbserver.free_port()
+        prepare_config(port)
+        print("  test port 127.0.0.1:%d; Debian's MPM enabled here: %s; "
+              "modules that depend on it by name: %s"
+              % (port, debian_mpms, dependents or "none"))
+        step_install(debs, before["/etc/apache2"])
+        if not check("a Debian MPM is enabled to switch from",
+                     debian_mpms and "mpm_prefork_buckets" not in debian_mpms,
+                     str(debian_mpms)):
+            return
+        step_switch(debs, debian_mpms, dependents)
+        info = step_serve(port)
+        if info is not None:
+            step_graceful(port, info)
+            step_stop(port)
+        step_purge(debian_mpms)
+    finally:
+        restore_machine()
+        for top in TREES:
+            after = snapshot(top)
+            diff = sorted(k for k in set(before[top]) | set(after)
+                          if before[top].get(k) != after.get(k))
+            check("%s restored exactly" % top, not diff,
+                  "differs: %s" % diff[:20])
+        check("no system apache2 left running", server_pid() is None)
+        shutil.rmtree(STATE, ignore_errors=True)
+
+
+def main(argv):
+    if os.geteuid() != 0:
+        print("the install test installs packages and changes /etc/apache2: "
+              "run it as root")
+        print("package-install: 0 passed, 1 failed")
+        return 1
+    deb_dir = os.path.abspath(argv[0] if argv else
+                              os.path.join(pfbserver.TOP, "build", "deb"))
+    debs = []
+    for name in PACKAGES:
+        found = sorted(glob.glob(os.path.join(deb_dir, name + "_*.deb")))
+        if not found:
+            print("no %s_*.deb in %s: bash tools/build-deb.sh" % (name,
+                                                                   deb_dir))
+            print("package-install: 0 passed, 1 failed")
+            return 1
+        debs.append(found[-1])
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    os.makedirs(os.path.dirname(LOCK), exist_ok=True)
+    with open(LOCK, "w") as lock:
+        print("  waiting for %s" % LOCK, flush=True)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if hold_dpkg_lock() is None:
+            print("dpkg's frontend lock stayed busy for 600 s")
+            print("package-install: 0 passed, 1 failed")
+            return 1
+        if os.path.exists(os.path.join(STATE, "saved")):
+            print("a previous run did not finish: restoring what it saved")
+            restore_machine()
+            shutil.rmtree(STATE, ignore_errors=True)
+        elif os.path.exists(STATE):
+            shutil.rmtree(STATE)    # killed before it changed anything
+        if glob.glob("/etc/apache2.pfb-*") or \
+                glob.glob("/var/lib/apache2.pfb-*"):
+            print("leftover /etc/apache2.pfb-* from a killed restore: "
+                  "look at them and remove them")
+            print("package-install: 0 passed, 1 failed")
+            return 1
+        if any(package_state(p) != "not-installed" for p in PACKAGES):
+            print("%s already installed here: the test would remove it; "
+                  "purge it first" % " or ".join(PACKAGES))
+            print("package-install: 0 passed, 1 failed")
+            return 1
+        try:
+            run(debs)
+        except Interrupted as e:
+            check("finished", False, str(e))
+    return pfbserver.report("package-install", results)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
