@@ -14,10 +14,15 @@ A schedule of (seconds, rate) phases gives on/off bursts.
   python3 openloop.py --url ... --schedule 1:2000,1:0,1:2000,1:0
 
 Prints one JSON object: sent, ok, errors by kind, achieved rate, latency
-percentiles in ms (p50, p90, p99, p99.9, max) and a CDF.
+percentiles in ms (p50, p90, p99, p99.9, max), a CDF, and how late the
+generator itself sent (send_lag_p99, send_lag_max, ms): a generator that
+falls behind charges its own lag to the server, so the suite reports it.
+One process does a few thousand requests a second; the suite runs several
+side by side for higher rates and merges their --latencies files.
 """
 
 import argparse
+import array
 import asyncio
 import json
 import sys
@@ -35,10 +40,13 @@ def percentile(sorted_values, p):
     return sorted_values[k]
 
 
-def summarize(latencies, errors, sent, elapsed):
+def summarize(latencies, errors, sent, elapsed, lags=()):
     lat = sorted(latencies)
     result = {"sent": sent, "ok": len(lat), "errors": errors,
               "rate": len(lat) / elapsed if elapsed > 0 else 0.0}
+    lags = sorted(lags)
+    result["send_lag_p99"] = percentile(lags, 99) * 1000.0 if lags else 0.0
+    result["send_lag_max"] = lags[-1] * 1000.0 if lags else 0.0
     for p in PERCENTILES:
         result["p%s" % p] = percentile(lat, p) * 1000.0
     result["max"] = (lat[-1] * 1000.0) if lat else float("nan")
@@ -74,11 +82,11 @@ async def one_request(host, port, path, due, timeout, latencies, errors):
         errors[kind] = errors.get(kind, 0) + 1
 
 
-async def run(url, schedule, timeout, max_outstanding):
+async def run(url, schedule, timeout, max_outstanding, latencies):
     parts = urllib.parse.urlsplit(url)
     host, port = parts.hostname, parts.port or 80
     path = parts.path + ("?" + parts.query if parts.query else "")
-    latencies, errors, tasks = [], {}, set()
+    errors, tasks, lags = {}, set(), []
     sent = 0
     start = time.monotonic()
     phase_start = start
@@ -89,6 +97,7 @@ async def run(url, schedule, timeout, max_outstanding):
             delay = due - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
+            lags.append(max(0.0, time.monotonic() - due))
             if len(tasks) >= max_outstanding:
                 # Beyond the generator's own limit: count it, do not hide it.
                 errors["generator_limit"] = errors.get("generator_limit",
@@ -105,7 +114,8 @@ async def run(url, schedule, timeout, max_outstanding):
             await asyncio.sleep(delay)
     if tasks:
         await asyncio.wait(tasks, timeout=timeout + 1)
-    return summarize(latencies, errors, sent, time.monotonic() - start)
+    return summarize(latencies, errors, sent, time.monotonic() - start,
+                     lags)
 
 
 def parse_schedule(text):
@@ -125,6 +135,9 @@ def main():
     parser.add_argument("--schedule", help="SECONDS:RATE,... (bursts)")
     parser.add_argument("--timeout", type=float, default=10.0)
     parser.add_argument("--max-outstanding", type=int, default=4000)
+    parser.add_argument("--latencies", metavar="FILE",
+                        help="also write every latency (seconds, native "
+                        "doubles) here, for merging several generators")
     args = parser.parse_args()
     host = urllib.parse.urlsplit(args.url).hostname
     if not (host.startswith("127.") or host in ("localhost", "::1")):
@@ -133,8 +146,12 @@ def main():
         return 2
     schedule = parse_schedule(args.schedule) if args.schedule else \
         [(args.duration, args.rate)]
+    latencies = []
     result = asyncio.run(run(args.url, schedule, args.timeout,
-                             args.max_outstanding))
+                             args.max_outstanding, latencies))
+    if args.latencies:
+        with open(args.latencies, "wb") as f:
+            array.array("d", latencies).tofile(f)
     json.dump(result, sys.stdout)
     print()
     return 0
