@@ -13,7 +13,10 @@ DEMO_ROOT="$TOP/build/demo"
 DEMO_PORT="${DEMO_PORT:-8080}"
 PACKAGES="apache2 apache2-dev apache2-utils libapr1-dev libaprutil1-dev check \
 autoconf pkg-config gcc libc6-dev linux-libc-dev make python3 curl wrk iproute2 procps valgrind strace \
-nginx-light gnuplot-nox prometheus"
+nginx-light gnuplot-nox prometheus libapache2-mod-php"
+# Installed on their own, after the rest: their postinst changes the
+# system's apache2 configuration, which keep_apache_modules undoes.
+APACHE_MODULE_PACKAGES="libapache2-mod-php"
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -42,14 +45,52 @@ install_missing() {
         chmod 755 "$policy"
         added_policy=1
     fi
-    local status=0
-    apt-get install -y -q --no-install-recommends "${missing[@]}" || status=$?
+    local status=0 rest=() modules=()
+    for pkg in "${missing[@]}"; do
+        case " $APACHE_MODULE_PACKAGES " in
+        *" $pkg "*) modules+=("$pkg") ;;
+        *) rest+=("$pkg") ;;
+        esac
+    done
+    if [ "${#rest[@]}" -gt 0 ]; then
+        apt-get install -y -q --no-install-recommends "${rest[@]}" || status=$?
+    fi
+    if [ "$status" -eq 0 ] && [ "${#modules[@]}" -gt 0 ]; then
+        keep_apache_modules apt-get install -y -q --no-install-recommends \
+            "${modules[@]}" || status=$?
+    fi
     if [ "$added_policy" = 1 ]; then
         rm -f "$policy"
     fi
     if [ "$status" -ne 0 ]; then
         exit "$status"
     fi
+}
+
+enabled_apache_modules() {
+    find /etc/apache2/mods-enabled -name '*.load' -printf '%f\n' 2>/dev/null \
+        | sed 's/\.load$//' | sort
+}
+
+# Runs a command (an apt-get install), then leaves the modules enabled in
+# the system's /etc/apache2 as they were before it.  Debian's mod_php
+# switches the system apache2 to prefork and enables itself; the project's
+# servers use their own configurations, and other users of this machine's
+# apache2 must not find it changed.
+keep_apache_modules() {
+    local before after status=0 mod
+    before=$(enabled_apache_modules)
+    "$@" || status=$?
+    after=$(enabled_apache_modules)
+    for mod in $(comm -13 <(echo "$before") <(echo "$after")); do
+        say "a2dismod $mod (enabled by the package)"
+        a2dismod -q -f "$mod" >/dev/null
+    done
+    for mod in $(comm -23 <(echo "$before") <(echo "$after")); do
+        say "a2enmod $mod (disabled by the package)"
+        a2enmod -q "$mod" >/dev/null
+    done
+    return "$status"
 }
 
 build() {
