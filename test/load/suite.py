@@ -89,7 +89,7 @@ PROFILES = {
     # for `cpus` server CPUs and are scaled (see SCALED) to fewer.
     "16cpu": {"cpus": 16, "pairs": 3, "seconds": 10, "fault_seconds": 10,
               "workers": 512, "start": 256, "connections": 256,
-              "wrk_threads": 16, "hetero_workers": 256, "open_rate": 0,
+              "wrk_threads": 16, "hetero_workers": 256, "open_rate": 16000,
               "slow_clients": 64, "buckets": "cpus",
               "configs": ["stock", "pfb-1", "pfb-N", "pfb-N-idle",
                           "pfb-N-cpu", "event", "nginx"],
@@ -115,7 +115,11 @@ PROFILES = {
 # `cpus` entry is scaled by server CPUs / cpus where the server has fewer
 # (or by --scale).
 SCALED = ("workers", "start", "connections", "wrk_threads", "hetero_workers",
-          "slow_clients")
+          "slow_clients", "open_rate")
+
+# What the other scenarios need, for profiles made for one scenario (php,
+# rps) run with --scenarios.
+DEFAULTS = {"fault_seconds": 6, "open_rate": 800, "slow_clients": 8}
 
 # Every scenario the suite knows, for --list; openNN (any percentage) runs
 # at NN % of stock event's static-close req/s.
@@ -238,6 +242,13 @@ def server_plan(name, prof, args, scene):
                     modules="LoadModule php_module %s\n" % scene["php_so"])
         with open(PHP_SCRIPT) as f:
             plan["files"]["/mixed.php"] = f.read()
+        # Stopping, mod_php's children may take over 3 s to exit, under
+        # either prefork: exit() runs every library's destructors and
+        # free(), which write to pages shared with the parent, and each
+        # copy-on-write fault flushes TLBs on the other CPUs (perf on this
+        # 2-CPU VM: 20 children took 2-4 s).  httpd then logs that it
+        # sends SIGTERM again; the stop is not what this scenario measures.
+        plan["expect"] = ("PFB00051", "AH00045")
     if name.startswith("rps"):
         plan["host"] = scene["veth"].server_addr
     return plan
@@ -267,7 +278,8 @@ def apache_server(cfg, args, plan):
     # smoke test fails on them) rather than stopping at the first.
     srv = Server(extra=tuning + APACHE_COMMON + plan["conf"] + cfg["extra"],
                  ports=plan["ports"], mpm=cfg["mpm"], extra_modules=modules,
-                 check_log=False, expect_log=EXPECTED_LOG,
+                 check_log=False,
+                 expect_log=EXPECTED_LOG + plan.get("expect", ()),
                  listen_host=plan["host"])
     write_files(srv.root, plan["files"])
     if args.server_cpus:
@@ -1009,7 +1021,7 @@ def parse_args():
 def profile_settings(args):
     """The profile, scaled to the server's CPUs and with the command
     line's overrides; resolves --buckets and --wrk-threads."""
-    prof = dict(PROFILES[args.profile or "quick"])
+    prof = dict(DEFAULTS, **PROFILES[args.profile or "quick"])
     ncpus = len(server_cpus(args))
     scale = 1.0
     if "cpus" in prof:
@@ -1022,8 +1034,6 @@ def profile_settings(args):
         prof["pairs"] = prof["fault_pairs"] = args.pairs
     if args.seconds:
         prof["seconds"] = args.seconds
-        prof["fault_seconds"] = max(prof.get("fault_seconds", 0),
-                                    args.seconds)
     if args.workers:
         prof["workers"] = args.workers
         if prof.get("start", 0) > args.workers:
