@@ -91,8 +91,8 @@ PROFILES = {
               "workers": 512, "start": 256, "connections": 256,
               "wrk_threads": 16, "hetero_workers": 256, "open_rate": 16000,
               "slow_clients": 64, "buckets": "cpus",
-              "configs": ["stock", "pfb-1", "pfb-N", "pfb-N-idle",
-                          "pfb-N-cpu", "event", "nginx"],
+              "configs": ["stock", "pfb-1", "pfb-single", "pfb-N",
+                          "pfb-N-idle", "pfb-N-cpu", "event", "nginx"],
               "scenarios": ["static-close", "hetero", "fourports",
                             "open50", "open80"]},
     # mod_php (pool sizes: PHP_POOL).
@@ -151,16 +151,19 @@ PHP_CONF = ("<FilesMatch \\.php$>\n    SetHandler application/x-httpd-php\n"
 # merged.
 OPENLOOP_RATE_PER_PROC = 3000
 
-CONFIG_ORDER = ["pfb-1", "pfb-ratio1", "pfb-N", "pfb-N-cpu", "pfb-N-idle",
-                "stock", "stock-ratio1", "event", "nginx"]
+CONFIG_ORDER = ["pfb-1", "pfb-single", "pfb-ratio1", "pfb-N", "pfb-N-cpu",
+                "pfb-N-idle", "stock", "stock-ratio1", "event", "nginx"]
 BASELINE = "stock"
 
 
 def configs(args):
     n = args.buckets
     return {
-        "pfb-1": {"label": "this MPM, 1 bucket", "kind": "apache",
-                  "mpm": MPM_SO, "extra": ""},
+        "pfb-1": {"label": "this MPM, 1 bucket (a bucket per Listen with "
+                  "several)", "kind": "apache", "mpm": MPM_SO, "extra": ""},
+        "pfb-single": {"label": "this MPM, ListenBuckets 0 (httpd's shared "
+                       "poll of several Listens)", "kind": "apache",
+                       "mpm": MPM_SO, "extra": "ListenBuckets 0\n"},
         "pfb-ratio1": {"label": "this MPM, ListenCoresBucketsRatio 1",
                        "kind": "apache", "mpm": MPM_SO,
                        "extra": "ListenCoresBucketsRatio 1\n"},
@@ -725,6 +728,8 @@ def run_php(srv, args, prof, log):
 
 def scenario_skips(name, cfg):
     """Why a configuration cannot run a scenario, or None."""
+    if cfg.get("extra") == "ListenBuckets 0\n" and name != "fourports":
+        return "with one Listen, ListenBuckets 0 is the default's arrangement"
     if cfg["kind"] == "nginx" and name == "hetero":
         return "nginx has no test handler for service times"
     if name == "php" and (cfg["kind"] == "nginx"
