@@ -13,9 +13,12 @@ DEMO_ROOT="$TOP/build/demo"
 DEMO_PORT="${DEMO_PORT:-8080}"
 PACKAGES="apache2 apache2-dev apache2-utils libapr1-dev libaprutil1-dev check \
 autoconf pkg-config gcc libc6-dev linux-libc-dev make python3 curl wrk iproute2 procps valgrind strace \
-nginx-light gnuplot-nox prometheus \
+nginx-light gnuplot-nox prometheus libapache2-mod-php \
 build-essential debhelper dpkg-dev lintian prometheus-apache-exporter munin-plugins-core libwww-perl \
 libtool libtool-bin libpcre2-dev libpcre3-dev libexpat1-dev zlib1g-dev patch xz-utils shellcheck"
+# Installed on their own, after the rest: their postinst changes the
+# system's apache2 configuration, which apt_keeping_apache_modules undoes.
+APACHE_MODULE_PACKAGES="libapache2-mod-php"
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -45,15 +48,66 @@ install_missing() {
         chmod 755 "$policy"
         added_policy=1
     fi
-    local status=0
-    apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
-        "${missing[@]}" || status=$?
+    local status=0 rest=() modules=()
+    for pkg in "${missing[@]}"; do
+        case " $APACHE_MODULE_PACKAGES " in
+        *" $pkg "*) modules+=("$pkg") ;;
+        *) rest+=("$pkg") ;;
+        esac
+    done
+    if [ "${#rest[@]}" -gt 0 ]; then
+        apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
+            "${rest[@]}" || status=$?
+    fi
+    if [ "$status" -eq 0 ] && [ "${#modules[@]}" -gt 0 ]; then
+        apt_keeping_apache_modules install -y -q --no-install-recommends \
+            "${modules[@]}" || status=$?
+    fi
     if [ "$added_policy" = 1 ]; then
         rm -f "$policy"
     fi
     if [ "$status" -ne 0 ]; then
         exit "$status"
     fi
+}
+
+enabled_apache_modules() {
+    find /etc/apache2/mods-enabled -name '*.load' -printf '%f\n' 2>/dev/null \
+        | sed 's/\.load$//' | sort
+}
+
+# apt-get with hooks that leave the modules enabled in the system's
+# /etc/apache2 as they were.  Debian's mod_php switches the system apache2
+# to prefork and enables itself; the project's servers use their own
+# configurations, and other users of this machine's apache2 must not find
+# it changed.  The hooks run before and after each dpkg run while apt holds
+# dpkg's lock, so whoever copies /etc/apache2 under that lock (the package
+# test does) never sees the package's change.
+apt_keeping_apache_modules() {
+    local state status=0
+    state=$(mktemp)
+    apt-get -o DPkg::Lock::Timeout=600 \
+        -o "DPkg::Pre-Invoke::=bash $TOP/tools/run.sh apache-modules-save $state" \
+        -o "DPkg::Post-Invoke::=bash $TOP/tools/run.sh apache-modules-restore $state" \
+        "$@" || status=$?
+    rm -f "$state"
+    return "$status"
+}
+
+apache_modules_restore() {
+    local before after mod
+    before=$(cat "$1")
+    after=$(enabled_apache_modules)
+    # As maintainer scripts do (-m), and forgetting the package's own
+    # record (-p), so that a2enmod's state is as before too.
+    for mod in $(comm -13 <(echo "$before") <(echo "$after")); do
+        say "a2dismod $mod (enabled by the package)"
+        a2dismod -q -f -p "$mod" >/dev/null || true
+    done
+    for mod in $(comm -23 <(echo "$before") <(echo "$after")); do
+        say "a2enmod $mod (disabled by the package)"
+        a2enmod -q -m "$mod" >/dev/null || true
+    done
 }
 
 build() {
@@ -118,5 +172,8 @@ case "${1:-}" in
     demo) install_missing; build; demo ;;
     test) install_missing; build; run_tests ;;
     stop) stop_demo ;;
+    # apt's hooks in apt_keeping_apache_modules:
+    apache-modules-save) enabled_apache_modules > "$2" ;;
+    apache-modules-restore) apache_modules_restore "$2" ;;
     *) echo "usage: $0 demo|test|stop" >&2; exit 2 ;;
 esac

@@ -270,6 +270,12 @@ class RestartStorms(unittest.TestCase):
                 figures[-1]
             self.assertEqual(fds_end, fds_start, "fds per restart: %s"
                              % [f for _, f in figures])
+            if os.environ.get("PFB_ASAN_PRELOAD"):
+                # The sanitizer's runtime grows with every dlopen of an
+                # instrumented module (about 50 kB a restart with Debian's
+                # own prefork and only the test handler instrumented), so
+                # RSS says nothing of ours here: the plain pass checks it.
+                return
             self.assertLessEqual(rss_end, rss_start + 512,
                                  "RSS (kB) per restart: %s"
                                  % [r for r, _ in figures])

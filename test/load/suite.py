@@ -5,6 +5,10 @@ prefork and event MPMs and nginx, run interleaved, with a report.
 
   python3 test/load/suite.py --quick          # CI smoke test, < 2 minutes
   python3 test/load/suite.py --full           # < 15 minutes on 2 cores
+  python3 test/load/suite.py --profile=16cpu  # issue 14's table (scaled
+                                              # to the server's CPUs)
+  python3 test/load/suite.py --profile=php    # mod_php, mixed cost
+  python3 test/load/suite.py --profile=rps    # veth + RPS in a netns
   python3 test/load/suite.py --profile=bigbox --server-cpus 0-31 \
       --client-cpus 32-63                     # a many-core host
   python3 test/load/suite.py --list           # configurations, scenarios
@@ -14,12 +18,16 @@ run on a freshly started server, for the profile's number of pairs, and
 reports medians, min/max and the ratio of medians to Debian's stock
 prefork.  Everything goes to one folder (--out, default
 bench-results/suite-<time>): results.json, results.csv, report.md and
-gnuplot charts.  Traffic goes to 127.0.0.1 only; every run is bounded by
-timeouts and every server is stopped on every path.
+gnuplot charts.  Traffic goes to 127.0.0.1 only, or, in the rps scenarios,
+over a veth pair to a network namespace the suite creates and deletes;
+every run is bounded by timeouts and every server is stopped on every
+path.
 """
 
 import argparse
+import array
 import collections
+import contextlib
 import csv
 import json
 import math
@@ -43,9 +51,11 @@ TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from pfbtest import (Server, STOCK_PREFORK, STOCK_EVENT, MPM_SO,  # noqa
-                     STATUS_SO, TEST_HANDLER_SO, STAT_PGRP, free_port,
-                     live_pids)
+                     MODULES, STATUS_SO, TEST_HANDLER_SO, STAT_PGRP,
+                     free_port, live_pids)
 import report  # noqa: E402
+import netns  # noqa: E402
+import openloop  # noqa: E402
 
 sys.path.insert(0, os.path.join(HERE, "sim"))
 import bucketsim  # noqa: E402
@@ -72,18 +82,88 @@ PROFILES = {
                "scenarios": ["static-close", "static-keepalive", "fourports",
                              "hetero", "openloop", "bursts", "slowloris",
                              "graceful", "kills"]},
+    # Issue 14's table, as measured on a 16-CPU host: wrk -t16 -c256,
+    # MaxRequestWorkers 512 and StartServers 256 for static close; 256
+    # children and 384 clients for hetero; open-loop load at 50 % and 80 %
+    # of stock event's closed-loop req/s in the same run.  The sizes are
+    # for `cpus` server CPUs and are scaled (see SCALED) to fewer.
+    "16cpu": {"cpus": 16, "pairs": 3, "seconds": 10, "fault_seconds": 10,
+              "workers": 512, "start": 256, "connections": 256,
+              "wrk_threads": 16, "hetero_workers": 256, "open_rate": 16000,
+              "slow_clients": 64, "buckets": "cpus",
+              "configs": ["stock", "pfb-1", "pfb-single", "pfb-N",
+                          "pfb-N-idle", "pfb-N-cpu", "event", "nginx"],
+              "scenarios": ["static-close", "hetero", "fourports",
+                            "open50", "open80"]},
+    # mod_php (pool sizes: PHP_POOL).
+    "php": {"pairs": 3, "seconds": 5, "workers": 32, "connections": 32,
+            "buckets": "cpus",
+            "configs": ["pfb-1", "pfb-N", "pfb-N-idle", "stock",
+                        "stock-ratio1"],
+            "scenarios": ["php"]},
+    # Packets spread over the server's CPUs by RPS on a veth (netns.py);
+    # `rps-half` spreads them over half of the server's CPUs only, so the
+    # share of connections in those CPUs' buckets shows whether each
+    # connection landed on the bucket of the CPU that received it.
+    "rps": {"pairs": 3, "seconds": 5, "workers": 32, "connections": 32,
+            "buckets": "cpus",
+            "configs": ["pfb-1", "pfb-N", "pfb-N-idle", "pfb-N-cpu"],
+            "scenarios": ["rps", "rps-half"]},
 }
 
-CONFIG_ORDER = ["pfb-1", "pfb-ratio1", "pfb-N", "pfb-N-cpu", "pfb-N-idle",
-                "stock", "stock-ratio1", "event", "nginx"]
+# Profile entries that grow with the server's CPUs: a profile with a
+# `cpus` entry is scaled by server CPUs / cpus where the server has fewer
+# (or by --scale).
+SCALED = ("workers", "start", "connections", "wrk_threads", "hetero_workers",
+          "slow_clients", "open_rate")
+
+# What the other scenarios need, for profiles made for one scenario (php,
+# rps) run with --scenarios.
+DEFAULTS = {"fault_seconds": 6, "open_rate": 800, "slow_clients": 8}
+
+# Every scenario the suite knows, for --list; openNN (any percentage) runs
+# at NN % of stock event's static-close req/s.
+SCENARIOS = ["static-close", "static-keepalive", "fourports", "hetero",
+             "openloop", "bursts", "slowloris", "graceful", "kills",
+             "open50", "open80", "php", "rps", "rps-half"]
+
+# The static scenarios' file: 100 bytes, as in issue 14's measurements.
+STATIC_PATH = "/static100.html"
+STATIC_BODY = ("static file of one hundred bytes for the load suite "
+               + "x" * 47 + "\n")
+assert len(STATIC_BODY) == 100
+
+PHP_SCRIPT = os.path.join(HERE, "php", "mixed.php")
+# The php scenario's pool, in any profile (a profile may set php_* keys):
+# Debian's stock prefork sizes (StartServers 5, MinSpareServers 5,
+# MaxSpareServers 10, MaxRequestWorkers 150), and 8 clients per server CPU,
+# well under the cap, so that the pool at the end shows what a mode keeps
+# for the load; a warm-up lets the pool grow and PHP's opcache fill first.
+PHP_POOL = {"php_workers": 150, "php_start": 5, "php_min_spare": 5,
+            "php_max_spare": 10, "php_clients_per_cpu": 8, "php_warmup": 2}
+PHP_CONF = ("<FilesMatch \\.php$>\n    SetHandler application/x-httpd-php\n"
+            "</FilesMatch>\n")
+
+# One openloop.py process keeps its schedule up to about this rate: it
+# costs about 180 µs of CPU per request (a connection each, two thirds of
+# it the kernel's), so a rate of N needs about N / 5500 CPUs of generator.
+# Higher rates are split over several processes whose latencies are
+# merged.
+OPENLOOP_RATE_PER_PROC = 3000
+
+CONFIG_ORDER = ["pfb-1", "pfb-single", "pfb-ratio1", "pfb-N", "pfb-N-cpu",
+                "pfb-N-idle", "stock", "stock-ratio1", "event", "nginx"]
 BASELINE = "stock"
 
 
 def configs(args):
     n = args.buckets
     return {
-        "pfb-1": {"label": "this MPM, 1 bucket", "kind": "apache",
-                  "mpm": MPM_SO, "extra": ""},
+        "pfb-1": {"label": "this MPM, 1 bucket (a bucket per Listen with "
+                  "several)", "kind": "apache", "mpm": MPM_SO, "extra": ""},
+        "pfb-single": {"label": "this MPM, ListenBuckets 0 (httpd's shared "
+                       "poll of several Listens)", "kind": "apache",
+                       "mpm": MPM_SO, "extra": "ListenBuckets 0\n"},
         "pfb-ratio1": {"label": "this MPM, ListenCoresBucketsRatio 1",
                        "kind": "apache", "mpm": MPM_SO,
                        "extra": "ListenCoresBucketsRatio 1\n"},
@@ -113,12 +193,16 @@ def configs(args):
 # ---------------------------------------------------------------------------
 # Servers
 
-def prefork_tuning(workers):
-    # The whole pool from the start: short runs measure the steady state,
-    # not the spawn ramp.
+def prefork_tuning(plan):
+    """By default the whole pool from the start: short runs measure the
+    steady state, not the spawn ramp.  A profile may start smaller and set
+    the spare bounds (16cpu, php)."""
+    workers, start = plan["workers"], plan["start"]
+    min_spare = plan.get("min_spare") or max(1, start // 4)
+    max_spare = plan.get("max_spare") or workers
     return ("StartServers %d\nMinSpareServers %d\nMaxSpareServers %d\n"
             "MaxRequestWorkers %d\nServerLimit %d\n"
-            % (workers, max(1, workers // 4), workers, workers, workers))
+            % (start, min_spare, max_spare, workers, workers))
 
 
 EVENT_THREADS = 8
@@ -128,13 +212,13 @@ def event_children(workers):
     return max(2, int(math.ceil(workers / float(EVENT_THREADS))))
 
 
-def event_tuning(workers):
+def event_tuning(plan):
     per_child = EVENT_THREADS
-    children = event_children(workers)
+    children = event_children(plan["workers"])
     return ("ThreadsPerChild %d\nStartServers %d\nMinSpareThreads %d\n"
             "MaxSpareThreads %d\nServerLimit %d\nMaxRequestWorkers %d\n"
-            % (per_child, children, per_child, workers, children * 2,
-               children * per_child))
+            % (per_child, event_children(plan["start"]), per_child,
+               plan["workers"], children * 2, children * per_child))
 
 
 APACHE_COMMON = ("KeepAliveTimeout 5\nLogLevel warn\n"
@@ -143,17 +227,64 @@ APACHE_COMMON = ("KeepAliveTimeout 5\nLogLevel warn\n"
                  "    SetHandler bucket-status\n</Location>\n")
 
 
-def apache_server(cfg, args, ports, workers):
-    tuning = event_tuning(workers) if cfg["mpm"] == STOCK_EVENT \
-        else prefork_tuning(workers)
+def server_plan(name, prof, args, scene):
+    """What a scenario's server looks like: ports, pool sizes, the address
+    it listens on, extra configuration and modules, files to serve."""
+    plan = {"ports": 4 if name == "fourports" else 1,
+            "workers": prof["workers"],
+            "start": prof.get("start", prof["workers"]),
+            "host": "127.0.0.1", "conf": "", "modules": "",
+            "files": {STATIC_PATH: STATIC_BODY}}
+    if name == "hetero" and prof.get("hetero_workers"):
+        plan["workers"] = plan["start"] = prof["hetero_workers"]
+    if name == "php":
+        php = php_settings(prof)
+        plan.update(workers=php["php_workers"], start=php["php_start"],
+                    min_spare=php["php_min_spare"],
+                    max_spare=php["php_max_spare"], conf=PHP_CONF,
+                    modules="LoadModule php_module %s\n" % scene["php_so"])
+        with open(PHP_SCRIPT) as f:
+            plan["files"]["/mixed.php"] = f.read()
+        # Stopping, mod_php's children may take over 3 s to exit, under
+        # either prefork: exit() runs every library's destructors and
+        # free(), which write to pages shared with the parent, and each
+        # copy-on-write fault flushes TLBs on the other CPUs (perf on this
+        # 2-CPU VM: 20 children took 2-4 s).  httpd then logs that it
+        # sends SIGTERM again; the stop is not what this scenario measures.
+        plan["expect"] = ("PFB00051", "AH00045")
+    if name.startswith("rps"):
+        plan["host"] = scene["veth"].server_addr
+    return plan
+
+
+def php_settings(prof):
+    return {k: prof.get(k, v) for k, v in PHP_POOL.items()}
+
+
+def php_clients(prof, args):
+    return php_settings(prof)["php_clients_per_cpu"] * len(server_cpus(args))
+
+
+def write_files(root, files):
+    for path, body in files.items():
+        with open(os.path.join(root, "htdocs", path.lstrip("/")), "w") as f:
+            f.write(body)
+
+
+def apache_server(cfg, args, plan):
+    tuning = event_tuning(plan) if cfg["mpm"] == STOCK_EVENT \
+        else prefork_tuning(plan)
     modules = ("LoadModule bucket_status_module %s\n"
-               "LoadModule pfb_test_handler_module %s\n"
-               % (STATUS_SO, TEST_HANDLER_SO))
+               "LoadModule pfb_test_handler_module %s\n%s"
+               % (STATUS_SO, TEST_HANDLER_SO, plan["modules"]))
     # The suite records unexpected log lines in each run's result (and the
     # smoke test fails on them) rather than stopping at the first.
-    srv = Server(extra=tuning + APACHE_COMMON + cfg["extra"], ports=ports,
-                 mpm=cfg["mpm"], extra_modules=modules, check_log=False,
-                 expect_log=EXPECTED_LOG)
+    srv = Server(extra=tuning + APACHE_COMMON + plan["conf"] + cfg["extra"],
+                 ports=plan["ports"], mpm=cfg["mpm"], extra_modules=modules,
+                 check_log=False,
+                 expect_log=EXPECTED_LOG + plan.get("expect", ()),
+                 listen_host=plan["host"])
+    write_files(srv.root, plan["files"])
     if args.server_cpus:
         srv.wrapper = ["taskset", "-c", args.server_cpus]
     return srv
@@ -162,17 +293,21 @@ def apache_server(cfg, args, ports, workers):
 class NginxServer:
     """Debian's nginx with `listen ... reuseport` and a worker per CPU."""
 
-    def __init__(self, ports, args):
-        self.nports = ports
+    def __init__(self, plan, args):
+        self.nports = plan["ports"]
         self.args = args
         self.root = tempfile.mkdtemp(prefix="pfb-nginx-")
         os.chmod(self.root, 0o755)
         os.mkdir(os.path.join(self.root, "htdocs"))
         with open(os.path.join(self.root, "htdocs", "index.html"), "w") as f:
             f.write("hello from prefork buckets\n")
+        write_files(self.root, plan["files"])
         self.proc = None
         self.ports = []
         self.probe_connections = 0
+        # One worker per server CPU, as `worker_processes auto` would give
+        # nginx started under the same taskset.
+        self.workers = len(server_cpus(args))
 
     def start(self):
         self.ports = [free_port() for _ in range(self.nports)]
@@ -188,7 +323,7 @@ class NginxServer:
                     "    access_log %s/access.log pidlog;\n"
                     "    keepalive_timeout 5;\n    server {\n%s"
                     "        root %s/htdocs;\n    }\n}\n"
-                    % (len(os.sched_getaffinity(0)), self.root, self.root,
+                    % (self.workers, self.root, self.root,
                        self.root, listens, self.root))
         command = ["nginx", "-c", conf, "-p", self.root, "-g", "daemon off;"]
         if self.args.server_cpus:
@@ -208,10 +343,10 @@ class NginxServer:
         raise RuntimeError("nginx did not come up")
 
     def wait_ready(self, count, timeout=60):
-        """Waits for nginx's workers (one per CPU)."""
+        """Waits for nginx's workers (one per server CPU)."""
         deadline = time.time() + timeout
         while time.time() < deadline:
-            if len(self.children()) >= len(os.sched_getaffinity(0)):
+            if len(self.children()) >= self.workers:
                 return self.children()
             time.sleep(0.05)
         return self.children()
@@ -263,23 +398,30 @@ class NginxServer:
         return False
 
 
-def make_server(cfg, args, ports, workers):
+def make_server(cfg, args, plan):
     if cfg["kind"] == "nginx":
-        return NginxServer(ports, args)
-    return apache_server(cfg, args, ports, workers)
+        return NginxServer(plan, args)
+    return apache_server(cfg, args, plan)
 
 
-def start_server(srv, workers):
-    """Starts a server and waits for its whole pool: short runs measure
-    the steady state, not children still starting."""
+def start_server(srv, plan):
+    """Starts a server and waits for its starting pool (StartServers): short
+    runs measure the steady state, not children still starting."""
     srv.start()
     if isinstance(srv, NginxServer):
-        srv.wait_ready(workers)
+        srv.wait_ready(plan["start"])
     elif srv.mpm == STOCK_EVENT:
         # One scoreboard row per process is read: event's children.
-        srv.wait_ready(event_children(workers))
+        srv.wait_ready(event_children(plan["start"]))
     else:
-        srv.wait_ready(workers, idle=True)
+        srv.wait_ready(plan["start"], idle=True)
+
+
+def server_cpus(args):
+    """The CPUs the servers run on: --server-cpus, or all usable here."""
+    if args.server_cpus:
+        return netns.cpu_list(args.server_cpus)
+    return sorted(os.sched_getaffinity(0))
 
 
 # Warnings a scenario provokes by design, by configuration kind: the pool
@@ -329,21 +471,32 @@ def children_cpu():
 # ---------------------------------------------------------------------------
 # Load generators
 
-def client_prefix(args):
-    return ["taskset", "-c", args.client_cpus] if args.client_cpus else []
+def client_prefix(args, where=None):
+    """The load generator's command prefix: into the rps scenarios'
+    namespace (`where`, a netns.VethPair), then onto --client-cpus."""
+    prefix = where.prefix() if where else []
+    if args.client_cpus:
+        prefix += ["taskset", "-c", args.client_cpus]
+    return prefix
 
 
 def run_wrk(args, url, connections, seconds, close=True, exp_ms=None,
-            log=None):
+            log=None, where=None):
     env = dict(os.environ)
+    # wrk_report.lua: Connection: close on every request (WRK_CLOSE=1);
+    # WRK_EXP_MS asks the test handler for exponential service times.
     env["WRK_CLOSE"] = "1" if close else "0"
     if exp_ms:
         env["WRK_EXP_MS"] = str(exp_ms)
-    command = client_prefix(args) + [
+    command = client_prefix(args, where) + [
+        # threads: --wrk-threads or the profile's, else CPUs, at most 4
         "wrk", "-t", str(args.wrk_threads or
                          max(1, min(4, len(os.sched_getaffinity(0))))),
-        "-c", str(connections), "-d", "%ds" % seconds, "--latency",
-        "-s", WRK_SCRIPT, url]
+        "-c", str(connections),         # connections held open at once
+        "-d", "%ds" % seconds,          # how long
+        "--latency",                    # the latency distribution
+        "-s", WRK_SCRIPT,               # WRK_JSON summary line, close
+        url]
     out = subprocess.run(["timeout", str(seconds + 60)] + command, env=env,
                          capture_output=True, text=True).stdout
     if log:
@@ -374,19 +527,68 @@ def merge_wrk(results):
 
 
 def run_openloop(args, url, schedule, log=None):
-    command = client_prefix(args) + [sys.executable, OPENLOOP, "--url", url,
-                                     "--schedule", schedule]
-    total = sum(float(p.split(":")[0]) for p in schedule.split(","))
-    out = subprocess.run(["timeout", str(total + 60)] + command,
-                         capture_output=True, text=True).stdout
-    if log:
-        log.write("$ %s\n%s\n" % (" ".join(command), out[:2000]))
+    """openloop.py at a fixed schedule; rates above OPENLOOP_RATE_PER_PROC
+    are split over several processes, each with its share of every
+    phase's rate, whose latencies are merged."""
+    phases = openloop.parse_schedule(schedule)
+    peak = max(rate for _, rate in phases)
+    procs = max(1, int(math.ceil(peak / OPENLOOP_RATE_PER_PROC)))
+    share = ",".join("%g:%g" % (sec, rate / procs) for sec, rate in phases)
+    total = sum(sec for sec, _ in phases)
+    tmp = tempfile.mkdtemp(prefix="pfb-openloop-")
+    running = []
     try:
-        result = json.loads(out)
-    except ValueError:
-        return {"requests": 0, "rps": 0.0, "errors": {"no_output": 1}}
-    result["requests"] = result["ok"]
-    result["rps"] = result["rate"]
+        for i in range(procs):
+            command = client_prefix(args) + [
+                sys.executable, OPENLOOP, "--url", url,
+                "--schedule", share,    # SECONDS:RATE phases, this share
+                "--latencies", os.path.join(tmp, "lat%d" % i)]
+            running.append((command, subprocess.Popen(
+                ["timeout", str(total + 60)] + command,
+                stdout=subprocess.PIPE, text=True)))
+        outs = [(command, p.communicate()[0]) for command, p in running]
+        return merge_openloop(outs, tmp, procs, log)
+    finally:
+        for _, p in running:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def merge_openloop(outs, tmp, procs, log):
+    """One result from several openloop.py processes: rates and errors
+    added, percentiles over all their latencies, the worst send lag."""
+    latencies, errors, sent, elapsed, lag99, lagmax = [], {}, 0, 0.0, 0, 0
+    for i, (command, out) in enumerate(outs):
+        if log:
+            log.write("$ %s\n%s\n" % (" ".join(command), out[:2000]))
+        try:
+            one = json.loads(out)
+        except ValueError:
+            errors["no_output"] = errors.get("no_output", 0) + 1
+            continue
+        lat = array.array("d")
+        try:
+            with open(os.path.join(tmp, "lat%d" % i), "rb") as f:
+                lat.frombytes(f.read())
+        except (OSError, ValueError):
+            errors["no_output"] = errors.get("no_output", 0) + 1
+            continue
+        latencies.extend(lat)
+        for k, v in one["errors"].items():
+            errors[k] = errors.get(k, 0) + v
+        sent += one["sent"]
+        elapsed = max(elapsed, one["ok"] / one["rate"] if one["rate"] else 0)
+        lag99 = max(lag99, one.get("send_lag_p99", 0))
+        lagmax = max(lagmax, one.get("send_lag_max", 0))
+    if not latencies:
+        return {"requests": 0, "rps": 0.0, "errors": errors or
+                {"no_output": 1}}
+    result = openloop.summarize(latencies, errors, sent, elapsed)
+    result.update(requests=result["ok"], rps=result["rate"],
+                  send_lag_p99=lag99, send_lag_max=lagmax,
+                  generators=procs)
     return result
 
 
@@ -462,19 +664,27 @@ def kill_random_child(srv):
     os.kill(random.choice(kids), signal.SIGKILL)
 
 
-def scenario_run(name, srv, cfg, args, prof, log):
+def scenario_run(name, srv, cfg, args, prof, scene, log):
     conns = prof["connections"]
     secs = prof["seconds"]
+    if re.fullmatch(r"open\d+", name):
+        return run_openloop(args, srv.url(STATIC_PATH),
+                            "%d:%d" % (secs, scene["rate"]), log=log)
+    if name == "php":
+        return run_php(srv, args, prof, log)
+    if name.startswith("rps"):
+        return run_wrk(args, srv.url(STATIC_PATH), conns, secs, log=log,
+                       where=scene["veth"])
     if name == "static-close":
-        return run_wrk(args, srv.url("/index.html"), conns, secs, log=log)
+        return run_wrk(args, srv.url(STATIC_PATH), conns, secs, log=log)
     if name == "static-keepalive":
-        return run_wrk(args, srv.url("/index.html"), conns, secs,
+        return run_wrk(args, srv.url(STATIC_PATH), conns, secs,
                        close=False, log=log)
     if name == "fourports":
         results = [None] * 4
 
         def one(i):
-            results[i] = run_wrk(args, srv.url("/index.html", i),
+            results[i] = run_wrk(args, srv.url(STATIC_PATH, i),
                                  max(1, conns // 4), secs, log=log)
         threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
         for t in threads:
@@ -483,36 +693,50 @@ def scenario_run(name, srv, cfg, args, prof, log):
             t.join(secs + 90)
         return merge_wrk([r for r in results if r])
     if name == "hetero":
-        return run_wrk(args, srv.url("/pfb-test"), int(prof["workers"] * 1.5),
+        clients = int((prof.get("hetero_workers") or prof["workers"]) * 1.5)
+        return run_wrk(args, srv.url("/pfb-test"), clients,
                        secs, exp_ms=10, log=log)
     if name == "openloop":
-        return run_openloop(args, srv.url("/index.html"),
+        return run_openloop(args, srv.url(STATIC_PATH),
                             "%d:%d" % (secs, prof["open_rate"]), log=log)
     if name == "bursts":
         on = "1:%d" % (prof["open_rate"] * 2)
-        return run_openloop(args, srv.url("/index.html"),
+        return run_openloop(args, srv.url(STATIC_PATH),
                             ",".join([on, "1:0"] * max(1, secs - 1)),
                             log=log)
     if name == "slowloris":
         with SlowClients(srv.ports[0], prof["slow_clients"]):
-            return run_wrk(args, srv.url("/index.html"), conns, secs,
+            return run_wrk(args, srv.url(STATIC_PATH), conns, secs,
                            log=log)
     if name in ("graceful", "kills"):
         fault = (lambda s: s.graceful()) if name == "graceful" \
             else kill_random_child
         finish = with_faults(srv, prof["fault_seconds"], fault,
                              2.0 if name == "graceful" else 1.0)
-        result = run_wrk(args, srv.url("/index.html"), conns,
+        result = run_wrk(args, srv.url(STATIC_PATH), conns,
                          prof["fault_seconds"], log=log)
         result["faults"] = finish()
         return result
     raise ValueError(name)
 
 
+def run_php(srv, args, prof, log):
+    """mixed.php over Connection: close (after warm_up)."""
+    return run_wrk(args, srv.url("/mixed.php"), php_clients(prof, args),
+                   prof["seconds"], log=log)
+
+
 def scenario_skips(name, cfg):
     """Why a configuration cannot run a scenario, or None."""
+    if cfg.get("extra") == "ListenBuckets 0\n" and name != "fourports":
+        return "with one Listen, ListenBuckets 0 is the default's arrangement"
     if cfg["kind"] == "nginx" and name == "hetero":
         return "nginx has no test handler for service times"
+    if name == "php" and (cfg["kind"] == "nginx"
+                          or cfg.get("mpm") == STOCK_EVENT):
+        return "Debian's mod_php needs a prefork MPM"
+    if name.startswith("rps") and cfg["kind"] == "nginx":
+        return "the rps scenarios compare the MPM's steering modes"
     return None
 
 
@@ -527,7 +751,8 @@ def jain(values):
 
 
 def distribution(srv, cfg):
-    """Per-bucket (status module) and per-child (access log pid) counts."""
+    """Per-bucket and per-child (status module) and per-child (access log
+    pid) counts."""
     result = {}
     if cfg["kind"] == "apache":
         try:
@@ -538,7 +763,12 @@ def distribution(srv, cfg):
             if doc.get("available"):
                 result["buckets"] = [b["accepted"] for b in doc["buckets"]]
                 result["bucket_jain"] = doc["balance"]["buckets"]["jain"]
-        except (OSError, ValueError):
+                result["bucket_children"] = [b["children"]["total"]
+                                             for b in doc["buckets"]]
+                result["status_children"] = len(doc["children"])
+                result["status_child_jain"] = \
+                    doc["balance"]["children"]["jain"]
+        except (OSError, ValueError, KeyError):
             pass
     per_child = collections.Counter()
     for line in srv.access_log_lines():
@@ -549,6 +779,44 @@ def distribution(srv, cfg):
         result["children"] = sorted(per_child.values(), reverse=True)
         result["child_jain"] = jain(list(per_child.values()))
     return result
+
+
+def children_memory(pids):
+    """Total RSS and PSS (kB) of these processes.  PSS divides each shared
+    page among the processes that map it, so forked children that share
+    the parent's pages are not counted many times over."""
+    rss = pss = 0
+    for pid in pids:
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        rss += int(line.split()[1])
+            with open("/proc/%d/smaps_rollup" % pid) as f:
+                for line in f:
+                    if line.startswith("Pss:"):
+                        pss += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return {"rss_kb": rss, "pss_kb": pss}
+
+
+def rps_locality(result, args, scene):
+    """Share of connections in the buckets of the CPUs that RPS sends
+    packets to.  With one bucket per server CPU (bucket j on the j-th
+    server CPU, as cpu steering maps them), a connection whose SYN was
+    processed on CPU c and that landed on c's bucket counts here; when
+    RPS covers only some CPUs, cpu steering should put every connection
+    there, and hash or idle about the covered CPUs' share."""
+    buckets = result.get("distribution", {}).get("buckets")
+    cpus = server_cpus(args)
+    if not buckets or len(buckets) != len(cpus) or not sum(buckets):
+        return None
+    covered = set(scene["veth"].rps_cpus)
+    if covered >= set(cpus):
+        return None             # every bucket's CPU: nothing to tell
+    local = sum(n for cpu, n in zip(cpus, buckets) if cpu in covered)
+    return round(local / float(sum(buckets)), 4)
 
 
 # ---------------------------------------------------------------------------
@@ -614,8 +882,9 @@ def host_info():
 
 def syscalls_per_request(cfg, args, prof, out_dir, log):
     requests = 1000
-    with make_server(cfg, args, 1, prof["workers"]) as srv:
-        start_server(srv, prof["workers"])
+    plan = server_plan("static-close", prof, args, {})
+    with make_server(cfg, args, plan) as srv:
+        start_server(srv, plan)
         trace = os.path.join(out_dir, "strace-%s.txt" % cfg["key"])
         pids = [srv.proc.pid] + srv.children()
         tracer = subprocess.Popen(
@@ -624,7 +893,7 @@ def syscalls_per_request(cfg, args, prof, out_dir, log):
             stderr=subprocess.DEVNULL)
         wait_traced(pids)
         command = ["ab", "-q", "-n", str(requests), "-c", "4",
-                   srv.url("/index.html")]
+                   srv.url(STATIC_PATH)]
         subprocess.run(["timeout", "120"] + command, capture_output=True)
         log.write("$ strace -c -f ... ; %s\n" % " ".join(command))
         tracer.send_signal(signal.SIGINT)
@@ -666,16 +935,22 @@ def wait_traced(pids, timeout=30):
         time.sleep(0.05)
 
 
-def one_run(name, key, cfg, args, prof, log):
-    ports = 4 if name == "fourports" else 1
-    with make_server(cfg, args, ports, prof["workers"]) as srv:
-        start_server(srv, prof["workers"])
+def one_run(name, key, cfg, args, prof, log, scene=None):
+    scene = scene or {}
+    plan = server_plan(name, prof, args, scene)
+    with make_server(cfg, args, plan) as srv:
+        start_server(srv, plan)
+        warm_up(name, srv, args, prof, log)
         cpu0, ctx0 = server_usage(srv.proc.pid)
         gen0 = children_cpu()
         started = time.time()
-        result = scenario_run(name, srv, cfg, args, prof, log)
+        result = scenario_run(name, srv, cfg, args, prof, scene, log)
         elapsed = time.time() - started
         cpu1, ctx1 = server_usage(srv.proc.pid)
+        # The pool as the load left it, before idle children are reaped.
+        kids = srv.children()
+        result["children_end"] = len(kids)
+        result["memory"] = children_memory(kids)
         result["server_cpu_s"] = round(cpu1 - cpu0, 2)
         result["loadgen_cpu_s"] = round(children_cpu() - gen0, 2)
         result["ctx_switches"] = ctx1 - ctx0
@@ -683,12 +958,24 @@ def one_run(name, key, cfg, args, prof, log):
         # The server logs a request after its response is out.
         srv.wait_access_log(result.get("requests", 0), timeout=30)
         result["distribution"] = distribution(srv, cfg)
+        if name.startswith("rps"):
+            result["rps_cpus"] = scene["veth"].rps_cpus
+            result["rps_local_share"] = rps_locality(result, args, scene)
     # Read at the stop, so that what stopping logs is counted too.
     result["log_problems"] = srv.log_problems[:20]
     return result
 
 
-def main():
+def warm_up(name, srv, args, prof, log):
+    """php: load before the measured run, so that the pool has grown to
+    the load and PHP's opcache is filled; not counted in CPU or latency."""
+    warmup = php_settings(prof)["php_warmup"]
+    if name == "php" and warmup:
+        run_wrk(args, srv.url("/mixed.php"), php_clients(prof, args), warmup,
+                log=log)
+
+
+def parse_args():
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -704,41 +991,195 @@ def main():
     parser.add_argument("--scenarios", help="comma-separated subset")
     parser.add_argument("--pairs", type=int, help="override the profile")
     parser.add_argument("--seconds", type=int, help="override the profile")
-    parser.add_argument("--buckets", type=int, default=4,
-                        help="N for the ListenBuckets N configuration")
+    parser.add_argument("--buckets", type=int,
+                        help="N for the ListenBuckets N configurations "
+                        "(default 4; one per server CPU in the 16cpu, php "
+                        "and rps profiles)")
     parser.add_argument("--server-cpus", help="taskset CPU list for servers")
     parser.add_argument("--client-cpus",
                         help="taskset CPU list for load generators")
     parser.add_argument("--workers", type=int,
-                        help="MaxRequestWorkers (= StartServers); hetero "
-                        "runs 1.5 clients per worker")
+                        help="MaxRequestWorkers (= StartServers unless the "
+                        "profile sets them apart); hetero runs 1.5 clients "
+                        "per worker")
     parser.add_argument("--connections", type=int,
                         help="wrk connections for the static scenarios")
     parser.add_argument("--wrk-threads", type=int,
-                        help="wrk threads (default: CPUs, at most 4); with "
-                        "cpu steering on loopback, connections come in on "
-                        "the CPUs the generator runs on")
+                        help="wrk threads (default: the profile's, else "
+                        "CPUs, at most 4); with cpu steering on loopback, "
+                        "connections come in on the CPUs the generator "
+                        "runs on")
+    parser.add_argument("--scale", type=float,
+                        help="multiply a scaled profile's sizes (16cpu) by "
+                        "this; default: server CPUs / the profile's CPUs, "
+                        "where that is below 1")
+    parser.add_argument("--rps-cpus",
+                        help="rps: CPU list RPS spreads flows over (default "
+                        "the server's CPUs; rps-half: their lower half)")
     parser.add_argument("--no-strace", action="store_true",
                         help="skip the sampled strace -c -f runs")
     parser.add_argument("--out")
     parser.add_argument("--list", action="store_true")
-    args = parser.parse_args()
-    prof = dict(PROFILES[args.profile or "quick"])
-    all_configs = configs(args)
-    if args.list:
-        for key in CONFIG_ORDER:
-            print("%-13s %s" % (key, all_configs[key]["label"]))
-        print("scenarios: %s" % ", ".join(PROFILES["full"]["scenarios"]))
-        return 0
+    return parser.parse_args()
+
+
+def profile_settings(args):
+    """The profile, scaled to the server's CPUs and with the command
+    line's overrides; resolves --buckets and --wrk-threads."""
+    prof = dict(DEFAULTS, **PROFILES[args.profile or "quick"])
+    ncpus = len(server_cpus(args))
+    scale = 1.0
+    if "cpus" in prof:
+        scale = args.scale or min(1.0, ncpus / float(prof["cpus"]))
+        for k in SCALED:
+            if k in prof:
+                prof[k] = max(1, int(round(prof[k] * scale)))
+    prof["scale"] = scale
     if args.pairs:
         prof["pairs"] = prof["fault_pairs"] = args.pairs
     if args.seconds:
         prof["seconds"] = args.seconds
     if args.workers:
         prof["workers"] = args.workers
+        if prof.get("start", 0) > args.workers:
+            prof["start"] = args.workers
     if args.connections:
         prof["connections"] = args.connections
-    keys = args.configs.split(",") if args.configs else CONFIG_ORDER
+    if args.buckets is None:
+        args.buckets = ncpus if prof.get("buckets") == "cpus" else 4
+    prof["buckets"] = args.buckets
+    if args.wrk_threads is None and prof.get("wrk_threads"):
+        args.wrk_threads = min(prof["wrk_threads"], prof["connections"])
+    return prof
+
+
+@contextlib.contextmanager
+def scenario_scene(name, doc, keys, all_configs, args, prof, log):
+    """What a scenario needs around all its runs: openNN the rate (from
+    stock event's static-close req/s in this run, measured now if the run
+    has none), php the module, rps the namespace with RPS set.  Yields
+    None, with a reason in doc, when the scenario cannot run here."""
+    scene = {}
+    m = re.fullmatch(r"open(\d+)", name)
+    if m:
+        capacity = event_capacity(doc, all_configs, args, prof, log)
+        scene["rate"] = max(1, int(capacity * int(m.group(1)) / 100.0))
+        doc.setdefault("open_rates", {})[name] = scene["rate"]
+        print("%s: %d req/s (%s %% of stock event's %.0f)"
+              % (name, scene["rate"], m.group(1), capacity))
+    if name == "php":
+        scene["php_so"] = php_module()
+        if not scene["php_so"]:
+            doc["unavailable"][name] = ("no libphp*.so in %s: apt-get "
+                                        "install libapache2-mod-php" % MODULES)
+            yield None
+            return
+    if name.startswith("rps"):
+        why = rps_unavailable()
+        if why:
+            doc["unavailable"][name] = why
+            yield None
+            return
+        with netns.VethPair(log) as veth:
+            veth.set_rps(rps_cpu_set(name, args))
+            scene["veth"] = veth
+            print("%s: server on %s, generator in netns %s, RPS CPUs %s"
+                  % (name, veth.server_addr, veth.ns, veth.rps_cpus))
+            yield scene
+        return
+    yield scene
+
+
+def event_capacity(doc, all_configs, args, prof, log):
+    """Stock event's closed-loop static-close req/s in this run (median),
+    measured once now when the run has none."""
+    runs = [r for r in doc["runs"] if r["scenario"] == "static-close"
+            and r["config"] == "event" and "skipped" not in r]
+    if not runs:
+        cfg = dict(all_configs["event"], key="event")
+        log.write("\n### capacity: stock event, static-close\n")
+        result = one_run("static-close", "event", cfg, args, prof, log)
+        result.update({"scenario": "capacity", "config": "event",
+                       "pair": 1})
+        doc["runs"].append(result)
+        runs = [result]
+    return statistics.median(r["rps"] for r in runs)
+
+
+def php_module():
+    names = sorted(f for f in os.listdir(MODULES)
+                   if re.fullmatch(r"libphp[\d.]*\.so", f)) \
+        if os.path.isdir(MODULES) else []
+    return os.path.join(MODULES, names[-1]) if names else None
+
+
+def rps_unavailable():
+    if os.geteuid() != 0:
+        return "needs root (ip netns, veth, rps_cpus)"
+    if not shutil.which("ip"):
+        return "needs ip (iproute2)"
+    return None
+
+
+def rps_cpu_set(name, args):
+    cpus = netns.cpu_list(args.rps_cpus) if args.rps_cpus \
+        else server_cpus(args)
+    if name == "rps-half" and not args.rps_cpus:
+        cpus = cpus[:max(1, len(cpus) // 2)]
+    return cpus
+
+
+def run_scenario(name, doc, keys, all_configs, args, prof, log):
+    pairs = prof.get("fault_pairs", prof["pairs"]) \
+        if name in ("graceful", "kills") else prof["pairs"]
+    with scenario_scene(name, doc, keys, all_configs, args, prof,
+                        log) as scene:
+        if scene is None:
+            print("%s: skipped, %s" % (name, doc["unavailable"][name]))
+            return
+        for pair in range(pairs):
+            for key in keys:
+                cfg = all_configs[key]
+                why = scenario_skips(name, cfg)
+                if why:
+                    if pair == 0:
+                        doc["runs"].append({"scenario": name, "config": key,
+                                            "pair": 0, "skipped": why})
+                    continue
+                log.write("\n### %s pair %d %s\n" % (name, pair + 1, key))
+                result = one_run(name, key, cfg, args, prof, log, scene)
+                result.update({"scenario": name, "config": key,
+                               "pair": pair + 1})
+                doc["runs"].append(result)
+                print("%-16s pair %d  %-40s rps %8.1f  p99 %7.1f ms  "
+                      "errors %s" % (name, pair + 1, cfg["label"],
+                                     result.get("rps", 0.0),
+                                     result.get("p99", float("nan")),
+                                     sum(result["errors"].values())))
+                sys.stdout.flush()
+
+
+def stop_on_sigterm():
+    """SIGTERM (timeout, kill) unwinds like Ctrl-C, through every `with`
+    that stops a server or deletes the namespace."""
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGHUP, handler)
+
+
+def main():
+    args = parse_args()
+    prof = profile_settings(args)
+    all_configs = configs(args)
+    if args.list:
+        for key in CONFIG_ORDER:
+            print("%-13s %s" % (key, all_configs[key]["label"]))
+        print("scenarios: %s" % ", ".join(SCENARIOS))
+        print("profiles: %s" % ", ".join(sorted(PROFILES)))
+        return 0
+    keys = args.configs.split(",") if args.configs \
+        else prof.get("configs", CONFIG_ORDER)
     scenarios = args.scenarios.split(",") if args.scenarios \
         else prof["scenarios"]
     for key in keys:
@@ -750,16 +1191,25 @@ def main():
         if not os.path.exists(so):
             print("missing %s: run make first" % so)
             return 2
+    stop_on_sigterm()
     started = time.time()
     doc = {"host": host_info(), "profile": args.profile or "quick",
            "settings": prof, "configs": {k: all_configs[k]["label"]
                                          for k in keys},
            "baseline": BASELINE, "runs": [], "syscalls": {},
-           "buckets": args.buckets,
+           "buckets": args.buckets, "unavailable": {},
+           "php": dict(php_settings(prof), clients=php_clients(prof, args)),
+           "server_cpus": server_cpus(args),
            "command": " ".join([os.path.basename(sys.argv[0])]
                                + sys.argv[1:])}
     print("host: %s" % json.dumps(doc["host"]))
+    if prof["scale"] != 1.0:
+        print("profile %s scaled by %g to %d server CPUs: %s"
+              % (doc["profile"], prof["scale"], len(doc["server_cpus"]),
+                 ", ".join("%s %s" % (k, prof[k]) for k in SCALED
+                           if k in prof)))
     with open(os.path.join(out_dir, "raw.log"), "w") as log:
+        log.write("$ %s\n" % " ".join([sys.executable] + sys.argv))
         # One discarded run first: the first server after a while pays for
         # a cold page cache and a fork storm, which is not a configuration's
         # doing.
@@ -767,30 +1217,9 @@ def main():
         one_run("static-close", keys[0], all_configs[keys[0]], args, warm,
                 log)
         for name in scenarios:
-            pairs = prof.get("fault_pairs", prof["pairs"]) \
-                if name in ("graceful", "kills") else prof["pairs"]
-            for pair in range(pairs):
-                for key in keys:
-                    cfg = all_configs[key]
-                    why = scenario_skips(name, cfg)
-                    if why:
-                        if pair == 0:
-                            doc["runs"].append({"scenario": name,
-                                                "config": key, "pair": 0,
-                                                "skipped": why})
-                        continue
-                    log.write("\n### %s pair %d %s\n" % (name, pair + 1, key))
-                    result = one_run(name, key, cfg, args, prof, log)
-                    result.update({"scenario": name, "config": key,
-                                   "pair": pair + 1})
-                    doc["runs"].append(result)
-                    print("%-16s pair %d  %-40s rps %8.1f  p99 %7.1f ms  "
-                          "errors %s" % (name, pair + 1, cfg["label"],
-                                         result.get("rps", 0.0),
-                                         result.get("p99", float("nan")),
-                                         sum(result["errors"].values())))
-                    sys.stdout.flush()
-        if not args.no_strace and args.profile != "quick":
+            run_scenario(name, doc, keys, all_configs, args, prof, log)
+        if not args.no_strace and args.profile not in ("quick", "16cpu",
+                                                       "php", "rps"):
             for key in keys:
                 doc["syscalls"][key] = syscalls_per_request(
                     all_configs[key], args, prof, out_dir, log)
@@ -821,8 +1250,8 @@ def write_sim_report(doc, prof, keys, out_dir):
     measured["buckets"] = doc["host"]["cpus_usable"]
     if "idle" in measured:
         measured["idle_buckets"] = doc.get("buckets", 4)
-    path = bucketsim.write_report(measured, prof["workers"],
-                                  int(prof["workers"] * 1.5),
+    workers = prof.get("hetero_workers") or prof["workers"]
+    path = bucketsim.write_report(measured, workers, int(workers * 1.5),
                                   doc["host"]["cpus_usable"],
                                   os.path.join(out_dir, "sim-report.md"))
     print("model: %s" % path)
@@ -831,7 +1260,9 @@ def write_sim_report(doc, prof, keys, out_dir):
 def write_csv(doc, path):
     fields = ["scenario", "config", "pair", "rps", "p50", "p90", "p99",
               "p99.9", "max", "errors", "server_cpu_s", "loadgen_cpu_s",
-              "ctx_switches", "bucket_jain", "child_jain", "faults"]
+              "ctx_switches", "bucket_jain", "child_jain", "faults",
+              "cpu_us_per_request", "children_end", "status_children",
+              "status_child_jain", "rss_kb", "pss_kb", "rps_local_share"]
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(fields)
@@ -845,7 +1276,13 @@ def write_csv(doc, path):
                         r.get("max"), json.dumps(r["errors"]),
                         r.get("server_cpu_s"), r.get("loadgen_cpu_s"),
                         r.get("ctx_switches"), d.get("bucket_jain"),
-                        d.get("child_jain"), r.get("faults")])
+                        d.get("child_jain"), r.get("faults"),
+                        report.cpu_us_per_request(r),
+                        r.get("children_end"), d.get("status_children"),
+                        d.get("status_child_jain"),
+                        r.get("memory", {}).get("rss_kb"),
+                        r.get("memory", {}).get("pss_kb"),
+                        r.get("rps_local_share")])
 
 
 if __name__ == "__main__":
