@@ -174,10 +174,11 @@ void pf_children_reclaim(pf_children_t *c, int terminate,
         int sig;
     } steps[] = { { 3, SIGTERM }, { 5, SIGTERM }, { 7, SIGTERM },
                   { 9, SIGKILL }, { 10, 0 } };
-    apr_time_t started = apr_time_now();
+    apr_time_t started = apr_time_now(), progress = started;
     apr_interval_time_t wait = apr_time_from_msec(16);
-    int slot, step = 0, sig = terminate ? SIGTERM : 0;
+    int slot, step = 0, sig = terminate ? SIGTERM : 0, live, last_live;
 
+    last_live = pf_children_live(c);
     for (;;) {
         for (slot = 0; sig && slot < c->used; slot++) {
             if (c->slot[slot].pid != 0) {
@@ -189,27 +190,36 @@ void pf_children_reclaim(pf_children_t *c, int terminate,
 #if APR_HAS_OTHER_CHILD
         apr_proc_other_child_refresh_all(APR_OC_REASON_RESTART);
 #endif
-        if (pf_children_live(c) == 0) {
+        if ((live = pf_children_live(c)) == 0) {
             return;
+        }
+        if (live < last_live) {
+            /* Children are leaving, only slowly (a loaded host, a big
+             * pool, modules that take long to unload): the escalation
+             * counts from the last exit, up to a minute in all. */
+            last_live = live;
+            if (apr_time_now() - started < apr_time_from_sec(60)) {
+                progress = apr_time_now();
+            }
         }
         apr_sleep(wait);
         wait = wait * 4 > apr_time_from_sec(1) ? apr_time_from_sec(1)
                                                : wait * 4;
-        if (apr_time_now() - started < apr_time_from_sec(steps[step].at_sec)) {
+        if (apr_time_now() - progress
+            < apr_time_from_sec(steps[step].at_sec)) {
             continue;
         }
         if (steps[step].sig == 0) {
             ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf,
                          PFBLOGNO(00050) "%d child process(es) did not exit "
-                         "after SIGKILL; continuing anyway",
-                         pf_children_live(c));
+                         "after SIGKILL; continuing anyway", live);
             return;
         }
         sig = steps[step++].sig;
         ap_log_error(APLOG_MARK, sig == SIGKILL ? APLOG_ERR : APLOG_WARNING,
                      0, ap_server_conf,
                      PFBLOGNO(00051) "%d child process(es) still did not "
-                     "exit, sending a %s", pf_children_live(c),
+                     "exit, sending a %s", live,
                      sig == SIGKILL ? "SIGKILL" : "SIGTERM");
     }
 }

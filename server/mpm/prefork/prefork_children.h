@@ -88,7 +88,9 @@ void pf_children_reap(pf_children_t *c, pf_child_gone_fn *gone);
 /**
  * Stops every child: SIGTERM when @a terminate (else they were told
  * already), SIGTERM again at 3, 5 and 7 seconds, SIGKILL at 9, and gives
- * up at 10 with an error line, as httpd does.
+ * up at 10 with an error line, as httpd does; but those times count from
+ * the last child that exited, so a pool that leaves slowly yet steadily
+ * (a loaded host) is not taken for a stuck one, up to a minute in all.
  */
 void pf_children_reclaim(pf_children_t *c, int terminate,
                          pf_child_gone_fn *gone);
