@@ -543,8 +543,15 @@ static int make_child(server_rec *s, int slot, int bucket_index)
 {
     process_score *ps = &ap_scoreboard_image->parent[slot];
     ap_generation_t gen = retained->mpm->my_generation;
+    sigset_t stop_signals, saved_mask;
     pid_t pid;
 
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGHUP);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, AP_SIG_GRACEFUL);
+    sigaddset(&stop_signals, AP_SIG_GRACEFUL_STOP);
     pf_bucketset_claim_slot(retained->buckets, slot, bucket_index, gen);
     /* For mod_status and httpd's helpers only: nothing here is read back. */
     ps->quiescing = 0;
@@ -558,10 +565,17 @@ static int make_child(server_rec *s, int slot, int bucket_index)
     }
     (void)ap_update_child_status_from_indexes(slot, 0, SERVER_STARTING, NULL);
 
+    /* Until the child has its own handlers, a stop signal sent to it would
+     * run the parent's (which only sets a flag) and be lost: the child
+     * would then wait in accept() until the next signal.  So the stop
+     * signals stay blocked across fork() and are delivered once each
+     * process has the handlers it needs. */
+    sigprocmask(SIG_BLOCK, &stop_signals, &saved_mask);
     if ((pid = fork()) == -1) {
         ap_log_error(APLOG_MARK, APLOG_ERR, errno, s,
                      PFBLOGNO(00008) "fork: unable to fork a new child for "
                      "bucket %d", bucket_index);
+        sigprocmask(SIG_SETMASK, &saved_mask, NULL);
         (void)ap_update_child_status_from_indexes(slot, 0, SERVER_DEAD, NULL);
         pf_bucketset_forget_slot(retained->buckets, slot);
         /* Out of processes or memory: don't spin trying to fork. */
@@ -574,8 +588,10 @@ static int make_child(server_rec *s, int slot, int bucket_index)
 #endif
         child_install_signals();
         ap_fatal_signal_child_setup(ap_server_conf);
+        sigprocmask(SIG_SETMASK, &saved_mask, NULL);
         child_main(slot, bucket_index);
     }
+    sigprocmask(SIG_SETMASK, &saved_mask, NULL);
 
     pf_children_started(retained->children, slot, pid, gen, bucket_index);
     ps->pid = pid;
