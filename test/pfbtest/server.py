@@ -267,7 +267,8 @@ class Server:
             self.kill()
             if "AH00072" in log or "Address already in use" in log:
                 # Lost a port race: pick new ports, with a fresh log.
-                os.unlink(os.path.join(self.root, "logs", "error_log"))
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(self.root, "logs", "error_log"))
                 continue
             raise StartupError("httpd did not come up:\n%s\n%s" %
                                (self.startup_output, log))
