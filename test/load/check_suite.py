@@ -3,8 +3,9 @@
 """CI smoke test of the load suite (not a performance gate): runs
 `suite.py --quick` and checks that every configuration served every
 scenario it can run, and that the report, the model report, the CSV and the
-charts were written, and that no server logged a warning the scenario
-does not provoke by design (suite.py's EXPECTED_LOG)."""
+charts were written, and that no server with this project's MPM logged a
+warning its scenario does not provoke by design (suite.py's
+EXPECTED_LOG)."""
 
 import json
 import os
@@ -36,8 +37,16 @@ def main():
             problems.append("%s/%s served nothing" % (r["scenario"],
                                                       r["config"]))
         for line in r.get("log_problems", []):
-            problems.append("%s/%s logged: %s" % (r["scenario"], r["config"],
-                                                  line))
+            # Only this project's MPM is under test; what Debian's MPMs or
+            # nginx log under the same faults is theirs (stock event logs
+            # AH03092 on some graceful restarts), so it is shown, not
+            # counted.
+            if r["config"].startswith("pfb-"):
+                problems.append("%s/%s logged: %s"
+                                % (r["scenario"], r["config"], line))
+            else:
+                print("bench smoke test: (not ours) %s/%s logged: %s"
+                      % (r["scenario"], r["config"], line))
     for name in ("report.md", "sim-report.md", "results.csv",
                  "throughput-static-close.png",
                  "latency-cdf-static-close.png"):
