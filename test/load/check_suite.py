@@ -24,9 +24,10 @@ def main():
     try:
         rc = suite.wait(timeout=900)
     except subprocess.TimeoutExpired:
-        # SIGINT, so that suite.py leaves its `with Server` blocks and
-        # stops its servers; a SIGKILL would orphan them.
-        suite.send_signal(signal.SIGINT)
+        # SIGTERM, which suite.py turns into SystemExit, so that it
+        # leaves its `with Server` blocks and stops its servers; a SIGKILL
+        # would orphan them.
+        suite.send_signal(signal.SIGTERM)
         try:
             rc = suite.wait(timeout=120)
         except subprocess.TimeoutExpired:

@@ -44,7 +44,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from pfbtest import (Server, STOCK_PREFORK, STOCK_EVENT, MPM_SO,  # noqa
                      STATUS_SO, TEST_HANDLER_SO, STAT_PGRP, free_port,
-                     live_pids)
+                     live_pids, exit_on_sigterm)
 import report  # noqa: E402
 
 sys.path.insert(0, os.path.join(HERE, "sim"))
@@ -723,6 +723,7 @@ def main():
     parser.add_argument("--out")
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args()
+    exit_on_sigterm()
     prof = dict(PROFILES[args.profile or "quick"])
     all_configs = configs(args)
     if args.list:

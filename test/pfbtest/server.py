@@ -92,6 +92,18 @@ SERVING = frozenset("_RWKLDC")
 DEADLINE = 60
 
 
+def exit_on_sigterm():
+    """Makes SIGTERM (and SIGINT, which a background job ignores) raise
+    KeyboardInterrupt in the main thread, so that `with Server(...)` blocks
+    stop their servers on the way out instead of leaving them to init
+    (unittest ends the run on KeyboardInterrupt; SystemExit would only
+    fail the test at hand)."""
+    def leave(sig, frame):
+        raise KeyboardInterrupt("signal %d" % sig)
+    signal.signal(signal.SIGTERM, leave)
+    signal.signal(signal.SIGINT, leave)
+
+
 class StartupError(Exception):
     """httpd refused to start or did not come up in time."""
 
