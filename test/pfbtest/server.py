@@ -332,8 +332,14 @@ class Server:
             lambda: self._board_if(
                 lambda b: b.serving(generation=before + 1)), timeout)
         if not board:
-            raise AssertionError("no child of generation %d within %d s"
-                                 % (before + 1, timeout))
+            # What the lead needs to tell a lost signal from a dead parent.
+            state = "running" if self.proc.poll() is None else \
+                "exited with %s" % self.proc.returncode
+            raise AssertionError(
+                "no child of generation %d within %d s (parent %s; %d "
+                "restart line(s) logged); error log ends:\n%s"
+                % (before + 1, timeout, state, self.log_count("PFB00019"),
+                   "\n".join(self.error_log().splitlines()[-15:])))
         return before + 1
 
     def kill(self):
