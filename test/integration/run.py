@@ -25,6 +25,8 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 
 def main(argv):
+    from pfbtest import exit_on_sigterm
+    exit_on_sigterm()
     if os.geteuid() != 0:
         print("integration tests start apache2 as root (it binds, then "
               "drops to www-data); run them as root")

@@ -3,8 +3,9 @@
 """CI smoke test of the load suite (not a performance gate): runs
 `suite.py --quick` and checks that every configuration served every
 scenario it can run, and that the report, the model report, the CSV and the
-charts were written, and that no server logged a warning the scenario
-does not provoke by design (suite.py's EXPECTED_LOG).
+charts were written, and that no server with this project's MPM logged a
+warning its scenario does not provoke by design (suite.py's
+EXPECTED_LOG).
 
 Then one short pass over issue 14's scenarios, two configurations, one
 second each: the 16cpu profile's summary and an open-loop run at 50 % of
@@ -15,6 +16,7 @@ unavailable (without mod_php, or without root) rather than fail."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -24,8 +26,21 @@ RESULTS = os.path.join(HERE, "..", "..", "bench-results")
 
 def run_suite(out, args):
     subprocess.run(["rm", "-rf", out], check=True)
-    rc = subprocess.call([sys.executable, os.path.join(HERE, "suite.py"),
-                          "--out", out] + args, timeout=900)
+    suite = subprocess.Popen([sys.executable, os.path.join(HERE, "suite.py"),
+                              "--out", out] + args)
+    try:
+        rc = suite.wait(timeout=900)
+    except subprocess.TimeoutExpired:
+        # SIGTERM, which suite.py turns into SystemExit, so that it
+        # leaves its `with Server` blocks and stops its servers; a SIGKILL
+        # would orphan them.
+        suite.send_signal(signal.SIGTERM)
+        try:
+            rc = suite.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            suite.kill()
+            rc = suite.wait()
+        print("bench smoke test: suite.py ran past 900 s")
     problems = [] if rc == 0 else ["suite.py %s exited %d"
                                    % (" ".join(args), rc)]
     try:
@@ -40,8 +55,16 @@ def run_suite(out, args):
             problems.append("%s/%s served nothing" % (r["scenario"],
                                                       r["config"]))
         for line in r.get("log_problems", []):
-            problems.append("%s/%s logged: %s" % (r["scenario"], r["config"],
-                                                  line))
+            # Only this project's MPM is under test; what Debian's MPMs or
+            # nginx log under the same faults is theirs (stock event logs
+            # AH03092 on some graceful restarts), so it is shown, not
+            # counted.
+            if r["config"].startswith("pfb-"):
+                problems.append("%s/%s logged: %s"
+                                % (r["scenario"], r["config"], line))
+            else:
+                print("bench smoke test: (not ours) %s/%s logged: %s"
+                      % (r["scenario"], r["config"], line))
     return doc, ran, problems
 
 

@@ -52,7 +52,8 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from pfbtest import (Server, STOCK_PREFORK, STOCK_EVENT, MPM_SO,  # noqa
                      MODULES, STATUS_SO, TEST_HANDLER_SO, STAT_PGRP,
-                     free_port, live_pids)
+                     free_port, live_pids,
+                     exit_on_sigterm)
 import report  # noqa: E402
 import netns  # noqa: E402
 import openloop  # noqa: E402
@@ -1170,6 +1171,7 @@ def stop_on_sigterm():
 
 def main():
     args = parse_args()
+    exit_on_sigterm()
     prof = profile_settings(args)
     all_configs = configs(args)
     if args.list:

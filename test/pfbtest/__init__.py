@@ -22,7 +22,8 @@ from .config import (HTTPD, MODULES, MPM_SO, MPM_STATIC, STATUS_SO,
 from .load import Load, http_get, read_response
 from .procs import (STAT_PPID, STAT_PGRP, free_port, run_user_ids,
                     live_pids, is_alive, proc_status, listen_sockets)
-from .server import Server, Scoreboard, StartupError, DEADLINE
+from .server import (Server, Scoreboard, StartupError, DEADLINE,
+                     exit_on_sigterm)
 
 __all__ = [
     "HTTPD", "MODULES", "MPM_SO", "MPM_STATIC", "STATUS_SO",
@@ -31,5 +32,5 @@ __all__ = [
     "TEST_HANDLER_LOAD", "TOP", "Load", "http_get", "read_response",
     "STAT_PPID", "STAT_PGRP", "free_port", "run_user_ids", "live_pids",
     "is_alive", "proc_status", "listen_sockets", "Server", "Scoreboard",
-    "StartupError", "DEADLINE",
+    "StartupError", "DEADLINE", "exit_on_sigterm",
 ]

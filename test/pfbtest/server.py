@@ -11,6 +11,7 @@ in expect_log.
 """
 
 import contextlib
+import datetime
 import os
 import re
 import shutil
@@ -90,6 +91,18 @@ SERVING = frozenset("_RWKLDC")
 # run on loaded machines and under ASan; a wait ends as soon as its
 # condition holds.
 DEADLINE = 60
+
+
+def exit_on_sigterm():
+    """Makes SIGTERM (and SIGINT, which a background job ignores) raise
+    KeyboardInterrupt in the main thread, so that `with Server(...)` blocks
+    stop their servers on the way out instead of leaving them to init
+    (unittest ends the run on KeyboardInterrupt; SystemExit would only
+    fail the test at hand)."""
+    def leave(sig, frame):
+        raise KeyboardInterrupt("signal %d" % sig)
+    signal.signal(signal.SIGTERM, leave)
+    signal.signal(signal.SIGINT, leave)
 
 
 class StartupError(Exception):
@@ -267,7 +280,8 @@ class Server:
             self.kill()
             if "AH00072" in log or "Address already in use" in log:
                 # Lost a port race: pick new ports, with a fresh log.
-                os.unlink(os.path.join(self.root, "logs", "error_log"))
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(self.root, "logs", "error_log"))
                 continue
             raise StartupError("httpd did not come up:\n%s\n%s" %
                                (self.startup_output, log))
@@ -319,8 +333,14 @@ class Server:
             lambda: self._board_if(
                 lambda b: b.serving(generation=before + 1)), timeout)
         if not board:
-            raise AssertionError("no child of generation %d within %d s"
-                                 % (before + 1, timeout))
+            # What the lead needs to tell a lost signal from a dead parent.
+            state = "running" if self.proc.poll() is None else \
+                "exited with %s" % self.proc.returncode
+            raise AssertionError(
+                "no child of generation %d within %d s (parent %s; %d "
+                "restart line(s) logged); error log ends:\n%s"
+                % (before + 1, timeout, state, self.log_count("PFB00019"),
+                   "\n".join(self.error_log().splitlines()[-15:])))
         return before + 1
 
     def kill(self):
@@ -345,17 +365,34 @@ class Server:
             self.proc.stdout.close()
 
     def _let_children_start(self, timeout=10):
-        """Waits (bounded) until no child is starting.  The MPM loses a
-        SIGTERM that reaches a child between fork() and the child's own
-        signal handlers (the parent's handler runs in the child and only
-        sets a flag), so httpd SIGTERMs that child again 3 s later and logs
-        AH00045 at warn.  That race is the MPM's to fix; tests whose
-        subject it is not should not trip over it on the way out."""
-        def none_starting():
+        """Waits (bounded) until the pool is settled: no child starting,
+        and none started within the last maintenance interval, so that
+        the parent is unlikely to be forking when the SIGTERM comes.  The
+        MPM loses a SIGTERM that reaches a child between fork() and the
+        child's own signal handlers (the parent's handler runs in the
+        child and only sets a flag), so httpd SIGTERMs that child again
+        3 s later and logs AH00045 at warn.  That race is the MPM's to fix
+        (block the signals across fork); tests whose subject it is not
+        should not trip over it on the way out."""
+        def settled():
             board = self.scoreboard(timeout=5)
-            return not any(s["status"] == STARTING for s in board.slots)
+            if any(s["status"] == STARTING for s in board.slots):
+                return False
+            last = self._last_child_start()
+            return last is None or \
+                (datetime.datetime.now() - last).total_seconds() > 1.2
         with contextlib.suppress(OSError, AssertionError, ValueError):
-            self.wait_for(none_starting, timeout)
+            self.wait_for(settled, timeout)
+
+    def _last_child_start(self):
+        """When the parent last logged a child's start (PFB00009)."""
+        last = None
+        for line in self.error_log().splitlines():
+            if "PFB00009" in line and line.startswith("["):
+                with contextlib.suppress(ValueError):
+                    last = datetime.datetime.strptime(
+                        line[1:line.index("]")], "%a %b %d %H:%M:%S.%f %Y")
+        return last
 
     def stop(self, timeout=DEADLINE):
         """`httpd -k stop`; returns the exit status of that command."""
