@@ -13,5 +13,6 @@ Suite *report_suite(void);
 Suite *steer_suite(void);
 Suite *steer_kernel_suite(void);
 Suite *cgroup_suite(void);
+Suite *accept_suite(void);
 
 #endif /* PREFORK_UNIT_H */

@@ -209,6 +209,17 @@ static int devnull_fd = -1;
 static volatile sig_atomic_t child_die_now;
 static volatile sig_atomic_t child_in_accept_wait;
 
+/* A listener in a child's pollset, with its position in the bucket. */
+typedef struct {
+    ap_listen_rec *lr;
+    int position;
+} poll_listener_t;
+
+/* The child's turn over its bucket's listeners (pick_ready_listener). */
+static int *ready_positions;
+static int ready_capacity;
+static int last_served_listener = -1;
+
 module AP_MODULE_DECLARE_DATA mpm_prefork_module;
 
 /* ------------------------------------------------------------------ */
@@ -313,6 +324,28 @@ static void child_install_signals(void)
     apr_signal(SIGCHLD, SIG_DFL);
 }
 
+/* Takes one of the ready listeners that the pollset reported, in turn
+ * (pf_pick_ready_listener), so that none waits while another stays busy. */
+static ap_listen_rec *pick_ready_listener(const apr_pollfd_t *pdesc,
+                                          apr_int32_t numdesc)
+{
+    const poll_listener_t *pl;
+    int i, n = 0, pick;
+
+    for (i = 0; i < numdesc && n < ready_capacity; i++) {
+        pl = pdesc[i].client_data;
+        ready_positions[n++] = pl->position;
+    }
+    pick = pf_pick_ready_listener(ready_positions, n, ready_capacity,
+                                  last_served_listener);
+    if (pick < 0) {
+        pick = 0;
+    }
+    pl = pdesc[pick].client_data;
+    last_served_listener = pl->position;
+    return pl->lr;
+}
+
 /* Waits for and accepts one connection on the bucket's sockets.
  * Returns APR_SUCCESS with *csd set, APR_EINTR when the child should
  * look at its flags again, or APR_EGENERAL when the child must exit. */
@@ -361,7 +394,7 @@ static apr_status_t accept_one(pf_bucket_t *bucket, apr_pollset_t *pollset,
             rv = APR_EGENERAL;
             break;
         }
-        lr = pdesc[0].client_data;
+        lr = pick_ready_listener(pdesc, numdesc);
         rv = ap_unixd_accept(csd, lr, ptrans);
         break;
     }
@@ -378,8 +411,10 @@ static apr_pollset_t *child_make_pollset(pf_bucket_t *bucket)
 {
     apr_pollset_t *pollset;
     apr_pollfd_t *pfd;
+    poll_listener_t *pl;
     ap_listen_rec *lr;
     apr_status_t rv;
+    int position;
 
     rv = apr_pollset_create(&pollset, bucket->num_listeners, pchild,
                             APR_POLLSET_NOCOPY);
@@ -389,14 +424,21 @@ static apr_pollset_t *child_make_pollset(pf_bucket_t *bucket)
                      "bucket %d", my_bucket_index);
         clean_child_exit(APEXIT_CHILDSICK);
     }
-    for (lr = bucket->listeners; lr; lr = lr->next) {
+    ready_capacity = bucket->num_listeners;
+    ready_positions = apr_pcalloc(pchild,
+                                  sizeof(*ready_positions) * ready_capacity);
+    for (lr = bucket->listeners, position = 0; lr && position < ready_capacity;
+         lr = lr->next, position++) {
         /* APR_POLLSET_NOCOPY keeps a pointer to the descriptor, so each
          * one needs storage of its own for the child's lifetime. */
         pfd = apr_pcalloc(pchild, sizeof(*pfd));
+        pl = apr_pcalloc(pchild, sizeof(*pl));
+        pl->lr = lr;
+        pl->position = position;
         pfd->desc_type = APR_POLL_SOCKET;
         pfd->desc.s = lr->sd;
         pfd->reqevents = APR_POLLIN;
-        pfd->client_data = lr;
+        pfd->client_data = pl;
         rv = apr_pollset_add(pollset, pfd);
         if (rv != APR_SUCCESS) {
             ap_log_error(APLOG_MARK, APLOG_EMERG, rv, ap_server_conf,

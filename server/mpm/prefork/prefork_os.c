@@ -169,6 +169,7 @@ apr_status_t pf_os_duplicate_listener(apr_socket_t **out, apr_socket_t *orig,
     apr_os_sock_t from, fd;
     apr_os_sock_info_t info;
     apr_status_t rv = APR_SUCCESS;
+    apr_int32_t nodelay = 0;
     int one = 1;
 
     apr_os_sock_get(&from, orig);
@@ -237,6 +238,15 @@ apr_status_t pf_os_duplicate_listener(apr_socket_t **out, apr_socket_t *orig,
     rv = apr_os_sock_make(out, &info, p);
     if (rv != APR_SUCCESS) {
         close(fd);
+        return rv;
+    }
+    /* The kernel option was copied above, and connections inherit it.
+     * APR records its own options per socket, and marks a connection as
+     * having TCP_NODELAY only when its listener is marked: unmarked, core
+     * would set it again with a setsockopt() for every connection. */
+    if (apr_socket_opt_get(orig, APR_TCP_NODELAY, &nodelay) == APR_SUCCESS
+        && nodelay) {
+        rv = apr_socket_opt_set(*out, APR_TCP_NODELAY, 1);
     }
     return rv;
 }

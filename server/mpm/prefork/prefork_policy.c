@@ -876,3 +876,30 @@ int pf_bucket_needs_respawn_now(int children_left_in_bucket,
     return !shutting_down && children_left_in_bucket == 0
            && occupied_slots < max_workers;
 }
+
+int pf_pick_ready_listener(const int *ready, int num_ready, int num_listeners,
+                           int last_served)
+{
+    int i, distance, best = -1, best_distance = num_listeners;
+
+    if (num_listeners <= 0) {
+        return -1;
+    }
+    if (last_served < -1 || last_served >= num_listeners) {
+        last_served = -1;
+    }
+    for (i = 0; i < num_ready; i++) {
+        if (ready[i] < 0 || ready[i] >= num_listeners) {
+            continue;
+        }
+        /* How far after the last served listener this one comes, going
+         * round the bucket: 0 for the very next one. */
+        distance = (ready[i] - last_served - 1 + num_listeners)
+                   % num_listeners;
+        if (distance < best_distance) {
+            best_distance = distance;
+            best = i;
+        }
+    }
+    return best;
+}

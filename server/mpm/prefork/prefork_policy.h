@@ -393,4 +393,22 @@ int pf_bucket_needs_respawn_now(int children_left_in_bucket,
                                 int shutting_down, int occupied_slots,
                                 int max_workers);
 
+/**
+ * Which of the ready listeners a child holding its bucket's accept mutex
+ * accepts from.  The pollset reports ready sockets in the same order each
+ * time, so always taking the first would leave the others' connections
+ * queued for as long as the first stays busy.  The child takes the first
+ * ready listener after the one it served last, in the bucket's order: a
+ * listener that stays ready is served within one round of the child's
+ * accepts.
+ * @param ready Positions in the bucket (0 .. num_listeners - 1) of the
+ *        ready listeners, in the pollset's order
+ * @param num_ready Entries in ready
+ * @param num_listeners Listeners in the bucket
+ * @param last_served Position served last, or -1 for none yet
+ * @return An index into ready, or -1 when no entry is a valid position
+ */
+int pf_pick_ready_listener(const int *ready, int num_ready, int num_listeners,
+                           int last_served);
+
 #endif /* PREFORK_POLICY_H */
