@@ -50,7 +50,7 @@ TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 # test/, for pfbtest (the one bootstrap, see test/pfbtest/__init__.py).
 sys.path.insert(0, os.path.dirname(HERE))
 
-from pfbtest import (Server, STOCK_PREFORK, STOCK_EVENT, MPM_SO,  # noqa
+from pfbtest import (Server, STOCK_PREFORK, STOCK_EVENT, MPM_SO, HTTPD,  # noqa
                      MODULES, STATUS_SO, TEST_HANDLER_SO, STAT_PGRP,
                      free_port, live_pids,
                      exit_on_sigterm)
@@ -869,7 +869,7 @@ def host_info():
         "so_reuseport": reuseport,
         "tcp_migrate_req": read("/proc/sys/net/ipv4/tcp_migrate_req"),
         "somaxconn": read("/proc/sys/net/core/somaxconn"),
-        "apache2": cmd(["/usr/sbin/apache2", "-v"]),
+        "apache2": cmd([HTTPD, "-v"]),
         "nginx": cmd(["nginx", "-v"]),
         "wrk": cmd(["wrk", "-v"]),
         "ab": cmd(["ab", "-V"]),
