@@ -14,7 +14,8 @@
   each mpm_common entry of a module is referenced from the module's page;
 - the Markdown beside each document is what docs/manual/style/markdown.xsl
   makes of it now (`make manual` rewrites it), and every relative link in
-  it and in docs/manual/README.md leads to a file, and to a heading there.
+  it and in docs/manual/README.md, docs/monitoring.md and
+  docs/log-messages.md leads to a file, and to a heading there.
 
 Ends with 'manual: N passed, N failed'.
 """
@@ -190,9 +191,13 @@ def main():
                   "; ".join(problems))
     index = os.path.join(MANUAL, "README.md")
     check("manual_index_exists", os.path.exists(index))
-    if os.path.exists(index):
-        problems = broken_links(index)
-        check("manual_index_links_resolve", not problems, "; ".join(problems))
+    # The pages the manual's pages and the alerts' runbook_url link into.
+    for doc in (index, os.path.join(TOP, "docs", "monitoring.md"),
+                os.path.join(TOP, "docs", "log-messages.md")):
+        if os.path.exists(doc):
+            problems = broken_links(doc)
+            check("%s_links_resolve" % os.path.relpath(doc, TOP),
+                  not problems, "; ".join(problems))
 
     failed = sum(1 for ok in results.values() if not ok)
     print("manual: %d passed, %d failed" % (len(results) - failed, failed))
