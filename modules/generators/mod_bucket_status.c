@@ -139,6 +139,7 @@ static void take_snapshot(bs_snapshot_t *snap, apr_pool_t *p)
 
     memset(snap, 0, sizeof(*snap));
     snap->mpm_name = ap_show_mpm();
+    snap->server_version = ap_get_server_description();
     if (!pfb_segment_usable(seg)) {
         snap->available = 0;
         return;
@@ -162,6 +163,7 @@ static void take_snapshot(bs_snapshot_t *snap, apr_pool_t *p)
     snap->generation = shm->generation;
     snap->max_workers = shm->max_workers;
     snap->uptime = (double)(now - shm->started) / APR_USEC_PER_SEC;
+    snap->start_time = (double)shm->started / APR_USEC_PER_SEC;
     snap->num_buckets = 0;
     snap->buckets = apr_pcalloc(p, sizeof(bs_bucket_t)
                                        * (apr_size_t)(pfb_segment_num_buckets(
