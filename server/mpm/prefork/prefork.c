@@ -416,8 +416,14 @@ static apr_pollset_t *child_make_pollset(pf_bucket_t *bucket)
     apr_status_t rv;
     int position;
 
-    rv = apr_pollset_create(&pollset, bucket->num_listeners, pchild,
-                            APR_POLLSET_NOCOPY);
+    /* poll(2), not epoll: only the holder of the accept mutex polls, and
+     * poll() puts it on the listeners' wait queues for that call alone.
+     * An epoll set would keep every child's entry on every listener's
+     * queue for the child's life, and each new connection would walk them
+     * all (docs/benchmarks.md, "Why one bucket serves four times stock
+     * prefork"). */
+    rv = apr_pollset_create_ex(&pollset, bucket->num_listeners, pchild,
+                               APR_POLLSET_NOCOPY, APR_POLLSET_POLL);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_EMERG, rv, ap_server_conf,
                      PFBLOGNO(00004) "couldn't create the pollset of "
