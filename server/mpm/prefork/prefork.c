@@ -1828,7 +1828,7 @@ AP_INIT_TAKE1("ListenTCPDeferAccept", ap_set_listentcpdeferaccept, NULL,
 #endif
 AP_INIT_TAKE1("ListenCoresBucketsRatio", set_int_directive,
     &int_directives[D_BUCKETS_RATIO], RSRC_CONF,
-    "an integer from 0 to 200000: usable CPUs per listener bucket, 0 = "
+    "an integer from 0 to 2147483647: usable CPUs per listener bucket, 0 = "
     "buckets off"),
 AP_INIT_TAKE1("ListenBuckets", set_int_directive,
     &int_directives[D_BUCKETS_EXPLICIT],
@@ -1842,28 +1842,28 @@ AP_INIT_TAKE1("BucketCPUAffinity", set_bucket_cpu_affinity, NULL, RSRC_CONF,
     "cpu steering (default Off)"),
 AP_INIT_TAKE1("StartServers", set_int_directive,
     &int_directives[D_START_SERVERS],
-    RSRC_CONF, "an integer from 0 to 200000: number of child processes "
-    "created at start-up"),
+    RSRC_CONF, "an integer from 0 to 2147483647: number of child processes "
+    "created at start-up (0 is corrected to 1)"),
 AP_INIT_TAKE1("MinSpareServers", set_int_directive,
     &int_directives[D_MIN_SPARE],
-    RSRC_CONF, "an integer from 1 to 200000: minimum number of idle "
-    "children, split over the buckets"),
+    RSRC_CONF, "an integer from 0 to 2147483647: minimum number of idle "
+    "children, split over the buckets (0 is corrected to 1)"),
 AP_INIT_TAKE1("MaxSpareServers", set_int_directive,
     &int_directives[D_MAX_SPARE],
-    RSRC_CONF, "an integer from 1 to 200000: maximum number of idle "
-    "children, split over the buckets"),
+    RSRC_CONF, "an integer from 0 to 2147483647: maximum number of idle "
+    "children, split over the buckets (at least MinSpareServers + 1)"),
 AP_INIT_TAKE1("MaxClients", set_int_directive,
     &int_directives[D_MAX_CLIENTS],
-    RSRC_CONF, "an integer from 1 to 200000 (deprecated name of "
+    RSRC_CONF, "an integer from 0 to 2147483647 (deprecated name of "
     "MaxRequestWorkers)"),
 AP_INIT_TAKE1("MaxRequestWorkers", set_int_directive,
     &int_directives[D_MAX_WORKERS],
-    RSRC_CONF, "an integer from 1 to 200000: maximum number of children "
-    "alive at the same time"),
+    RSRC_CONF, "an integer from 0 to 2147483647: maximum number of children "
+    "alive at the same time (1 to ServerLimit)"),
 AP_INIT_TAKE1("ServerLimit", set_int_directive,
     &int_directives[D_SERVER_LIMIT],
-    RSRC_CONF, "an integer from 1 to 200000: maximum value of "
-    "MaxRequestWorkers for this run of Apache"),
+    RSRC_CONF, "an integer from 0 to 2147483647: maximum value of "
+    "MaxRequestWorkers for this run of Apache (1 to 200000)"),
 AP_INIT_TAKE1("MaxConnectionsPerChild", set_int_directive,
     &int_directives[D_MAX_CONNECTIONS], RSRC_CONF, "an integer from 0 to "
     "2147483647: connections a child serves before it exits, 0 = no limit"),
