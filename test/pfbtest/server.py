@@ -393,6 +393,9 @@ class Server:
         """httpd -k start: returns its exit status once it detached (or
         failed); the daemon is then watched through self.proc."""
         self.proc = None
+        # A pid file left by a killed attempt would name another process.
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(self.root, "run", "httpd.pid"))
         try:
             rc, self.startup_output = self.control("start", timeout)
         except subprocess.TimeoutExpired:
