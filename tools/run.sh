@@ -3,7 +3,8 @@
 #
 # The README's two Quick start commands, for a fresh Debian 12 machine as root:
 #   bash tools/run.sh demo   install what is missing, build, start a server
-#                            with buckets on 127.0.0.1:8080, load it, report
+#                            with the package's configuration on
+#                            127.0.0.1:8080, load it, report
 #   bash tools/run.sh test   install what is missing, build, run every test
 set -euo pipefail
 
@@ -143,6 +144,7 @@ demo() {
     sed -e "s|@ROOT@|$DEMO_ROOT|g" -e "s|@PORT@|$DEMO_PORT|g" \
         -e "s|@MPM@|$TOP/build/mod_mpm_prefork.so|g" \
         -e "s|@STATUS@|$TOP/build/mod_bucket_status.so|g" \
+        -e "s|@SHIPPED_CONF@|$TOP/server/mpm/prefork/mpm_prefork_buckets.conf|g" \
         tools/demo.conf.in > "$DEMO_ROOT/httpd.conf"
     say "starting apache2 with mod_mpm_prefork.so on 127.0.0.1:$DEMO_PORT"
     /usr/sbin/apache2 -f "$DEMO_ROOT/httpd.conf" -k start
@@ -152,7 +154,7 @@ demo() {
     done
     say "GET $url/"
     curl -sS -i "$url/" | sed -n '1p;$p'
-    say "listening sockets (one per bucket):"
+    say "listening sockets (one per bucket; as shipped, one bucket):"
     ss -ltn "sport = :$DEMO_PORT" | sed 1d
     say "short load: ab -n 20000 -c 32 (keep-alive off)"
     timeout 120 ab -q -n 20000 -c 32 "$url/index.html" \

@@ -55,7 +55,9 @@ def fresh_socket_defaults(family):
 class ListenerBuckets(unittest.TestCase):
 
     def test_listen_buckets_4_opens_4_sockets_per_listen(self):
-        with Server(ports=2, extra="ListenBuckets 4\n") as srv:
+        # MinSpareServers 8: an idle child for each of the 8 buckets.
+        with Server(ports=2, extra="ListenBuckets 4\nMinSpareServers 8\n"
+                    "MaxSpareServers 16\n", daemon=True) as srv:
             srv.start()
             for port in srv.ports:
                 self.assertEqual(len(listen_sockets(port)), 4,
@@ -66,7 +68,7 @@ class ListenerBuckets(unittest.TestCase):
 
     def test_ratio_follows_usable_cpus(self):
         cpus = len(os.sched_getaffinity(0))
-        with Server(extra="ListenCoresBucketsRatio 1\n") as srv:
+        with Server(extra="ListenCoresBucketsRatio 1\n", daemon=True) as srv:
             srv.start()
             self.assertEqual(len(listen_sockets(srv.ports[0])), cpus)
             self.assertIn("listener buckets: %d (%d per Listen, mode "
@@ -129,7 +131,7 @@ class ListenerBuckets(unittest.TestCase):
 
     def test_graceful_restart_keeps_bucket_sockets_and_loses_nothing(self):
         extra = "ListenBuckets 4\nStartServers 4\n"
-        with Server(extra=extra) as srv:
+        with Server(extra=extra, daemon=True) as srv:
             srv.start()
             # The same sockets (kernel inodes), not new ones on the port.
             before = set(listening_inodes(srv.ports[0]))
@@ -146,7 +148,7 @@ class ListenerBuckets(unittest.TestCase):
             self.assertEqual(set(listening_inodes(srv.ports[0])), before)
 
     def test_bucket_count_change_waits_for_full_restart(self):
-        with Server(extra="ListenBuckets 4\n") as srv:
+        with Server(extra="ListenBuckets 4\n", daemon=True) as srv:
             srv.start()
             srv.write_conf("ListenBuckets 2\n")
             srv.graceful()
@@ -163,7 +165,7 @@ class ListenerBuckets(unittest.TestCase):
         self.assertTrue(os.path.exists(NOREUSEPORT_SO),
                         "build the shim: make check")
         with Server(ports=2, extra="ListenBuckets 4\n",
-                    env={"LD_PRELOAD": NOREUSEPORT_SO},
+                    env={"LD_PRELOAD": NOREUSEPORT_SO}, daemon=True,
                     expect_log=("PFB00024",)) as srv:
             srv.start()
             for port in srv.ports:
@@ -182,8 +184,9 @@ class ListenerBuckets(unittest.TestCase):
 
     def test_more_buckets_than_max_request_workers_is_capped(self):
         extra = ("ListenBuckets 8\nMaxRequestWorkers 4\nServerLimit 4\n"
-                 "StartServers 4\nMinSpareServers 1\nMaxSpareServers 4\n")
-        with Server(extra=extra, expect_log=("PFB00025",)) as srv:
+                 "StartServers 4\nMinSpareServers 4\nMaxSpareServers 5\n")
+        with Server(extra=extra, expect_log=("PFB00025",),
+                    daemon=True) as srv:
             srv.start()
             self.assertIn("PFB00025", srv.error_log())
             self.assertEqual(len(listen_sockets(srv.ports[0])), 4)
@@ -266,3 +269,70 @@ class ListenerBuckets(unittest.TestCase):
             load = Load("::1", port, concurrency=4,
                         max_requests=200).start().wait(300)
             self.assertEqual((load.ok, load.errors), (200, {}))
+
+
+# Debian's mpm_prefork.conf, which mod_php's users run.
+DEBIAN_POOL = ("StartServers 5\nMinSpareServers 5\nMaxSpareServers 10\n"
+               "MaxRequestWorkers 150\n")
+
+
+class WarmBuckets(unittest.TestCase):
+    """A bucket count never leaves buckets without an idle child of their
+    own share of MinSpareServers without saying so: the ratio's count is
+    cut down to it, and an explicit count that exceeds it is kept with a
+    warning that says what to change."""
+
+    def test_ratio_is_cut_down_to_the_spare_pool(self):
+        # 2 usable CPUs, but MinSpareServers 1 keeps one bucket warm.
+        extra = ("ListenCoresBucketsRatio 1\nMinSpareServers 1\n"
+                 "MaxSpareServers 4\n")
+        with Server(extra=extra, daemon=True) as srv:
+            srv.start()
+            cpus = len(os.sched_getaffinity(0))
+            self.assertEqual(len(listen_sockets(srv.ports[0])), 1)
+            log = srv.error_log()
+            self.assertEqual(log.count("PFB00090"), 1, log)
+            self.assertIn("PFB00090: ListenCoresBucketsRatio 1 asks for %d "
+                          "bucket(s), but under hash steering "
+                          "MinSpareServers 1 keeps an idle child in 1 at "
+                          "most: using 1 per Listen, 1 in all" % cpus, log)
+
+    def test_idle_steering_shares_the_pool_and_keeps_the_ratio(self):
+        cpus = len(os.sched_getaffinity(0))
+        extra = ("ListenCoresBucketsRatio 1\nMinSpareServers 1\n"
+                 "MaxSpareServers 4\nListenBucketSteering idle\n")
+        # Where the kernel refuses the program, steering falls back to
+        # hash with its own warning; the count is made for idle.
+        with Server(extra=extra, daemon=True,
+                    expect_log=("PFB00043",)) as srv:
+            srv.start()
+            self.assertEqual(len(listen_sockets(srv.ports[0])), cpus)
+            self.assertNotIn("PFB00090", srv.error_log())
+
+    def test_explicit_count_that_starves_buckets_is_kept_with_a_warning(self):
+        with Server(extra=DEBIAN_POOL + "ListenBuckets 16\n", daemon=True,
+                    expect_log=("PFB00091",)) as srv:
+            srv.start()
+            self.assertEqual(len(listen_sockets(srv.ports[0])), 16)
+            log = srv.error_log()
+            text = ("ListenBuckets 16 makes 16 bucket(s) under hash "
+                    "steering, more than MinSpareServers 5: each bucket "
+                    "keeps a single idle child")
+            self.assertEqual(log.count("PFB00091"), 1, log)
+            self.assertIn("[mpm_prefork:warn]", [l for l in log.splitlines()
+                                                 if "PFB00091" in l][0][:80])
+            self.assertIn(text, log)
+            self.assertIn("raise MinSpareServers to at least 16, lower "
+                          "ListenBuckets to 5, or use ListenBucketSteering "
+                          "idle", log)
+            # At start-up the console has it too.
+            self.assertIn("PFB00091: WARNING: " + text, srv.startup_output)
+
+    def test_explicit_count_within_the_spare_pool_says_nothing(self):
+        with Server(extra=DEBIAN_POOL + "ListenBuckets 5\n",
+                    daemon=True) as srv:
+            srv.start()
+            self.assertEqual(len(listen_sockets(srv.ports[0])), 5)
+            self.assertNotIn("PFB00091", srv.error_log())
+            self.assertNotIn("PFB00091", srv.startup_output)
+

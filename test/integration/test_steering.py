@@ -337,8 +337,10 @@ class SteeringFallback(unittest.TestCase):
 
     def check_fallback(self, mode, step):
         extra = FOUR_FULL + "ListenBucketSteering %s\n" % mode + LOCATIONS
+        # Started as admins start it (-k start): the fallback's one line
+        # must reach the error log of a daemon.
         with Server(extra=extra, extra_modules=MODULES,
-                    env={"LD_PRELOAD": NOBPF_SO},
+                    env={"LD_PRELOAD": NOBPF_SO}, daemon=True,
                     expect_log=FULL_LOG + ("PFB00043",)) as srv:
             srv.start()
             load = Load("127.0.0.1", srv.ports[0], concurrency=4,

@@ -10,6 +10,11 @@
 #                                      that release's tree with this project's
 #                                      warning flags as errors, then the apxs
 #                                      build against its headers and apxs
+#   check_intree.sh parts VERSION...   prints the make targets of the stage
+#                                      whose tarballs are there; for those
+#                                      that are not, one line on stderr says
+#                                      the stage did not run (with CI=true,
+#                                      that fails)
 #   check_intree.sh build VERSION [--shared]
 #                                      the patch applied to a fresh tree (and
 #                                      the same tree as a copy), httpd built
@@ -18,7 +23,10 @@
 #                                      subset run against that httpd
 #
 # The tarballs are httpd-VERSION.tar.xz in $HTTPD_SRC_DIR (default:
-# ../shared/httpd-src beside this checkout); without one this check fails.
+# ../shared/httpd-src beside this checkout).  A public clone has none:
+# `parts` then leaves those checks out and says so, and the stage counts as
+# not run; under CI (CI=true) that fails, as does any check asked for
+# directly whose tarball is missing.
 # Work goes to $INTREE_DIR (default build/intree).  $WARN_CFLAGS are the
 # warning flags for the compile check (make passes the project's own).
 set -euo pipefail
@@ -240,9 +248,32 @@ check_build() {
     say "$version $kind: patched and built in ${build_s} s, apxs build in ${apxs_s} s, integration subset in $((SECONDS - started)) s"
 }
 
+# The make targets whose tarballs are present, on stdout; the versions
+# missing, in one line on stderr.  bad-input unpacks 2.4.62.
+list_parts() {
+    local version missing=() parts=()
+    for version in "$@"; do
+        if [ -f "$HTTPD_SRC_DIR/httpd-$version.tar.xz" ]; then
+            [ "$version" != 2.4.62 ] || parts+=(check-intree-input)
+            parts+=("check-intree-$version")
+        else
+            missing+=("$version")
+        fi
+    done
+    if [ "${#missing[@]}" -gt 0 ]; then
+        printf 'check-intree: NOT RUN for httpd %s: no httpd-VERSION.tar.xz in %s (set HTTPD_SRC_DIR to the release tarballs; docs/building.md)\n' \
+            "${missing[*]}" "$HTTPD_SRC_DIR" >&2
+        if [ "${CI:-}" = true ]; then
+            fail "CI=true: the in-tree stage must run; the tarballs are missing"
+        fi
+    fi
+    echo "${parts[*]}"
+}
+
 case "${1:-}" in
+    parts) shift; list_parts "$@" ;;
     bad-input) check_bad_input ;;
     compile) [ $# -eq 2 ] || fail "usage: $0 compile VERSION"; check_compile "$2" ;;
     build) [ $# -ge 2 ] || fail "usage: $0 build VERSION [--shared]"; check_build "$2" "${3:-}" ;;
-    *) echo "usage: $0 bad-input | compile VERSION | build VERSION [--shared]" >&2; exit 2 ;;
+    *) echo "usage: $0 parts VERSION... | bad-input | compile VERSION | build VERSION [--shared]" >&2; exit 2 ;;
 esac

@@ -14,6 +14,7 @@
 #   tar xzf pfb16.tar.gz && cd pfb16/pfb
 #   bash test/load/run_16cpu.sh run ../kit            # 16cpu, php, rps
 #   bash test/load/run_16cpu.sh run ../kit 16cpu --pairs 5
+#   bash test/load/run_16cpu.sh run ../kit default    # the shipped .conf
 #
 # `run` starts no server itself: suite.py starts and stops every server
 # and deletes the namespace it makes, also when it gets SIGTERM, which the
@@ -24,7 +25,7 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 PHP_API=20220829            # Debian 12's PHP 8.2 extension directory
 
 usage() {
-    echo "usage: $0 pack OUTDIR | run KITDIR [16cpu|php|rps|all] [suite args]" >&2
+    echo "usage: $0 pack OUTDIR | run KITDIR [16cpu|php|rps|default|all] [suite args]" >&2
     exit 2
 }
 
@@ -77,7 +78,7 @@ run() {
     kit=$(cd "$1" && pwd)
     what=${2:-all}
     case $what in
-    16cpu | php | rps | all) ;;
+    16cpu | php | rps | default | all) ;;
     *) usage ;;
     esac
     shift $(($# >= 2 ? 2 : 1))
@@ -101,6 +102,10 @@ run() {
     fi
     if [ "$what" = php ] || [ "$what" = all ]; then
         suite --profile php --out "bench-results/php-$stamp" "$@"
+    fi
+    if [ "$what" = default ]; then
+        # The package's configuration against stock prefork (issue 20).
+        suite --profile default --out "bench-results/default-$stamp" "$@"
     fi
     if [ "$what" = rps ] || [ "$what" = all ]; then
         # Server and generator apart: three quarters of the CPUs for the

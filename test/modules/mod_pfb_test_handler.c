@@ -14,13 +14,16 @@
  * starting (SERVER_READY or later) rather than for processes that exist:
  *
  *   served-by P
+ *   limits server-limit L max-workers W min-spare N max-spare X
  *   slot S pid P generation G status C quiescing Q bucket B
  *
  * (the bucket from the MPM's slot-to-bucket map, -1 without one: the
  * scoreboard's own bucket field is deprecated and always 0)
  * where C is mod_status's letter for the slot's state ('S' starting, '_'
  * waiting for a connection, 'W' writing ...); "served-by" names the child
- * answering, which is busy writing this very answer.  The request marks itself
+ * answering, which is busy writing this very answer; "limits" are the MPM's
+ * answers to ap_mpm_query(), the values in force after its corrections.
+ * The request marks itself
  * with the environment variable pfb_probe so that the harness's access log
  * (CustomLog ... env=!pfb_probe) leaves it out.
  *
@@ -136,6 +139,7 @@ static int pfb_scoreboard_handler(request_rec *r)
         APR_RETRIEVE_OPTIONAL_FN(prefork_buckets_segment);
     const pfb_segment_t *seg = get_segment ? get_segment() : NULL;
     int server_limit = 0, slot, usable = pfb_segment_usable(seg);
+    int max_workers = 0, min_spare = 0, max_spare = 0;
 
     if (strcmp(r->handler, "pfb-scoreboard") != 0) {
         return DECLINED;
@@ -148,6 +152,12 @@ static int pfb_scoreboard_handler(request_rec *r)
     apr_table_setn(r->subprocess_env, "pfb_probe", "1");
     ap_set_content_type(r, "text/plain");
     ap_rprintf(r, "served-by %ld\n", (long)getpid());
+    ap_mpm_query(AP_MPMQ_MAX_DAEMONS, &max_workers);
+    ap_mpm_query(AP_MPMQ_MIN_SPARE_DAEMONS, &min_spare);
+    ap_mpm_query(AP_MPMQ_MAX_SPARE_DAEMONS, &max_spare);
+    ap_rprintf(r, "limits server-limit %d max-workers %d min-spare %d "
+               "max-spare %d\n", server_limit, max_workers, min_spare,
+               max_spare);
     for (slot = 0; slot < server_limit; slot++) {
         process_score *ps = ap_get_scoreboard_process(slot);
         worker_score *ws = ap_get_scoreboard_worker_from_indexes(slot, 0);

@@ -16,8 +16,16 @@ Steps, as an admin would take them:
      bucket, and /bucket-status?json answers;
   5. apache2ctl graceful under load: no request fails, same parent;
   6. apache2ctl stop; no unexpected warning in the error log;
-  7. apt-get purge: no file of the packages left, no a2enmod state;
-  8. Debian's own MPM can be enabled again (a2enmod, configtest).
+  7. mod_php: apt-get install libapache2-mod-php (installed now, or found
+     installed) and a2enmod php8.2, which enables Debian's mpm_prefork
+     beside this MPM (php8.2.load: "# Depends: mpm_prefork"): configtest
+     stops with one line saying what to do; doing it (a2dismod
+     mpm_prefork_buckets, apt-get install the -divert package) makes
+     mpm_prefork this MPM: configtest, start, a PHP page served, bucket
+     data available; then switching back (apt-get purge of the -divert
+     package) puts Debian's mod_mpm_prefork.so back, byte for byte;
+  8. apt-get purge: no file of the packages left, no a2enmod state;
+  9. Debian's own MPM can be enabled again (a2enmod, configtest).
 
 CI runs on the developer's own machine, so everything is put back on every
 path: /etc/apache2 and /var/lib/apache2 (a2enmod's state) are copied first
@@ -31,7 +39,9 @@ was killed half-way is repaired by the next one from the copy it left in
 /var/tmp/pfb-package-test.  A lock keeps two checkouts from running this at
 once, and dpkg's frontend lock, held from the copy to the restore, makes
 other package operations on the machine wait, so none of their changes to
-/etc/apache2 is undone.  Ends with 'package-install: N passed, N failed'.
+/etc/apache2 is undone.  Packages the test installed (mod_php, where it
+was missing) are purged again.  Ends with 'package-install: N passed, N
+failed'.
 """
 
 import contextlib
@@ -57,6 +67,10 @@ import pfbserver  # noqa: E402
 
 PACKAGES = ("libapache2-mod-mpm-prefork-buckets",
             "libapache2-mod-bucket-status")
+# Opt-in: makes Debian's module name mpm_prefork this MPM.
+DIVERT = "libapache2-mod-mpm-prefork-buckets-divert"
+PREFORK_SO = "/usr/lib/apache2/modules/mod_mpm_prefork.so"
+PHP_PACKAGE = "libapache2-mod-php"
 MODULES = ("mpm_prefork_buckets", "bucket_status")
 TREES = ("/etc/apache2", "/var/lib/apache2")
 STATE = "/var/tmp/pfb-package-test"
@@ -71,6 +85,11 @@ SERVER_DIR = os.path.join(STATE, "server")
 PID_FILE = os.path.join(SERVER_DIR, "run", "apache2.pid")
 ERROR_LOG = os.path.join(SERVER_DIR, "log", "error.log")
 INVOKE_LOG = os.path.join(STATE, "invoke-rc.d.log")
+# Packages this run installed that were not there before (mod_php), for
+# the restore to purge, also after a killed run.
+INSTALLED_BY_TEST = os.path.join(STATE, "installed-packages")
+PHP_DIR = os.path.join(STATE, "php")
+PHP_CONF = "/etc/apache2/conf-enabled/pfb-package-test-php.conf"
 
 results = {}
 
@@ -171,7 +190,13 @@ def save_machine():
 def restore_machine():
     """Stops our server, purges the packages, puts everything back."""
     stop_server_hard()
-    installed = [p for p in PACKAGES if package_state(p) != "not-installed"]
+    # The -divert package first: its removal puts Debian's file back.
+    installed = [p for p in (DIVERT,) + PACKAGES
+                 if package_state(p) != "not-installed"]
+    with contextlib.suppress(OSError):
+        with open(INSTALLED_BY_TEST) as f:
+            installed += [p for p in f.read().split()
+                          if package_state(p) != "not-installed"]
     if installed:
         sh(APT + ["purge"] + installed, timeout=900)
     for top in TREES:
@@ -386,6 +411,12 @@ def enabled_mpms():
                   glob.glob("/etc/apache2/mods-enabled/mpm_*.load"))
 
 
+def readme_debian(package):
+    """Its README.Debian, compressed by dh_compress when over 4 kB."""
+    path = "/usr/share/doc/%s/README.Debian" % package
+    return path + ".gz" if os.path.exists(path + ".gz") else path
+
+
 def step_install(debs, before):
     rc, out = sh(APT + ["install", "--no-install-recommends"] + debs,
                  timeout=900)
@@ -397,7 +428,7 @@ def step_install(debs, before):
     for module in MODULES:
         expected += ["/etc/apache2/mods-available/%s.%s" % (module, ext)
                      for ext in ("load", "conf")]
-    expected += ["/usr/share/doc/%s/README.Debian" % p for p in PACKAGES]
+    expected += [readme_debian(p) for p in PACKAGES]
     expected += ["/usr/share/doc/libapache2-mod-bucket-status/examples/%s"
                  % f for f in ("prefork-buckets.json", "bucket-alerts.yml")]
     missing = [p for p in expected if not os.path.exists(p)]
@@ -492,12 +523,12 @@ def step_serve(port):
     check("bucket data available", info.get("available") is True)
     sockets = listen_sockets(port)
     buckets = info.get("bucket_count", 0)
-    usable = info.get("cpus", {}).get("usable", 1)
-    check("serves with buckets: one listening socket per bucket",
-          info.get("mode") == "reuseport" and len(sockets) == buckets
-          and buckets == max(1, usable),
-          "mode %s, %d socket(s), %d bucket(s), %d usable CPU(s)"
-          % (info.get("mode"), len(sockets), buckets, usable))
+    # As shipped: no bucket directive, httpd's one bucket.
+    check("serves as shipped: one bucket, one listening socket",
+          info.get("mode") == "single" and len(sockets) == 1
+          and buckets == 1,
+          "mode %s, %d socket(s), %d bucket(s)"
+          % (info.get("mode"), len(sockets), buckets))
     status, body = get(port, "/")
     check("GET / serves Debian's page", status == 200, "status %d" % status)
     status, auto = get(port, "/server-status?auto")
@@ -545,6 +576,122 @@ def step_stop(port):
                   "\n".join(bad))
 
 
+def installed_packages():
+    _, out = sh(["dpkg-query", "-W", "-f=${Package} ${db:Status-Abbrev}\n"],
+                quiet=True)
+    return {line.split()[0] for line in out.splitlines()
+            if len(line.split()) > 1 and line.split()[1].startswith("ii")}
+
+
+def file_hash(path):
+    with contextlib.suppress(OSError):
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    return None
+
+
+def diversion_of(path):
+    _, out = sh(["dpkg-divert", "--list", path], quiet=True)
+    return out.strip()
+
+
+def php_module():
+    """The module libapache2-mod-php installs (php8.2 on Debian 12)."""
+    found = sorted(os.path.basename(p)[:-5] for p in
+                   glob.glob("/etc/apache2/mods-available/php*.load"))
+    return found[-1] if found else None
+
+
+def serve_php(port):
+    """A PHP page under Alias /pfb-php/, from a private directory."""
+    os.makedirs(PHP_DIR, exist_ok=True)
+    os.chmod(PHP_DIR, 0o755)
+    with open(os.path.join(PHP_DIR, "answer.php"), "w") as f:
+        f.write("<?php echo 'php says ', 6 * 7, \"\\n\";\n")
+    os.chmod(os.path.join(PHP_DIR, "answer.php"), 0o644)
+    with open(PHP_CONF, "w") as f:
+        f.write("# pfb package test (restored afterwards)\n"
+                "Alias /pfb-php/ %s/\n<Directory %s/>\n"
+                "    Require all granted\n</Directory>\n"
+                % (PHP_DIR, PHP_DIR))
+    rc, _ = sh(["apache2ctl", "start"], timeout=60)
+    up = rc == 0 and pfbserver.wait_for(
+        lambda: server_pid() and not port_refuses(port), 30)
+    if not check("apache2ctl start with mod_php", up, "exit %d" % rc):
+        return
+    status, body = get(port, "/pfb-php/answer.php")
+    check("serves a PHP page", status == 200 and "php says 42" in body,
+          "status %d: %r" % (status, body[:200]))
+    status, body = get(port, "/bucket-status?json")
+    info = json.loads(body) if status == 200 else {}
+    check("the MPM serving it is this one (bucket data available)",
+          info.get("available") is True, body[:200])
+    rc, _ = sh(["apache2ctl", "stop"], timeout=60)
+    check("apache2ctl stop", rc == 0 and pfbserver.wait_for(
+        lambda: server_pid() is None and port_refuses(port), 30))
+
+
+def step_php(divert_deb, port):
+    """mod_php once this MPM is enabled, as an admin would do it."""
+    prefork_hash = file_hash(PREFORK_SO)
+    before = installed_packages()
+    had_php = PHP_PACKAGE in before
+    rc, _ = sh(APT + ["install", "--no-install-recommends", PHP_PACKAGE],
+               timeout=900)
+    added = sorted(installed_packages() - before)
+    with open(INSTALLED_BY_TEST, "w") as f:
+        f.write("\n".join(added) + "\n")
+    check("apt-get install %s (%s)" % (PHP_PACKAGE, "was installed"
+                                       if had_php else "installed now"),
+          rc == 0, "exit %d" % rc)
+    php = php_module()
+    if not check("mod_php's module is there", php, "no php*.load"):
+        return
+    rc, out = sh(["a2enmod", php])
+    check("a2enmod %s" % php, rc == 0, "exit %d" % rc)
+    rc, out = sh(["apache2ctl", "configtest"], timeout=60)
+    told = [line for line in out.splitlines()
+            if "mpm_prefork_buckets and mpm_prefork are both enabled" in line]
+    check("configtest stops and says in one line what to do",
+          rc != 0 and len(told) == 1
+          and "a2dismod mpm_prefork_buckets" in told[0]
+          and DIVERT in told[0], out[-600:])
+    # What the line says.
+    rc1, _ = sh(["a2dismod", "mpm_prefork_buckets"])
+    rc2, _ = sh(APT + ["install", "--no-install-recommends", divert_deb],
+                timeout=900)
+    check("a2dismod mpm_prefork_buckets; apt-get install %s" % DIVERT,
+          rc1 == 0 and rc2 == 0, "exit %d, %d" % (rc1, rc2))
+    check("mod_mpm_prefork.so is diverted to .distrib",
+          ".distrib" in diversion_of(PREFORK_SO) and
+          os.path.realpath(PREFORK_SO).endswith("mod_mpm_prefork_buckets.so"),
+          diversion_of(PREFORK_SO))
+    rc, out = sh(["a2query", "-M"])
+    check("a2query -M says prefork", rc == 0 and out.strip() == "prefork",
+          out.strip())
+    rc, out = sh(["apache2ctl", "configtest"], timeout=60)
+    check("configtest with mpm_prefork as this MPM",
+          rc == 0 and "Syntax OK" in out, out[-600:])
+    rc, out = sh(["apache2ctl", "-M"], timeout=60)
+    check("one MPM and mod_php loaded", rc == 0
+          and out.count("mpm_") == 1 and "php_module" in out, out[-600:])
+    serve_php(port)
+    # Switching back.
+    rc, _ = sh(APT + ["purge", DIVERT], timeout=900)
+    check("apt-get purge %s" % DIVERT, rc == 0, "exit %d" % rc)
+    check("Debian's mod_mpm_prefork.so is back, byte for byte",
+          not diversion_of(PREFORK_SO)
+          and file_hash(PREFORK_SO) == prefork_hash,
+          diversion_of(PREFORK_SO))
+    rc, out = sh(["apache2ctl", "configtest"], timeout=60)
+    check("configtest with Debian's prefork again",
+          rc == 0 and "Syntax OK" in out, out[-600:])
+    # Back to this MPM alone, for the purge that follows.
+    for argv in (["a2dismod", php], ["a2dismod", "mpm_prefork"],
+                 ["a2enmod", "mpm_prefork_buckets"]):
+        sh(argv)
+
+
 def step_purge(debian_mpms):
     files = []
     for name in PACKAGES:
@@ -571,7 +718,7 @@ def step_purge(debian_mpms):
     check("Debian's own MPM can be enabled again", ok)
 
 
-def run(debs):
+def run(debs, divert_deb):
     before = {top: snapshot(top) for top in TREES}
     debian_mpms = enabled_mpms()
     dependents = dependents_of(debian_mpms)
@@ -593,6 +740,7 @@ def run(debs):
         if info is not None:
             step_graceful(port, info)
             step_stop(port)
+        step_php(divert_deb, port)
         step_purge(debian_mpms)
     finally:
         restore_machine()
@@ -623,6 +771,11 @@ def main(argv):
             print("package-install: 0 passed, 1 failed")
             return 1
         debs.append(found[-1])
+    divert = sorted(glob.glob(os.path.join(deb_dir, DIVERT + "_*.deb")))
+    if not divert:
+        print("no %s_*.deb in %s: bash tools/build-deb.sh" % (DIVERT, deb_dir))
+        print("package-install: 0 passed, 1 failed")
+        return 1
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
     os.makedirs(os.path.dirname(LOCK), exist_ok=True)
@@ -645,13 +798,14 @@ def main(argv):
                   "look at them and remove them")
             print("package-install: 0 passed, 1 failed")
             return 1
-        if any(package_state(p) != "not-installed" for p in PACKAGES):
+        if any(package_state(p) != "not-installed"
+               for p in PACKAGES + (DIVERT,)):
             print("%s already installed here: the test would remove it; "
-                  "purge it first" % " or ".join(PACKAGES))
+                  "purge it first" % " or ".join(PACKAGES + (DIVERT,)))
             print("package-install: 0 passed, 1 failed")
             return 1
         try:
-            run(debs)
+            run(debs, divert[-1])
         except Interrupted as e:
             check("finished", False, str(e))
     return pfbserver.report("package-install", results)

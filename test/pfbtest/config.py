@@ -3,6 +3,9 @@
 httpd or of the modules can be tested with the same tests.
 
   HTTPD              the httpd binary (default /usr/sbin/apache2)
+  APACHECTL          Debian's apachectl, for servers started the way
+                     admins start them (default /usr/sbin/apachectl); it
+                     runs HTTPD through APACHE_HTTPD
   HTTPD_MODULES_DIR  where httpd's own modules live: mod_mime.so,
                      mod_status.so, mod_authz_core.so, mod_dir.so, and the
                      stock MPMs (default /usr/lib/apache2/modules)
@@ -33,6 +36,7 @@ def _path(name, default):
 
 
 HTTPD = _path("HTTPD", "/usr/sbin/apache2")
+APACHECTL = _path("APACHECTL", "/usr/sbin/apachectl")
 MODULES = _path("HTTPD_MODULES_DIR", "/usr/lib/apache2/modules")
 MPM_SO = _path("MPM_SO", os.path.join(BUILD, "mod_mpm_prefork.so"))
 MPM_STATIC = MPM_SO == "static"

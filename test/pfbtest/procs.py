@@ -52,6 +52,32 @@ def is_alive(pid):
     return fields is not None and fields[STAT_STATE] != "Z"
 
 
+def start_time(pid):
+    """When a live process started (clock ticks since boot, field 22 of
+    /proc/PID/stat), or None when it is gone or a zombie: with the pid,
+    it names one process even after the pid is given to another."""
+    fields = stat_fields(pid)
+    if fields is None or fields[STAT_STATE] == "Z":
+        return None
+    return int(fields[19])
+
+
+def processes_with_argument(argument):
+    """Pids of live processes with `argument` among their command-line
+    arguments (httpd's children keep the parent's command line)."""
+    wanted = argument.encode()
+    pids = []
+    for pid in _proc_entries():
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if wanted in args and is_alive(pid):
+            pids.append(pid)
+    return pids
+
+
 def proc_status(pid):
     """(VmRSS kB, open fds) of a process."""
     import os

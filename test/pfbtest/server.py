@@ -2,12 +2,15 @@
 """One httpd under test, as a context manager.
 
 Every server gets its own ServerRoot, runtime dir, pid file and logs in a
-temporary directory and ports the kernel picked on 127.0.0.1 (or ::1).  It
-runs in the foreground as our child, in its own session, and is stopped on
-every path (SIGTERM, then SIGKILL to its process group).  On the way out it
-reads the error log and fails the test on any line at level warn or above,
-any crash and any sanitizer report, unless the test declared the line's tag
-in expect_log.
+temporary directory and ports the kernel picked on 127.0.0.1 (or ::1).  By
+default it runs in the foreground as our child, in its own session; with
+daemon=True it is started as admins start it, `httpd -k start` (or, with
+daemon="apachectl", Debian's apachectl with its own APACHE_CONFDIR and
+envvars), and detaches.  Either way it is stopped on every path (SIGTERM,
+then SIGKILL to whatever is left of it).  On the way out it reads the
+error log and fails the test on any line at level warn or above, any crash
+and any sanitizer report, unless the test declared the line's tag in
+expect_log.
 """
 
 import contextlib
@@ -23,9 +26,10 @@ import tempfile
 import time
 
 from . import config
-from .config import HTTPD, MODULES, RUN_USER
+from .config import APACHECTL, HTTPD, MODULES, RUN_USER
 from .load import read_response
-from .procs import STAT_PGRP, STAT_PPID, free_port, live_pids
+from .procs import (STAT_PGRP, STAT_PPID, free_port, live_pids,
+                    processes_with_argument, start_time)
 
 # Modules every server loads, where HTTPD_MODULES_DIR has them; a module
 # compiled into HTTPD (Debian's mod_log_config and mod_unixd, say) is
@@ -109,16 +113,54 @@ class StartupError(Exception):
     """httpd refused to start or did not come up in time."""
 
 
+class Daemon:
+    """The parent of a server started with -k start.  It forked and
+    detached (setsid), so it is not our child: it is watched through
+    /proc, by the pid from its pid file and the start time that pid had,
+    so that a pid the kernel gives to another process later is never
+    taken for it.  Its exit status cannot be read; poll() and returncode
+    say EXITED once it is gone."""
+
+    EXITED = "exited (a daemon: its status is its reaper's)"
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.started = start_time(pid)
+        self.returncode = None
+        self.stdout = None
+
+    def poll(self):
+        if self.returncode is None:
+            now = start_time(self.pid)
+            if now is None or now != self.started:
+                self.returncode = self.EXITED
+        return self.returncode
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.time() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.time() >= deadline:
+                raise subprocess.TimeoutExpired("httpd daemon %d" % self.pid,
+                                                timeout)
+            time.sleep(0.05)
+        return self.returncode
+
+
 class Scoreboard:
     """One reading of the scoreboard (see mod_pfb_test_handler.c)."""
 
     def __init__(self, text):
         self.served_by = None
+        self.limits = {}
         self.slots = []
         for line in text.splitlines():
             fields = line.split()
             if fields[:1] == ["served-by"]:
                 self.served_by = int(fields[1])
+            elif fields[:1] == ["limits"]:
+                # The MPM's ap_mpm_query() answers: the values in force.
+                self.limits = {k: int(v) for k, v in
+                               zip(fields[1::2], fields[2::2])}
             elif fields[:1] == ["slot"]:
                 entry = dict(zip(fields[0::2], fields[1::2]))
                 self.slots.append({
@@ -161,11 +203,16 @@ class Server:
                    line fails the test when the server is left
     check_log      False: leave the verdict to the caller, who reads
                    unexpected_log_lines() (the load suite records them)
+    daemon         False: httpd -DFOREGROUND as our child; True: httpd -k
+                   start, as apachectl and systemd start it (it detaches);
+                   "apachectl": Debian's apachectl start, with APACHE_CONFDIR
+                   and an envvars file of this server's own
     """
 
     def __init__(self, extra="", ports=1, mpm=None, extra_modules="",
                  env=None, listen_host="127.0.0.1", expect_log=(),
-                 check_log=True):
+                 check_log=True, daemon=False):
+        self.daemon = daemon
         self.extra = extra
         self.nports = ports
         self.mpm = mpm or config.MPM_SO
@@ -262,23 +309,25 @@ class Server:
                           for _ in range(self.nports)]
             self.probe_connections = 0
             self.write_conf()
-            self.proc = subprocess.Popen(
-                self.wrapper + [HTTPD, "-f", self.conf, "-DFOREGROUND"],
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                start_new_session=True, env=self.env)
-            if expect_failure:
-                try:
-                    out, _ = self.proc.communicate(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    self.kill()
-                    raise StartupError("server started, failure expected")
-                self.startup_output = out.decode(errors="replace")
-                return self.proc.returncode
-            if self._wait_up(timeout):
+            if self.daemon:
+                rc = self._start_daemon(expect_failure, timeout)
+                if expect_failure:
+                    return rc
+                up = rc == 0 and self._wait_up(timeout)
+            else:
+                self.proc = subprocess.Popen(
+                    self.wrapper + [HTTPD, "-f", self.conf, "-DFOREGROUND"],
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                    start_new_session=True, env=self.env)
+                if expect_failure:
+                    return self._wait_failure(timeout)
+                up = self._wait_up(timeout)
+            if up:
                 return 0
             log = self.error_log()
             self.kill()
-            if "AH00072" in log or "Address already in use" in log:
+            if "AH00072" in log or "Address already in use" in log or \
+                    "AH00072" in self.startup_output:
                 # Lost a port race: pick new ports, with a fresh log.
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join(self.root, "logs", "error_log"))
@@ -287,12 +336,93 @@ class Server:
                                (self.startup_output, log))
         raise StartupError("no free ports after 5 attempts")
 
+    def _wait_failure(self, timeout):
+        try:
+            out, _ = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise StartupError("server started, failure expected")
+        self.startup_output = out.decode(errors="replace")
+        return self.proc.returncode
+
+    def launcher(self, action):
+        """The command an admin types for `action` (start, stop, graceful
+        ...), and its environment."""
+        if self.daemon == "apachectl":
+            # Debian's apachectl reads APACHE_CONFDIR/envvars and runs
+            # APACHE_HTTPD -d APACHE_CONFDIR $APACHE_ARGUMENTS -k action.
+            # APACHE_STARTED_BY_SYSTEMD keeps it from handing `start` to
+            # systemctl, which would start the system's own apache2.
+            env = dict(self.env, APACHE_CONFDIR=self.root,
+                       APACHE_HTTPD=HTTPD, APACHE_STARTED_BY_SYSTEMD="1")
+            env.pop("APACHE_ENVVARS", None)
+            env.pop("APACHE_ARGUMENTS", None)
+            return [APACHECTL, action], env
+        return [HTTPD, "-f", self.conf, "-k", action], self.env
+
+    def write_envvars(self):
+        """The envvars file apachectl reads from APACHE_CONFDIR, as
+        Debian's /etc/apache2/envvars is: the run user, and this server's
+        own run, lock and log directories, so that apachectl touches
+        nothing outside the ServerRoot."""
+        lines = ["export APACHE_RUN_USER=%s" % RUN_USER,
+                 "export APACHE_RUN_GROUP=%s" % RUN_USER,
+                 "export APACHE_RUN_DIR=%s/run" % self.root,
+                 "export APACHE_PID_FILE=%s/run/httpd.pid" % self.root,
+                 "export APACHE_LOCK_DIR=%s/lock" % self.root,
+                 "export APACHE_LOG_DIR=%s/logs" % self.root,
+                 "export APACHE_ARGUMENTS='-f %s'" % self.conf,
+                 "export LANG=C"]
+        with open(os.path.join(self.root, "envvars"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+    def control(self, action, timeout=DEADLINE):
+        """Runs the admin's command for `action` (httpd -k action, or
+        apachectl action); returns (exit status, output)."""
+        command, env = self.launcher(action)
+        if self.daemon == "apachectl":
+            self.write_envvars()
+        # Its own session: whatever it leaves behind is found by the
+        # configuration file it names (_leftover_pids), not by our group.
+        result = subprocess.run(command, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True, timeout=timeout)
+        return result.returncode, result.stdout.decode(errors="replace")
+
+    def _start_daemon(self, expect_failure, timeout):
+        """httpd -k start: returns its exit status once it detached (or
+        failed); the daemon is then watched through self.proc."""
+        self.proc = None
+        # A pid file left by a killed attempt would name another process.
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(self.root, "run", "httpd.pid"))
+        try:
+            rc, self.startup_output = self.control("start", timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise StartupError("`%s` did not return within %d s"
+                               % (" ".join(self.launcher("start")[0]),
+                                  timeout))
+        if rc == 0:
+            pid = self.wait_for(self.pid, timeout)
+            if pid:
+                self.proc = Daemon(pid)
+        if expect_failure:
+            if rc == 0:
+                # It detached: a failure after that ends the daemon.
+                if not self.wait_for(lambda: not self._leftover_pids(),
+                                     timeout):
+                    self.kill()
+                    raise StartupError("server started, failure expected")
+            return rc
+        return rc if self.proc else 1
     def _wait_up(self, timeout):
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
-                self.startup_output = self.proc.stdout.read().decode(
-                    errors="replace")
+                if self.proc.stdout:
+                    self.startup_output = self.proc.stdout.read().decode(
+                        errors="replace")
                 return False
             if self.pid() and all(self._can_connect(p) for p in self.ports):
                 if len(self.children()) > 0:
@@ -345,11 +475,11 @@ class Server:
 
     def kill(self):
         """Stops the server as an admin would (SIGTERM to the parent, which
-        stops its children), then SIGKILLs whatever is left in its process
-        group."""
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
+        stops its children), then SIGKILLs whatever is left of it: its
+        process group, and for a daemon every process started from its
+        configuration file (a daemon's children may outlive its group's
+        leader)."""
+        if self.proc is not None and self.proc.poll() is None:
             self._let_children_start()
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.proc.pid, signal.SIGTERM)
@@ -357,12 +487,34 @@ class Server:
             # each step at warn.
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=DEADLINE)
+        if self.daemon:
+            self._kill_leftovers()
+            return
+        if self.proc is None:
+            return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
         if self.proc.stdout:
             self.proc.stdout.close()
+
+    def _leftover_pids(self):
+        """Live processes of this server: httpd started with this
+        server's own configuration file (children keep the parent's
+        command line), found whether or not a pid file was written."""
+        return processes_with_argument(self.conf)
+
+    def _kill_leftovers(self):
+        deadline = time.time() + 10
+        while True:
+            pids = self._leftover_pids()
+            if not pids or time.time() >= deadline:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.05)
 
     def _let_children_start(self, timeout=10):
         """Waits (bounded) until the pool is settled: no child starting,
@@ -395,16 +547,18 @@ class Server:
         return last
 
     def stop(self, timeout=DEADLINE):
-        """`httpd -k stop`; returns the exit status of that command."""
-        rc = subprocess.call([HTTPD, "-f", self.conf, "-k", "stop"],
-                             stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, env=self.env)
+        """`httpd -k stop` (apachectl stop for an apachectl server);
+        returns the exit status of that command."""
+        rc, _ = self.control("stop", timeout)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=timeout)
         return rc
 
     def group_processes(self):
-        """Pids still alive in the server's process group."""
+        """Pids still alive in the server's process group (for a daemon,
+        every process started from its configuration file)."""
+        if self.daemon:
+            return self._leftover_pids()
         return live_pids(STAT_PGRP, self.proc.pid)
 
     def children(self):

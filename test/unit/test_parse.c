@@ -95,6 +95,128 @@ START_TEST(error_message_is_truncated_not_overflowed)
 }
 END_TEST
 
+/* What httpd's prefork corrects (its check_config, and its run hook's
+ * silent changes), corrected the same way here. */
+typedef struct {
+    const char *label;
+    pf_pool_config_t given;     /* ServerLimit, MaxRequestWorkers, Start,
+                                   MinSpare, MaxSpare, ratio, explicit */
+    int first_server_limit;
+    pf_pool_config_t used;
+    int fixes[PF_FIX_KINDS + 1];    /* kinds in order, -1 ends */
+} fix_row_t;
+
+#define DEBIAN { 256, 150, 5, 5, 10, 0, PF_BUCKETS_UNSET }
+#define CAP PF_MAX_SERVER_LIMIT
+
+static const fix_row_t fix_rows[] = {
+    { "Debian's pool: nothing to correct", DEBIAN, 0, DEBIAN, { -1 } },
+    { "ServerLimit above the compile-time cap", { 300000, 150, 5, 5, 10, 0,
+      -1 }, 0, { CAP, 150, 5, 5, 10, 0, -1 },
+      { PF_FIX_SERVER_LIMIT_ABOVE_CAP, -1 } },
+    { "ServerLimit 0", { 0, 150, 5, 5, 10, 0, -1 }, 0,
+      { 1, 1, 1, 5, 10, 0, -1 },
+      { PF_FIX_SERVER_LIMIT_BELOW_ONE, PF_FIX_WORKERS_ABOVE_LIMIT,
+        PF_FIX_START_ABOVE_WORKERS, -1 } },
+    { "ServerLimit changed by a restart is kept", { 512, 150, 5, 5, 10, 0,
+      -1 }, 256, { 256, 150, 5, 5, 10, 0, -1 },
+      { PF_FIX_SERVER_LIMIT_RESTART, -1 } },
+    { "ServerLimit the same at a restart", DEBIAN, 256, DEBIAN, { -1 } },
+    { "MaxRequestWorkers above ServerLimit", { 8, 20, 5, 5, 10, 0, -1 }, 0,
+      { 8, 8, 5, 5, 10, 0, -1 }, { PF_FIX_WORKERS_ABOVE_LIMIT, -1 } },
+    { "MaxRequestWorkers above the cap, ServerLimit unset", { 256, 300000,
+      5, 5, 10, 0, -1 }, 0, { 256, 256, 5, 5, 10, 0, -1 },
+      { PF_FIX_WORKERS_ABOVE_LIMIT, -1 } },
+    { "MaxRequestWorkers 0", { 256, 0, 5, 5, 10, 0, -1 }, 0,
+      { 256, 1, 1, 5, 10, 0, -1 },
+      { PF_FIX_WORKERS_BELOW_ONE, PF_FIX_START_ABOVE_WORKERS, -1 } },
+    { "StartServers 0", { 256, 150, 0, 5, 10, 0, -1 }, 0,
+      { 256, 150, 1, 5, 10, 0, -1 }, { PF_FIX_START_BELOW_ONE, -1 } },
+    { "StartServers above MaxRequestWorkers", { 256, 10, 20, 5, 10, 0, -1 },
+      0, { 256, 10, 10, 5, 10, 0, -1 },
+      { PF_FIX_START_ABOVE_WORKERS, -1 } },
+    { "MinSpareServers 0", { 256, 150, 5, 0, 10, 0, -1 }, 0,
+      { 256, 150, 5, 1, 10, 0, -1 }, { PF_FIX_MIN_SPARE_BELOW_ONE, -1 } },
+    { "MaxSpareServers 0", { 256, 150, 5, 5, 0, 0, -1 }, 0,
+      { 256, 150, 5, 5, 6, 0, -1 }, { PF_FIX_MAX_SPARE_NOT_ABOVE_MIN, -1 } },
+    { "MaxSpareServers equal to MinSpareServers", { 256, 150, 5, 5, 5, 0,
+      -1 }, 0, { 256, 150, 5, 5, 6, 0, -1 },
+      { PF_FIX_MAX_SPARE_NOT_ABOVE_MIN, -1 } },
+    { "MaxSpareServers below MinSpareServers", { 256, 150, 5, 10, 5, 0, -1 },
+      0, { 256, 150, 5, 10, 11, 0, -1 },
+      { PF_FIX_MAX_SPARE_NOT_ABOVE_MIN, -1 } },
+    { "MinSpareServers and MaxSpareServers both 0", { 256, 150, 5, 0, 0, 0,
+      -1 }, 0, { 256, 150, 5, 1, 2, 0, -1 },
+      { PF_FIX_MIN_SPARE_BELOW_ONE, PF_FIX_MAX_SPARE_NOT_ABOVE_MIN, -1 } },
+    { "huge spare bounds are cut to the cap, silently", { 256, 150, 5,
+      2147483647, 2147483647, 0, -1 }, 0,
+      { 256, 150, 5, CAP, CAP + 1, 0, -1 }, { -1 } },
+    { "every zero at once", { 0, 0, 0, 0, 0, 0, -1 }, 0,
+      { 1, 1, 1, 1, 2, 0, -1 },
+      { PF_FIX_SERVER_LIMIT_BELOW_ONE, PF_FIX_WORKERS_BELOW_ONE,
+        PF_FIX_START_BELOW_ONE, PF_FIX_MIN_SPARE_BELOW_ONE,
+        PF_FIX_MAX_SPARE_NOT_ABOVE_MIN, -1 } },
+    { "both bucket directives: ListenBuckets wins", { 256, 150, 5, 5, 10, 1,
+      3 }, 0, { 256, 150, 5, 5, 10, 0, 3 },
+      { PF_FIX_RATIO_WITH_EXPLICIT, -1 } },
+    { "ListenBuckets 0 leaves the ratio", { 256, 150, 5, 5, 10, 2, 0 }, 0,
+      { 256, 150, 5, 5, 10, 2, 0 }, { -1 } },
+};
+
+START_TEST(pool_corrections_follow_table)
+{
+    const fix_row_t *row = &fix_rows[_i];
+    pf_pool_config_t cfg = row->given;
+    pf_fix_t fixes[PF_FIX_KINDS];
+    int n, i;
+
+    n = pf_correct_pool_config(&cfg, row->first_server_limit, fixes);
+    ck_assert_msg(cfg.server_limit == row->used.server_limit,
+                  "%s: ServerLimit %d", row->label, cfg.server_limit);
+    ck_assert_msg(cfg.max_workers == row->used.max_workers,
+                  "%s: MaxRequestWorkers %d", row->label, cfg.max_workers);
+    ck_assert_msg(cfg.start_servers == row->used.start_servers,
+                  "%s: StartServers %d", row->label, cfg.start_servers);
+    ck_assert_msg(cfg.min_spare_servers == row->used.min_spare_servers,
+                  "%s: MinSpareServers %d", row->label,
+                  cfg.min_spare_servers);
+    ck_assert_msg(cfg.max_spare_servers == row->used.max_spare_servers,
+                  "%s: MaxSpareServers %d", row->label,
+                  cfg.max_spare_servers);
+    ck_assert_msg(cfg.ratio == row->used.ratio, "%s: ratio %d", row->label,
+                  cfg.ratio);
+    ck_assert_msg(cfg.explicit_buckets == row->used.explicit_buckets,
+                  "%s: ListenBuckets %d", row->label, cfg.explicit_buckets);
+    for (i = 0; i < n; i++) {
+        ck_assert_msg(fixes[i].kind == row->fixes[i],
+                      "%s: correction %d is %d, expected %d", row->label, i,
+                      fixes[i].kind, row->fixes[i]);
+    }
+    ck_assert_msg(row->fixes[n] == -1, "%s: %d correction(s), expected "
+                  "more", row->label, n);
+}
+END_TEST
+
+/* Each correction names the value configured and the value in force, and
+ * a corrected configuration needs no second correction. */
+START_TEST(pool_corrections_report_values_and_settle)
+{
+    pf_pool_config_t cfg = { 0, 300000, 0, 0, 0, 0, -1 };
+    pf_fix_t fixes[PF_FIX_KINDS];
+    int n;
+
+    n = pf_correct_pool_config(&cfg, 0, fixes);
+    ck_assert_int_eq(n, 5);
+    ck_assert_int_eq(fixes[0].kind, PF_FIX_SERVER_LIMIT_BELOW_ONE);
+    ck_assert_int_eq(fixes[0].given, 0);
+    ck_assert_int_eq(fixes[0].used, 1);
+    ck_assert_int_eq(fixes[1].kind, PF_FIX_WORKERS_ABOVE_LIMIT);
+    ck_assert_int_eq(fixes[1].given, 300000);
+    ck_assert_int_eq(fixes[1].used, 1);
+    ck_assert_int_eq(pf_correct_pool_config(&cfg, 1, fixes), 0);
+}
+END_TEST
+
 Suite *parse_suite(void)
 {
     Suite *s = suite_create("parse");
@@ -105,6 +227,9 @@ Suite *parse_suite(void)
     tcase_add_test(tc, parse_bounded_int_refuses_null);
     tcase_add_test(tc, error_message_names_directive_value_and_range);
     tcase_add_test(tc, error_message_is_truncated_not_overflowed);
+    tcase_add_loop_test(tc, pool_corrections_follow_table, 0,
+                        (int)(sizeof(fix_rows) / sizeof(fix_rows[0])));
+    tcase_add_test(tc, pool_corrections_report_values_and_settle);
     tcase_set_timeout(tc, 10);
     suite_add_tcase(s, tc);
     return s;

@@ -168,24 +168,32 @@ enum {
     D_BUCKETS_EXPLICIT,
     D_COUNT
 };
+/* The pool's directives take any whole number httpd's prefork accepts and
+ * corrects (pf_correct_pool_config()); what atoi() would have made of junk
+ * ("8x", "-1") is refused. */
 static int_directive_t int_directives[D_COUNT] = {
-    [D_START_SERVERS] = { &start_servers, 0, PF_MAX_SERVER_LIMIT, NULL },
-    [D_MIN_SPARE] = { &min_spare_servers, 1, PF_MAX_SERVER_LIMIT, NULL },
-    [D_MAX_SPARE] = { &max_spare_servers, 1, PF_MAX_SERVER_LIMIT, NULL },
-    [D_MAX_WORKERS] = { &max_workers, 1, PF_MAX_SERVER_LIMIT, NULL },
-    [D_MAX_CLIENTS] = { &max_workers, 1, PF_MAX_SERVER_LIMIT,
+    [D_START_SERVERS] = { &start_servers, 0, 2147483647LL, NULL },
+    [D_MIN_SPARE] = { &min_spare_servers, 0, 2147483647LL, NULL },
+    [D_MAX_SPARE] = { &max_spare_servers, 0, 2147483647LL, NULL },
+    [D_MAX_WORKERS] = { &max_workers, 0, 2147483647LL, NULL },
+    [D_MAX_CLIENTS] = { &max_workers, 0, 2147483647LL,
                         "MaxRequestWorkers" },
-    [D_SERVER_LIMIT] = { &server_limit, 1, PF_MAX_SERVER_LIMIT, NULL },
+    [D_SERVER_LIMIT] = { &server_limit, 0, 2147483647LL, NULL },
     [D_MAX_CONNECTIONS] = { &ap_max_requests_per_child, 0,
                            2147483647LL, NULL },
     [D_MAX_REQUESTS] = { &ap_max_requests_per_child, 0,
                         2147483647LL, "MaxConnectionsPerChild" },
     [D_SHUTDOWN_TIMEOUT] = { &ap_graceful_shutdown_timeout, 0,
                             2147483LL, NULL },
-    [D_BUCKETS_RATIO] = { &buckets_ratio, 0, PF_MAX_SERVER_LIMIT, NULL },
+    [D_BUCKETS_RATIO] = { &buckets_ratio, 0, 2147483647LL, NULL },
     [D_BUCKETS_EXPLICIT] = { &buckets_explicit, 0,
                             PF_MAX_SERVER_LIMIT, NULL },
 };
+
+/* What check_config corrected in this generation's configuration, logged
+ * once the error log is open (log_corrections()). */
+static pf_fix_t pool_fixes[PF_FIX_KINDS];
+static int num_pool_fixes;
 
 /* This generation's buckets, what the restart decided for them, and the
  * maintenance scratch. */
@@ -416,8 +424,14 @@ static apr_pollset_t *child_make_pollset(pf_bucket_t *bucket)
     apr_status_t rv;
     int position;
 
-    rv = apr_pollset_create(&pollset, bucket->num_listeners, pchild,
-                            APR_POLLSET_NOCOPY);
+    /* poll(2), not epoll: only the holder of the accept mutex polls, and
+     * poll() puts it on the listeners' wait queues for that call alone.
+     * An epoll set would keep every child's entry on every listener's
+     * queue for the child's life, and each new connection would walk them
+     * all (docs/benchmarks.md, "Why one bucket serves four times stock
+     * prefork"). */
+    rv = apr_pollset_create_ex(&pollset, bucket->num_listeners, pchild,
+                               APR_POLLSET_NOCOPY, APR_POLLSET_POLL);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_EMERG, rv, ap_server_conf,
                      PFBLOGNO(00004) "couldn't create the pollset of "
@@ -1289,13 +1303,10 @@ static int build_generation(apr_pool_t *p, server_rec *s, int startup)
     cfg.how = startup ? PF_START_FIRST
                       : (retained->mpm->was_graceful ? PF_RESTART_GRACEFUL
                                                      : PF_RESTART_FULL);
-    /* Start-up reads the configuration twice and core has pointed stderr
-     * at the error log by now, so the first pass stays quiet: the admin
-     * gets one line about buckets, not two. */
-    cfg.quiet = startup;
     cfg.ratio = buckets_ratio;
     cfg.explicit_buckets = buckets_explicit;
     cfg.max_workers = max_workers;
+    cfg.min_spare_servers = min_spare_servers;
     cfg.start_servers = start_servers;
     cfg.steer_wanted = steering_wanted;
     cfg.cpu_affinity = bucket_cpu_affinity;
@@ -1420,6 +1431,10 @@ static int prefork_open_logs(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
     if (build_generation(p, s, startup) != OK) {
         return !OK;
     }
+    if (startup) {
+        /* The console still is stderr: what the admin must change. */
+        pf_bucketset_log_plan(retained->buckets, 1, s);
+    }
     return OK;
 }
 
@@ -1490,66 +1505,148 @@ static int prefork_pre_config(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
     return OK;
 }
 
-static void log_correction(server_rec *s, int startup, const char *msg)
+/* One correction, in httpd's words where httpd makes it.  At start-up's
+ * first pass the line goes to the console (the error log is not open);
+ * later, once core has opened the error log. */
+static void log_correction(const pf_fix_t *fix, int startup, server_rec *s)
 {
-    if (startup) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING | APLOG_STARTUP, 0, NULL,
-                     PFBLOGNO(00031) "WARNING: %s", msg);
-    }
-    else {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
-                     PFBLOGNO(00032) "%s", msg);
+    int startup_flag = startup ? APLOG_STARTUP : 0;
+    const server_rec *to = startup ? NULL : s;
+    const char *warning = startup ? "WARNING: " : "";
+
+    switch (fix->kind) {
+    case PF_FIX_SERVER_LIMIT_ABOVE_CAP:
+        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
+                     PFBLOGNO(00080) "%sServerLimit of %d exceeds the "
+                     "compile-time limit of %d servers, decreasing to %d",
+                     warning, fix->given, PF_MAX_SERVER_LIMIT, fix->used);
+        break;
+    case PF_FIX_SERVER_LIMIT_BELOW_ONE:
+        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
+                     PFBLOGNO(00081) "%sServerLimit of %d not allowed, "
+                     "increasing to %d", warning, fix->given, fix->used);
+        break;
+    case PF_FIX_SERVER_LIMIT_RESTART:
+        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
+                     PFBLOGNO(00082) "%schanging ServerLimit to %d from the "
+                     "original value of %d is not allowed during a restart; "
+                     "ServerLimit stays %d until the server is stopped and "
+                     "started", warning, fix->given, fix->used, fix->used);
+        break;
+    case PF_FIX_WORKERS_ABOVE_LIMIT:
+        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
+                     PFBLOGNO(00083) "%sMaxRequestWorkers of %d exceeds "
+                     "ServerLimit value of %d servers, decreasing "
+                     "MaxRequestWorkers to %d; to increase it, increase "
+                     "ServerLimit", warning, fix->given, fix->used,
+                     fix->used);
+        break;
+    case PF_FIX_WORKERS_BELOW_ONE:
+        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
+                     PFBLOGNO(00084) "%sMaxRequestWorkers of %d not "
+                     "allowed, increasing to %d", warning, fix->given,
+                     fix->used);
+        break;
+    case PF_FIX_START_BELOW_ONE:
+        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
+                     PFBLOGNO(00085) "%sStartServers of %d not allowed, "
+                     "increasing to %d", warning, fix->given, fix->used);
+        break;
+    case PF_FIX_START_ABOVE_WORKERS:
+        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
+                     PFBLOGNO(00086) "%sStartServers of %d exceeds "
+                     "MaxRequestWorkers of %d, decreasing StartServers to %d",
+                     warning, fix->given, fix->used, fix->used);
+        break;
+    case PF_FIX_MIN_SPARE_BELOW_ONE:
+        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
+                     PFBLOGNO(00087) "%sMinSpareServers of %d not allowed, "
+                     "increasing to %d to avoid almost certain server "
+                     "failure", warning, fix->given, fix->used);
+        break;
+    case PF_FIX_MAX_SPARE_NOT_ABOVE_MIN:
+        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
+                     PFBLOGNO(00088) "%sMaxSpareServers of %d is not above "
+                     "MinSpareServers of %d, increasing MaxSpareServers to "
+                     "%d", warning, fix->given, fix->used - 1, fix->used);
+        break;
+    case PF_FIX_RATIO_WITH_EXPLICIT:
+        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
+                     PFBLOGNO(00089) "%sboth ListenBuckets (%d) and "
+                     "ListenCoresBucketsRatio (%d) are set; ListenBuckets "
+                     "wins and the ratio is ignored", warning, fix->used,
+                     fix->given);
+        break;
+    default:
+        break;
     }
 }
 
-static int prefork_check_config(apr_pool_t *p,
+static void log_corrections(int startup, server_rec *s)
+{
+    int i;
+
+    for (i = 0; i < num_pool_fixes; i++) {
+        log_correction(&pool_fixes[i], startup, s);
+    }
+}
+
+static int prefork_check_config(apr_pool_t *AP_MAYBE_UNUSED(p),
                                 apr_pool_t *AP_MAYBE_UNUSED(plog),
                                 apr_pool_t *AP_MAYBE_UNUSED(ptemp),
-                                server_rec *s)
+                                server_rec *AP_MAYBE_UNUSED(s))
 {
     int startup = retained->mpm->module_loads == 1;
+    pf_pool_config_t cfg;
 
+    cfg.server_limit = server_limit;
+    cfg.max_workers = max_workers;
+    cfg.start_servers = start_servers;
+    cfg.min_spare_servers = min_spare_servers;
+    cfg.max_spare_servers = max_spare_servers;
+    cfg.ratio = buckets_ratio;
+    cfg.explicit_buckets = buckets_explicit;
+    num_pool_fixes = pf_correct_pool_config(&cfg,
+                                            retained->first_server_limit,
+                                            pool_fixes);
+    server_limit = cfg.server_limit;
+    max_workers = cfg.max_workers;
+    start_servers = cfg.start_servers;
+    min_spare_servers = cfg.min_spare_servers;
+    max_spare_servers = cfg.max_spare_servers;
+    buckets_ratio = cfg.ratio;
     if (!retained->first_server_limit) {
         retained->first_server_limit = server_limit;
         retained->children = pf_children_create(retained->keep_pool,
                                                 server_limit);
     }
-    else if (server_limit != retained->first_server_limit) {
-        log_correction(s, startup, apr_psprintf(p,
-            "changing ServerLimit to %d from the original value of %d "
-            "is not allowed during a restart; ServerLimit stays %d until "
-            "the server is stopped and started",
-            server_limit, retained->first_server_limit,
-            retained->first_server_limit));
-        server_limit = retained->first_server_limit;
+    /* At start-up's first pass the console is stderr; at the second the
+     * daemon's stderr is /dev/null until core opens the error log, so
+     * these wait for log_after_core_opened_logs(). */
+    if (startup) {
+        log_corrections(1, NULL);
     }
-    if (max_workers > server_limit) {
-        log_correction(s, startup, apr_psprintf(p,
-            "MaxRequestWorkers of %d exceeds ServerLimit value of %d "
-            "servers, decreasing MaxRequestWorkers to %d; to increase "
-            "it, increase ServerLimit",
-            max_workers, server_limit, server_limit));
-        max_workers = server_limit;
+    return OK;
+}
+
+/* Runs after core's open_logs hook, which opened the error log and pointed
+ * stderr at it.  Before that a daemon's stderr is /dev/null (apr_proc_detach
+ * at the second pass), so what check_config corrected and what the bucket
+ * set decided are logged here, in daemon mode as in the foreground, and
+ * into the new error log at a restart.  The first pass logged its
+ * warnings to the console and stays quiet here, so that each line is
+ * logged once. */
+static int log_after_core_opened_logs(apr_pool_t *AP_MAYBE_UNUSED(p),
+                                      apr_pool_t *AP_MAYBE_UNUSED(plog),
+                                      apr_pool_t *AP_MAYBE_UNUSED(ptemp),
+                                      server_rec *s)
+{
+    if (retained->mpm->module_loads == 1) {
+        return OK;
     }
-    if (start_servers > max_workers) {
-        log_correction(s, startup, apr_psprintf(p,
-            "StartServers of %d exceeds MaxRequestWorkers of %d, "
-            "decreasing StartServers to %d",
-            start_servers, max_workers, max_workers));
-        start_servers = max_workers;
-    }
-    if (min_spare_servers >= max_spare_servers) {
-        log_correction(s, startup, apr_psprintf(p,
-            "MinSpareServers of %d is not below MaxSpareServers of %d, "
-            "increasing MaxSpareServers to %d",
-            min_spare_servers, max_spare_servers, min_spare_servers + 1));
-        max_spare_servers = min_spare_servers + 1;
-    }
-    if (buckets_explicit > 0 && buckets_ratio) {
-        log_correction(s, startup, apr_psprintf(p,
-            "both ListenBuckets (%d) and ListenCoresBucketsRatio (%d) are "
-            "set; ListenBuckets wins and the ratio is ignored",
-            buckets_explicit, buckets_ratio));
+    log_corrections(0, s);
+    if (retained->buckets != NULL) {
+        pf_bucketset_log_plan(retained->buckets, 0, s);
     }
     return OK;
 }
@@ -1618,8 +1715,13 @@ static void prefork_hooks(apr_pool_t *AP_MAYBE_UNUSED(p))
      * reaches the console, and piped loggers don't inherit a half-made
      * set of sockets. */
     static const char *const before_core[] = { "core.c", NULL };
+    /* What the generation's start logs waits for core to open the error
+     * log (log_after_core_opened_logs). */
+    static const char *const after_core[] = { "core.c", NULL };
 
     ap_hook_open_logs(prefork_open_logs, NULL, before_core,
+                      APR_HOOK_REALLY_FIRST);
+    ap_hook_open_logs(log_after_core_opened_logs, after_core, NULL,
                       APR_HOOK_REALLY_FIRST);
     /* Our pre_config must run before core's pre_config, which may want to
      * know the MPM's state. */
@@ -1726,7 +1828,7 @@ AP_INIT_TAKE1("ListenTCPDeferAccept", ap_set_listentcpdeferaccept, NULL,
 #endif
 AP_INIT_TAKE1("ListenCoresBucketsRatio", set_int_directive,
     &int_directives[D_BUCKETS_RATIO], RSRC_CONF,
-    "an integer from 0 to 200000: usable CPUs per listener bucket, 0 = "
+    "an integer from 0 to 2147483647: usable CPUs per listener bucket, 0 = "
     "buckets off"),
 AP_INIT_TAKE1("ListenBuckets", set_int_directive,
     &int_directives[D_BUCKETS_EXPLICIT],
@@ -1740,28 +1842,28 @@ AP_INIT_TAKE1("BucketCPUAffinity", set_bucket_cpu_affinity, NULL, RSRC_CONF,
     "cpu steering (default Off)"),
 AP_INIT_TAKE1("StartServers", set_int_directive,
     &int_directives[D_START_SERVERS],
-    RSRC_CONF, "an integer from 0 to 200000: number of child processes "
-    "created at start-up"),
+    RSRC_CONF, "an integer from 0 to 2147483647: number of child processes "
+    "created at start-up (0 is corrected to 1)"),
 AP_INIT_TAKE1("MinSpareServers", set_int_directive,
     &int_directives[D_MIN_SPARE],
-    RSRC_CONF, "an integer from 1 to 200000: minimum number of idle "
-    "children, split over the buckets"),
+    RSRC_CONF, "an integer from 0 to 2147483647: minimum number of idle "
+    "children, split over the buckets (0 is corrected to 1)"),
 AP_INIT_TAKE1("MaxSpareServers", set_int_directive,
     &int_directives[D_MAX_SPARE],
-    RSRC_CONF, "an integer from 1 to 200000: maximum number of idle "
-    "children, split over the buckets"),
+    RSRC_CONF, "an integer from 0 to 2147483647: maximum number of idle "
+    "children, split over the buckets (at least MinSpareServers + 1)"),
 AP_INIT_TAKE1("MaxClients", set_int_directive,
     &int_directives[D_MAX_CLIENTS],
-    RSRC_CONF, "an integer from 1 to 200000 (deprecated name of "
+    RSRC_CONF, "an integer from 0 to 2147483647 (deprecated name of "
     "MaxRequestWorkers)"),
 AP_INIT_TAKE1("MaxRequestWorkers", set_int_directive,
     &int_directives[D_MAX_WORKERS],
-    RSRC_CONF, "an integer from 1 to 200000: maximum number of children "
-    "alive at the same time"),
+    RSRC_CONF, "an integer from 0 to 2147483647: maximum number of children "
+    "alive at the same time (1 to ServerLimit)"),
 AP_INIT_TAKE1("ServerLimit", set_int_directive,
     &int_directives[D_SERVER_LIMIT],
-    RSRC_CONF, "an integer from 1 to 200000: maximum value of "
-    "MaxRequestWorkers for this run of Apache"),
+    RSRC_CONF, "an integer from 0 to 2147483647: maximum value of "
+    "MaxRequestWorkers for this run of Apache (1 to 200000)"),
 AP_INIT_TAKE1("MaxConnectionsPerChild", set_int_directive,
     &int_directives[D_MAX_CONNECTIONS], RSRC_CONF, "an integer from 0 to "
     "2147483647: connections a child serves before it exits, 0 = no limit"),

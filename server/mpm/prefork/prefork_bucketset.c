@@ -136,6 +136,13 @@ struct pf_bucketset_s {
     pf_cpu_info_t cpus;
     int cpus_usable;
 
+    /* What the last build decided, for pf_bucketset_log_plan(). */
+    pf_bucketset_config_t built_from;
+    pf_bucket_plan_t asked;     /* the configuration's plan */
+    pf_warm_t warm;
+    int change_deferred;        /* a graceful restart kept the old plan */
+    int duplicate_failed;       /* fell back to one bucket per Listen */
+
     /* In a child: its bucket and slot. */
     int my_bucket;
     int my_slot;
@@ -614,25 +621,65 @@ static apr_status_t plan_and_open(pf_bucketset_t *bs, pf_generation_in_t *in,
     return APR_SUCCESS;
 }
 
-/* One line about the count in force and why. */
-static void log_bucket_plan(const pf_bucketset_t *bs,
-                            const pf_bucketset_config_t *cfg,
-                            const pf_generation_out_t *out,
-                            const pf_bucket_plan_t *asked, server_rec *s)
+/* Whether the buckets stay warm: the ratio's count cut down, or an
+ * explicit count that leaves buckets without an idle child. */
+static void log_warm_buckets(const pf_bucketset_t *bs, int startup,
+                             server_rec *s)
 {
-    const pf_bucket_plan_t *plan = &out->plan;
+    const pf_bucketset_config_t *cfg = &bs->built_from;
+    const char *steering = pfb_steer_name(cfg->steer_wanted);
+    int per_listen;
+
+    if (bs->change_deferred || bs->duplicate_failed) {
+        /* The plan in force is not the one the warm check was made for. */
+        return;
+    }
+    if (bs->warm.capped && !startup) {
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
+                     PFBLOGNO(00090) "ListenCoresBucketsRatio %d asks for %d "
+                     "bucket(s), but under %s steering MinSpareServers %d "
+                     "keeps an idle child in %d at most: using %d per "
+                     "Listen, %d in all; raise MinSpareServers for more",
+                     cfg->ratio, bs->warm.asked, steering,
+                     cfg->min_spare_servers, bs->warm.limit,
+                     bs->plan.buckets_per_listen, bs->plan.num_buckets);
+    }
+    if (bs->warm.starved) {
+        per_listen = cfg->min_spare_servers / bs->num_listeners;
+        ap_log_error(APLOG_MARK,
+                     APLOG_WARNING | (startup ? APLOG_STARTUP : 0), 0,
+                     startup ? NULL : s,
+                     PFBLOGNO(00091) "%sListenBuckets %d makes %d bucket(s) "
+                     "under %s steering, more than MinSpareServers %d: each "
+                     "bucket keeps a single idle child, and a connection the "
+                     "kernel gives a bucket whose child is busy waits for a "
+                     "new one while other buckets sit idle; raise "
+                     "MinSpareServers to at least %d, lower ListenBuckets to "
+                     "%d, or use ListenBucketSteering idle",
+                     startup ? "WARNING: " : "", cfg->explicit_buckets,
+                     bs->plan.num_buckets, steering, cfg->min_spare_servers,
+                     bs->plan.num_buckets, per_listen > 0 ? per_listen : 1);
+    }
+}
+
+/* One line about the count in force and why. */
+static void log_bucket_count(const pf_bucketset_t *bs, server_rec *s)
+{
+    const pf_bucketset_config_t *cfg = &bs->built_from;
+    const pf_bucket_plan_t *plan = &bs->plan;
     int explicit_buckets = cfg->explicit_buckets > 0 ? cfg->explicit_buckets
                                                      : 0;
 
-    if (out->change_deferred) {
+    if (bs->change_deferred) {
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
                      PFBLOGNO(00027) "listener buckets: the new "
                      "configuration asks for %d per Listen (mode %s); a "
                      "graceful restart keeps %d (mode %s) so that no queued "
                      "connection is lost; the change takes effect at the "
                      "next full restart",
-                     asked->buckets_per_listen, pfb_mode_name(asked->mode),
-                     plan->buckets_per_listen, pfb_mode_name(plan->mode));
+                     bs->asked.buckets_per_listen,
+                     pfb_mode_name(bs->asked.mode), plan->buckets_per_listen,
+                     pfb_mode_name(plan->mode));
         return;
     }
     if (plan->reason == PFB_WHY_NO_REUSEPORT) {
@@ -669,13 +716,31 @@ static void log_bucket_plan(const pf_bucketset_t *bs,
                  bs->cpus.quota, cfg->ratio, explicit_buckets);
 }
 
+void pf_bucketset_log_plan(const pf_bucketset_t *bs, int startup,
+                           server_rec *s)
+{
+    if (!bs->planned) {
+        return;
+    }
+    if (bs->duplicate_failed && !startup) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     PFBLOGNO(00029) "listener buckets: duplicating the "
+                     "Listen sockets failed; falling back to one bucket "
+                     "per Listen");
+    }
+    log_warm_buckets(bs, startup, s);
+    if (!startup) {
+        log_bucket_count(bs, s);
+    }
+}
+
 apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
                                 const pf_bucketset_config_t *cfg,
                                 apr_pool_t *pconf, server_rec *s,
                                 pf_generation_out_t *out)
 {
     pf_generation_in_t in;
-    pf_bucket_plan_t asked;
+    pf_plan_in_t count;
     apr_status_t rv;
 
     if (bs->header == NULL && create_segment(bs, s) != APR_SUCCESS) {
@@ -698,10 +763,20 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
     if (in.num_listeners < 1) {
         return APR_EINVAL;
     }
-    pf_plan_buckets(bs->cpus_usable, cfg->ratio, cfg->explicit_buckets,
-                    bs->reuseport_usable, in.num_listeners, cfg->max_workers,
-                    &in.wanted);
-    asked = in.wanted;
+    memset(&count, 0, sizeof(count));
+    count.usable_cpus = bs->cpus_usable;
+    count.ratio = cfg->ratio;
+    count.explicit_buckets = cfg->explicit_buckets;
+    count.reuseport_ok = bs->reuseport_usable;
+    count.num_listeners = in.num_listeners;
+    count.max_workers = cfg->max_workers;
+    count.min_spare_servers = cfg->min_spare_servers;
+    count.steering = cfg->steer_wanted;
+    pf_plan_buckets(&count, &in.wanted, &bs->warm);
+    bs->asked = in.wanted;
+    bs->built_from = *cfg;
+    bs->built_from.old_children = NULL;
+    bs->duplicate_failed = 0;
     in.previous = bs->planned ? &bs->plan : NULL;
     in.num_old = bs->planned ? bs->num_buckets : 0;
     in.old = old_identities(bs, pconf);
@@ -715,12 +790,7 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
         /* The kernel refused a duplicate (another user's socket on the
          * port, or an exotic listener): one bucket per Listen rather than
          * not at all. */
-        if (!cfg->quiet) {
-            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
-                         PFBLOGNO(00029) "listener buckets: duplicating the "
-                         "Listen sockets failed; falling back to one bucket "
-                         "per Listen");
-        }
+        bs->duplicate_failed = 1;
         pf_plan_per_listen_fallback(in.num_listeners, &in.wanted);
         in.how = PF_RESTART_FULL;
         rv = plan_and_open(bs, &in, pconf, s, out);
@@ -729,6 +799,7 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
         return rv;
     }
     bs->planned = 1;
+    bs->change_deferred = out->change_deferred;
     rv = create_accept_mutexes(bs, pconf, s);
     if (rv != APR_SUCCESS) {
         return rv;
@@ -736,9 +807,6 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
     bs->queued = apr_pcalloc(pconf, sizeof(int)
                                         * (apr_size_t)bs->num_buckets);
     write_layout(bs, cfg);
-    if (!cfg->quiet) {
-        log_bucket_plan(bs, cfg, out, &asked, s);
-    }
     return APR_SUCCESS;
 }
 

@@ -72,10 +72,10 @@ typedef struct pf_bucketset_s pf_bucketset_t;
 /** What a generation is built from: the restart and the directives. */
 typedef struct {
     int how;                    /**< pf_start_e */
-    int quiet;                  /**< log nothing (start-up's first pass) */
     int ratio;                  /**< ListenCoresBucketsRatio */
     int explicit_buckets;       /**< ListenBuckets, or PF_BUCKETS_UNSET */
     int max_workers;            /**< MaxRequestWorkers */
+    int min_spare_servers;      /**< MinSpareServers */
     int start_servers;          /**< StartServers */
     int steer_wanted;           /**< ListenBucketSteering (pfb_steer_e) */
     int cpu_affinity;           /**< BucketCPUAffinity */
@@ -98,9 +98,9 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
  * pf_plan_buckets(), decides with pf_plan_generation() what the start or
  * restart keeps, opens the duplicates it needs (falling back to one bucket
  * per Listen if the kernel refuses one), closes those no bucket wants,
- * creates the accept mutex where a child polls several sockets, writes the
- * layout into the segment (created at the first call), and logs one line
- * about the count and why.
+ * creates the accept mutex where a child polls several sockets, and writes
+ * the layout into the segment (created at the first call).  It logs only
+ * errors; pf_bucketset_log_plan() says what it decided.
  *
  * @param out Filled: the plan in force and, per new bucket, its identity,
  *        the old bucket it continues and its target; the arrays are
@@ -110,6 +110,17 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
                                 const pf_bucketset_config_t *cfg,
                                 apr_pool_t *pconf, server_rec *s,
                                 pf_generation_out_t *out);
+
+/**
+ * Logs what the last build decided: the count and why, the fallbacks taken
+ * and whether the buckets stay warm.  The error log must be open: httpd's
+ * core points stderr at it in its open_logs hook, and a daemon's stderr
+ * before that is /dev/null.  With @a startup (the first pass over the
+ * configuration, whose lines go to the console) only the warning about an
+ * explicit count that starves buckets is logged.
+ */
+void pf_bucketset_log_plan(const pf_bucketset_t *bs, int startup,
+                           server_rec *s);
 
 /** The current generation's buckets (valid until the next build). */
 pf_bucket_t *pf_bucketset_buckets(pf_bucketset_t *bs, int *num_buckets);

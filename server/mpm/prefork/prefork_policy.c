@@ -85,6 +85,80 @@ char *pf_format_parse_error(char *buf, size_t len, const char *directive,
     return buf;
 }
 
+static void note_fix(pf_fix_t *fixes, int *n, int kind, int given, int used)
+{
+    fixes[*n].kind = kind;
+    fixes[*n].given = given;
+    fixes[*n].used = used;
+    ++*n;
+}
+
+int pf_correct_pool_config(pf_pool_config_t *cfg, int first_server_limit,
+                           pf_fix_t *fixes)
+{
+    int n = 0;
+
+    if (cfg->server_limit > PF_MAX_SERVER_LIMIT) {
+        note_fix(fixes, &n, PF_FIX_SERVER_LIMIT_ABOVE_CAP, cfg->server_limit,
+                 PF_MAX_SERVER_LIMIT);
+        cfg->server_limit = PF_MAX_SERVER_LIMIT;
+    }
+    else if (cfg->server_limit < 1) {
+        note_fix(fixes, &n, PF_FIX_SERVER_LIMIT_BELOW_ONE, cfg->server_limit,
+                 1);
+        cfg->server_limit = 1;
+    }
+    /* The scoreboard is sized once, at the first start. */
+    if (first_server_limit > 0 && cfg->server_limit != first_server_limit) {
+        note_fix(fixes, &n, PF_FIX_SERVER_LIMIT_RESTART, cfg->server_limit,
+                 first_server_limit);
+        cfg->server_limit = first_server_limit;
+    }
+    if (cfg->max_workers > cfg->server_limit) {
+        note_fix(fixes, &n, PF_FIX_WORKERS_ABOVE_LIMIT, cfg->max_workers,
+                 cfg->server_limit);
+        cfg->max_workers = cfg->server_limit;
+    }
+    else if (cfg->max_workers < 1) {
+        note_fix(fixes, &n, PF_FIX_WORKERS_BELOW_ONE, cfg->max_workers, 1);
+        cfg->max_workers = 1;
+    }
+    if (cfg->start_servers < 1) {
+        note_fix(fixes, &n, PF_FIX_START_BELOW_ONE, cfg->start_servers, 1);
+        cfg->start_servers = 1;
+    }
+    else if (cfg->start_servers > cfg->max_workers) {
+        note_fix(fixes, &n, PF_FIX_START_ABOVE_WORKERS, cfg->start_servers,
+                 cfg->max_workers);
+        cfg->start_servers = cfg->max_workers;
+    }
+    if (cfg->min_spare_servers < 1) {
+        note_fix(fixes, &n, PF_FIX_MIN_SPARE_BELOW_ONE,
+                 cfg->min_spare_servers, 1);
+        cfg->min_spare_servers = 1;
+    }
+    if (cfg->min_spare_servers > PF_MAX_SERVER_LIMIT) {
+        cfg->min_spare_servers = PF_MAX_SERVER_LIMIT;
+    }
+    if (cfg->max_spare_servers > PF_MAX_SERVER_LIMIT + 1) {
+        cfg->max_spare_servers = PF_MAX_SERVER_LIMIT + 1;
+    }
+    if (cfg->max_spare_servers <= cfg->min_spare_servers) {
+        note_fix(fixes, &n, PF_FIX_MAX_SPARE_NOT_ABOVE_MIN,
+                 cfg->max_spare_servers, cfg->min_spare_servers + 1);
+        cfg->max_spare_servers = cfg->min_spare_servers + 1;
+    }
+    if (cfg->explicit_buckets > 0 && cfg->ratio > 0) {
+        note_fix(fixes, &n, PF_FIX_RATIO_WITH_EXPLICIT, cfg->ratio,
+                 cfg->explicit_buckets);
+        cfg->ratio = 0;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Usable CPUs                                                         */
+
 int pf_parse_cpu_max(const char *text)
 {
     long long quota, period;
@@ -392,65 +466,94 @@ int pf_usable_cpus(int online, int affinity, int quota)
     return cpus;
 }
 
-void pf_plan_buckets(int usable_cpus, int ratio, int explicit_buckets,
-                     int reuseport_ok, int num_listeners, int max_workers,
-                     pf_bucket_plan_t *plan)
+int pf_warm_bucket_limit(int min_spare_servers, int steering)
 {
-    int per_listen;
-
-    if (num_listeners < 1) {
-        num_listeners = 1;
+    if (steering == PFB_STEER_IDLE) {
+        return 0;
     }
-    if (explicit_buckets <= 0 && ratio <= 0) {
-        plan->mode = PFB_MODE_SINGLE;
-        plan->reason = PFB_WHY_OFF;
-        plan->buckets_per_listen = 1;
-        plan->num_buckets = 1;
-        if (explicit_buckets == PF_BUCKETS_UNSET && num_listeners > 1) {
-            /* Several Listens polled by every child under one mutex make
-             * every accept a lock hand-off; their own bucket each, a
-             * socket a child blocks on, needs neither (nor SO_REUSEPORT). */
-            if (num_listeners > max_workers) {
-                plan->reason = PFB_WHY_CAPPED;
-                return;
-            }
-            plan->mode = PFB_MODE_PER_LISTEN;
-            plan->reason = PFB_WHY_DEFAULT;
-            plan->num_buckets = num_listeners;
-        }
+    return min_spare_servers > 1 ? min_spare_servers : 1;
+}
+
+/* One bucket holding every Listen: httpd's own arrangement. */
+static void plan_single(int reason, pf_bucket_plan_t *plan)
+{
+    plan->mode = PFB_MODE_SINGLE;
+    plan->reason = reason;
+    plan->buckets_per_listen = 1;
+    plan->num_buckets = 1;
+}
+
+void pf_plan_buckets(const pf_plan_in_t *in, pf_bucket_plan_t *plan,
+                     pf_warm_t *warm)
+{
+    pf_warm_t unused;
+    int per_listen, listeners = in->num_listeners > 0 ? in->num_listeners : 1;
+    int by_ratio = in->explicit_buckets <= 0;
+
+    if (warm == NULL) {
+        warm = &unused;
+    }
+    memset(warm, 0, sizeof(*warm));
+    if (in->explicit_buckets <= 0 && in->ratio <= 0) {
+        plan_single(PFB_WHY_OFF, plan);
         return;
     }
-    if (explicit_buckets > 0) {
-        per_listen = explicit_buckets;
+    if (!by_ratio) {
+        per_listen = in->explicit_buckets;
         plan->reason = PFB_WHY_EXPLICIT;
     }
     else {
-        per_listen = (usable_cpus > 0 ? usable_cpus : 1) / ratio;
+        per_listen = (in->usable_cpus > 0 ? in->usable_cpus : 1) / in->ratio;
         if (per_listen < 1) {
             per_listen = 1;
         }
         plan->reason = PFB_WHY_RATIO;
     }
     plan->mode = PFB_MODE_REUSEPORT;
-    if (!reuseport_ok) {
+    warm->asked = (long long)per_listen * listeners > PF_MAX_SERVER_LIMIT
+                      ? PF_MAX_SERVER_LIMIT
+                      : per_listen * listeners;
+    if (!in->reuseport_ok) {
         plan->mode = PFB_MODE_PER_LISTEN;
         plan->reason = PFB_WHY_NO_REUSEPORT;
         per_listen = 1;
     }
-    if ((long long)per_listen * num_listeners > max_workers) {
-        per_listen = max_workers / num_listeners;
-        plan->reason = PFB_WHY_CAPPED;
+    else {
+        warm->limit = pf_warm_bucket_limit(in->min_spare_servers,
+                                           in->steering);
+    }
+    if (warm->limit > 0 && warm->asked > warm->limit) {
+        if (by_ratio) {
+            /* More buckets than idle children to go round: a connection
+             * hashed to a bucket with none waits for a fork while others
+             * sit idle.  Fewer buckets, each with its idle child. */
+            per_listen = warm->limit / listeners;
+            if (per_listen < 1) {
+                per_listen = 1;
+            }
+            warm->capped = 1;
+        }
+        else {
+            warm->starved = 1;
+        }
+    }
+    if ((long long)per_listen * listeners > in->max_workers) {
+        per_listen = in->max_workers / listeners;
         if (per_listen < 1) {
             /* Not even one child per Listen: fall back to the stock
              * arrangement, where every child polls every Listen. */
-            plan->mode = PFB_MODE_SINGLE;
-            plan->buckets_per_listen = 1;
-            plan->num_buckets = 1;
+            plan_single(PFB_WHY_CAPPED, plan);
+            warm->starved = 0;
             return;
         }
+        plan->reason = PFB_WHY_CAPPED;
     }
     plan->buckets_per_listen = per_listen;
-    plan->num_buckets = per_listen * num_listeners;
+    plan->num_buckets = per_listen * listeners;
+    if (warm->starved && warm->limit > 0
+        && plan->num_buckets <= warm->limit) {
+        warm->starved = 0;
+    }
 }
 
 void pf_plan_per_listen_fallback(int num_listeners, pf_bucket_plan_t *plan)

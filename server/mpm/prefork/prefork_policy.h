@@ -68,6 +68,60 @@ char *pf_format_parse_error(char *buf, size_t len, const char *directive,
                             const char *arg, long long min, long long max,
                             pf_parse_e why);
 
+/** A value that httpd's prefork accepts and corrects, and how. */
+typedef enum {
+    PF_FIX_SERVER_LIMIT_ABOVE_CAP,  /**< ServerLimit > PF_MAX_SERVER_LIMIT */
+    PF_FIX_SERVER_LIMIT_BELOW_ONE,  /**< ServerLimit 0 */
+    PF_FIX_SERVER_LIMIT_RESTART,    /**< changed by a restart: kept */
+    PF_FIX_WORKERS_ABOVE_LIMIT,     /**< MaxRequestWorkers > ServerLimit */
+    PF_FIX_WORKERS_BELOW_ONE,       /**< MaxRequestWorkers 0 */
+    PF_FIX_START_BELOW_ONE,         /**< StartServers 0 */
+    PF_FIX_START_ABOVE_WORKERS,     /**< StartServers > MaxRequestWorkers */
+    PF_FIX_MIN_SPARE_BELOW_ONE,     /**< MinSpareServers 0 */
+    PF_FIX_MAX_SPARE_NOT_ABOVE_MIN, /**< MaxSpareServers <= MinSpareServers */
+    PF_FIX_RATIO_WITH_EXPLICIT,     /**< both bucket directives: the
+                                         ratio is ignored */
+    PF_FIX_KINDS
+} pf_fix_e;
+
+/** The pool's directives, as configured and then as in force. */
+typedef struct {
+    int server_limit;
+    int max_workers;        /**< MaxRequestWorkers */
+    int start_servers;
+    int min_spare_servers;
+    int max_spare_servers;
+    int ratio;              /**< ListenCoresBucketsRatio */
+    int explicit_buckets;   /**< ListenBuckets, or PF_BUCKETS_UNSET */
+} pf_pool_config_t;
+
+/** One correction: which, the value configured and the value used. */
+typedef struct {
+    int kind;               /**< pf_fix_e */
+    int given;
+    int used;
+} pf_fix_t;
+
+/**
+ * Corrects the values httpd 2.4's prefork corrects, as it does, in its
+ * order: ServerLimit into [1, PF_MAX_SERVER_LIMIT] and kept across
+ * restarts; MaxRequestWorkers into [1, ServerLimit]; StartServers and
+ * MinSpareServers at least 1.  Beyond httpd's own checks, which make the
+ * same changes silently at run time: StartServers at most
+ * MaxRequestWorkers, and MaxSpareServers above MinSpareServers.  Both
+ * bucket directives set: ListenBuckets wins.  MinSpareServers and
+ * MaxSpareServers above PF_MAX_SERVER_LIMIT are cut to it without a
+ * correction, since no more children than that can exist.
+ *
+ * @param cfg Read and corrected in place
+ * @param first_server_limit ServerLimit in force since the server started,
+ *        0 at the first start
+ * @param fixes Room for PF_FIX_KINDS corrections, written in order
+ * @return the number of corrections written
+ */
+int pf_correct_pool_config(pf_pool_config_t *cfg, int first_server_limit,
+                           pf_fix_t *fixes);
+
 /* ------------------------------------------------------------------ */
 /* Usable CPUs                                                         */
 
@@ -147,32 +201,68 @@ typedef struct {
 /** ListenBuckets not given at all (as opposed to ListenBuckets 0). */
 #define PF_BUCKETS_UNSET (-1)
 
+/** What the bucket count is made from. */
+typedef struct {
+    int usable_cpus;        /**< from pf_usable_cpus() */
+    int ratio;              /**< ListenCoresBucketsRatio, 0 = off */
+    /** ListenBuckets, or PF_BUCKETS_UNSET; above 0 it wins over the
+     *  ratio, and 0 follows the ratio when one is set. */
+    int explicit_buckets;
+    int reuseport_ok;       /**< the kernel accepted SO_REUSEPORT */
+    int num_listeners;      /**< Listen statements (>= 1) */
+    int max_workers;        /**< MaxRequestWorkers */
+    int min_spare_servers;  /**< MinSpareServers */
+    int steering;           /**< ListenBucketSteering (pfb_steer_e) */
+} pf_plan_in_t;
+
+/** Whether the buckets stay warm: every bucket with an idle child of its
+ *  own share of MinSpareServers. */
+typedef struct {
+    /** Most buckets the spare pool keeps warm under the steering asked
+     *  for (pf_warm_bucket_limit()); 0: no limit. */
+    int limit;
+    /** Buckets the directive asked for, before any cap. */
+    int asked;
+    /** 1: ListenCoresBucketsRatio's count was cut down to the limit. */
+    int capped;
+    /** 1: ListenBuckets names more buckets than the limit; they are kept,
+     *  and some will have no idle child. */
+    int starved;
+} pf_warm_t;
+
+/**
+ * The most buckets that MinSpareServers keeps warm, with an idle child of
+ * its own share in every bucket.  Under hash and cpu steering a connection
+ * goes to its bucket whatever that bucket has, so each bucket needs its own
+ * idle child: the limit is MinSpareServers.  Under idle steering a
+ * connection goes to any bucket with an idle child, so the pool is shared
+ * and there is no limit (0).
+ */
+int pf_warm_bucket_limit(int min_spare_servers, int steering);
+
 /**
  * Decides how many buckets to run.
  *
- * Neither directive given: one bucket per Listen, each its own socket, so
- * that with several Listens no child polls them all under the accept mutex
- * (with one Listen this is httpd's arrangement).  ListenBuckets 0 (and no
- * ratio): one bucket holding every Listen, polled under the accept mutex,
- * as httpd's prefork does.  Otherwise each Listen gets buckets_per_listen
- * SO_REUSEPORT sockets, one per bucket, so no child ever polls more than
- * one socket: ListenBuckets N gives N per Listen, and
- * ListenCoresBucketsRatio R gives usable_cpus / R (at least 1).  Without
- * SO_REUSEPORT each Listen is one bucket.  The total is cut down so that
- * every bucket can have a child within MaxRequestWorkers; if even one
- * bucket per Listen does not fit, every Listen goes into one bucket.
+ * Neither directive given, or ListenBuckets 0 (and no ratio): httpd's
+ * arrangement, one bucket holding every Listen.  With one Listen its
+ * children block in accept(); with several they poll them under the accept
+ * mutex.  Otherwise each Listen gets buckets_per_listen SO_REUSEPORT
+ * sockets, one per bucket, so no child ever polls more than one socket:
+ * ListenBuckets N gives N per Listen, and ListenCoresBucketsRatio R gives
+ * usable_cpus / R (at least 1).  Without SO_REUSEPORT each Listen is one
+ * bucket.
  *
- * @param usable_cpus From pf_usable_cpus()
- * @param ratio ListenCoresBucketsRatio (0 = off)
- * @param explicit_buckets ListenBuckets, or PF_BUCKETS_UNSET; above 0 it
- *        wins over the ratio, and 0 follows the ratio when one is set
- * @param reuseport_ok Whether the kernel accepted SO_REUSEPORT
- * @param num_listeners Listen statements (>= 1)
- * @param max_workers MaxRequestWorkers
+ * The ratio's count is cut down to what the spare pool keeps warm
+ * (pf_warm_bucket_limit(), at least one bucket per Listen; warm->capped);
+ * an explicit count is kept, and warm->starved says when it is above that.
+ * Then the total is cut down so that every bucket can have a child within
+ * MaxRequestWorkers; if even one bucket per Listen does not fit, every
+ * Listen goes into one bucket.
+ *
+ * @param warm Written; may be NULL
  */
-void pf_plan_buckets(int usable_cpus, int ratio, int explicit_buckets,
-                     int reuseport_ok, int num_listeners, int max_workers,
-                     pf_bucket_plan_t *plan);
+void pf_plan_buckets(const pf_plan_in_t *in, pf_bucket_plan_t *plan,
+                     pf_warm_t *warm);
 
 /**
  * The plan when duplicating a Listen's socket failed (another user's
