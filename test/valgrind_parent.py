@@ -22,7 +22,9 @@ from pfbtest import Server, HOSTILE_SO, http_get
 
 
 OURS = ("mod_mpm_prefork", "prefork.c", "prefork_os.c", "prefork_policy.c",
-        "prefork_steer.c", "prefork_bucketset.c", "prefork_children.c")
+        "prefork_steering.c", "prefork_steering_rules.c",
+        "prefork_steering_kernel.c", "prefork_bucketset.c",
+        "prefork_children.c")
 HOSTILE = ("ListenBucketSteering idle\n<Location /hostile>\n"
            "    SetHandler pfb-hostile\n</Location>\n")
 CONFIGS = ("ListenBuckets 4\nStartServers 4\n",

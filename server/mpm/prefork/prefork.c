@@ -28,8 +28,10 @@
  *
  * This file holds the httpd-shaped parts: hooks, directives, the child's
  * loop, the parent's loop and signals.  The buckets themselves (sockets,
- * identities, the shared segment, steering) are prefork_bucketset.c's;
- * every decision is a pure function in prefork_policy.c.
+ * identities, the shared segment) are prefork_bucketset.c's, and
+ * ListenBucketSteering is prefork_steering.c's, which the bucket set
+ * drives; every decision is a pure function in prefork_policy.c or
+ * prefork_steering_rules.h.
  *
  * The parent runs as root and children run untrusted code, so the parent
  * keeps its own record of every child (pid, bucket, generation, whether it
@@ -88,7 +90,7 @@
 #include "prefork_bucketset.h"
 #include "prefork_children.h"
 #include "prefork_policy.h"
-#include "prefork_steer.h"
+#include "prefork_steering_rules.h"
 #include "prefork_os.h"
 
 /* Children are single-threaded: one worker slot per process. */
@@ -1668,6 +1670,7 @@ static const char *set_bucket_steering(cmd_parms *cmd,
                                        const char *arg)
 {
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    const char *missing;
 
     if (err != NULL) {
         return err;
@@ -1676,6 +1679,14 @@ static const char *set_bucket_steering(cmd_parms *cmd,
         return apr_psprintf(cmd->pool, "%s: '%s' is not a steering mode; "
                             "expected hash, cpu or idle", cmd->cmd->name,
                             arg);
+    }
+    missing = pf_steer_mode_missing(steering_wanted);
+    if (missing != NULL) {
+        return apr_psprintf(cmd->pool, "%s: '%s' needs the MPM's BPF "
+                            "programs, and this build has none: it was "
+                            "made without %s; use hash, or rebuild the MPM "
+                            "with them (docs/building.md)", cmd->cmd->name,
+                            arg, missing);
     }
     return NULL;
 }
