@@ -767,13 +767,17 @@ static void snapshot_alloc(apr_pool_t *p)
     snapshot.old_generation = apr_pcalloc(p, n * sizeof(int));
 }
 
-/* Reads the parent's table of children, their scoreboard status and the
- * accept queues into the snapshot. */
-static void take_snapshot(server_rec *s)
+/* Reads the parent's table of children, their scoreboard status and,
+ * with @a read_queues, the accept queues into the snapshot.  A cycle reads
+ * the queues once (TCP_INFO on every bucket socket), at its start; the
+ * count after its spawns and kills keeps them. */
+static void take_snapshot(server_rec *s, int read_queues)
 {
     int slot, b;
 
-    pf_bucketset_snapshot(retained->buckets, snapshot.queued, s);
+    if (read_queues) {
+        pf_bucketset_snapshot(retained->buckets, snapshot.queued, s);
+    }
     for (b = 0; b < num_buckets; b++) {
         snapshot.state[b].children = snapshot.state[b].idle = 0;
         snapshot.state[b].queued = snapshot.queued[b];
@@ -900,7 +904,7 @@ static void perform_idle_server_maintenance(server_rec *s)
     pf_decision_summary_t summary;
     int b, i, n;
 
-    take_snapshot(s);
+    take_snapshot(s, 1);
     pf_count_old_generation(snapshot.state, snapshot.old_generation,
                             num_buckets);
     pf_limits_init(&lim, num_buckets, min_spare_servers, max_spare_servers,
@@ -936,7 +940,7 @@ static void perform_idle_server_maintenance(server_rec *s)
     /* Children of old generations that missed their signal (forked while
      * it was sent) are told again. */
     signal_old_children(0);
-    take_snapshot(s);
+    take_snapshot(s, 0);
     publish_snapshot();
 }
 
@@ -1354,7 +1358,7 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
     /* The new generation is accepting; now let the old one go, so that
      * no bucket is ever left without a child. */
     signal_old_children(0);
-    take_snapshot(s);
+    take_snapshot(s, 1);
     publish_snapshot();
 
     ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
