@@ -25,6 +25,9 @@ OURS = ("mod_mpm_prefork", "prefork.c", "prefork_os.c", "prefork_policy.c",
         "prefork_steering.c", "prefork_steering_rules.c",
         "prefork_steering_kernel.c", "prefork_bucketset.c",
         "prefork_children.c")
+# libbpf's feature probes, which valgrind misreads (the file says how).
+SUPPRESSIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                            "valgrind-libbpf.supp")
 HOSTILE = ("ListenBucketSteering idle\n<Location /hostile>\n"
            "    SetHandler pfb-hostile\n</Location>\n")
 CONFIGS = ("ListenBuckets 4\nStartServers 4\n",
@@ -60,6 +63,7 @@ def check_parent(extra):
         srv.wrapper = ["valgrind", "--tool=memcheck", "--leak-check=full",
                        "--errors-for-leak-kinds=definite",
                        "--child-silent-after-fork=yes",
+                       "--suppressions=" + SUPPRESSIONS,
                        "--log-file=" + log]
         srv.start(timeout=120)
         # Children run under valgrind too, slowly: wait for them, and for

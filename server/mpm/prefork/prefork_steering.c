@@ -564,7 +564,9 @@ static void attach_hash(pf_steer_t *st, const pf_steer_buckets_t *b,
         return;
     }
     close_programs(st);
-    detach_all(st, b, s);
+    if (st->attached) {
+        detach_all(st, b, s);
+    }
     if (!st->kernel_hash_logged) {
         ap_log_error(APLOG_MARK, APLOG_INFO, why.step ? why.rv : 0, s,
                      PFBLOGNO(00100) "ListenBucketSteering hash: the "

@@ -37,6 +37,7 @@
 
 #ifdef HAVE_BPF_STEERING
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 /* Made by bpftool from prefork_steering.bpf.c at build time: the
@@ -105,6 +106,27 @@ static apr_status_t libbpf_status(long ret)
     return errno ? errno : APR_EGENERAL;
 }
 
+/* Before Linux 5.11 libbpf raises RLIMIT_MEMLOCK to infinity, once per
+ * process, for the maps' sake, and every child would inherit that (its
+ * libbpf_set_memlock_rlim(), which would stop it, is not exported before
+ * libbpf 1.2).  Each step puts back the limit the admin set. */
+typedef struct {
+    struct rlimit limit;
+    int saved;
+} memlock_t;
+
+static void memlock_save(memlock_t *m)
+{
+    m->saved = getrlimit(RLIMIT_MEMLOCK, &m->limit) == 0;
+}
+
+static void memlock_restore(const memlock_t *m)
+{
+    if (m->saved) {
+        setrlimit(RLIMIT_MEMLOCK, &m->limit);
+    }
+}
+
 apr_status_t pf_steer_kernel_idle_table(int records, int *fd,
                                         pf_steer_bucket_t **table,
                                         size_t *len)
@@ -112,6 +134,7 @@ apr_status_t pf_steer_kernel_idle_table(int records, int *fd,
     LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
     long page = sysconf(_SC_PAGESIZE);
     size_t size;
+    memlock_t memlock;
     void *addr;
     int map_fd;
 
@@ -119,8 +142,10 @@ apr_status_t pf_steer_kernel_idle_table(int records, int *fd,
         return APR_EINVAL;
     }
     size = (size_t)records * sizeof(pf_steer_bucket_t);
+    memlock_save(&memlock);
     map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "pfb_idle", sizeof(pf_u32),
                             (unsigned int)size, 1, &opts);
+    memlock_restore(&memlock);
     if (map_fd < 0) {
         return libbpf_status(map_fd);
     }
@@ -142,10 +167,14 @@ apr_status_t pf_steer_kernel_idle_table(int records, int *fd,
 
 apr_status_t pf_steer_kernel_socket_map(int entries, int *fd)
 {
-    int map_fd = bpf_map_create(BPF_MAP_TYPE_REUSEPORT_SOCKARRAY,
-                                "pfb_sockets", sizeof(pf_u32),
-                                sizeof(pf_u64), (unsigned int)entries, NULL);
+    memlock_t memlock;
+    int map_fd;
 
+    memlock_save(&memlock);
+    map_fd = bpf_map_create(BPF_MAP_TYPE_REUSEPORT_SOCKARRAY, "pfb_sockets",
+                            sizeof(pf_u32), sizeof(pf_u64),
+                            (unsigned int)entries, NULL);
+    memlock_restore(&memlock);
     if (map_fd < 0) {
         return libbpf_status(map_fd);
     }
@@ -156,12 +185,15 @@ apr_status_t pf_steer_kernel_socket_map(int entries, int *fd)
 apr_status_t pf_steer_kernel_cpu_map(const pf_steer_cpu_entry_t *table,
                                      int entries, int *fd)
 {
+    memlock_t memlock;
     int map_fd, cpu, ret;
     pf_u32 key;
 
+    memlock_save(&memlock);
     map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "pfb_cpu_shards",
                             sizeof(pf_u32), sizeof(pf_steer_cpu_entry_t),
                             (unsigned int)entries, NULL);
+    memlock_restore(&memlock);
     if (map_fd < 0) {
         return libbpf_status(map_fd);
     }
@@ -364,6 +396,7 @@ apr_status_t pf_steer_kernel_load(const pf_steer_program_t *spec,
 {
     struct prefork_steering *skel;
     libbpf_print_fn_t previous;
+    memlock_t memlock;
     apr_status_t rv;
 
     if (log != NULL && log_len > 0) {
@@ -371,6 +404,7 @@ apr_status_t pf_steer_kernel_load(const pf_steer_program_t *spec,
     }
     kept_line = log;
     kept_len = log_len;
+    memlock_save(&memlock);
     previous = libbpf_set_print(keep_libbpf_message);
     skel = prefork_steering__open();
     if (skel == NULL) {
@@ -383,6 +417,7 @@ apr_status_t pf_steer_kernel_load(const pf_steer_program_t *spec,
     /* Never leave libbpf pointing into this module: it may be unloaded
      * at the next restart while libbpf stays. */
     libbpf_set_print(previous);
+    memlock_restore(&memlock);
     kept_line = NULL;
     kept_len = 0;
     return rv;
