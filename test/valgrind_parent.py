@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """valgrind memcheck on the parent over start, graceful restart and stop,
-with 4 buckets, once with the kernel's hash and once with idle steering
-(bpf(2) maps and programs made and replaced by the parent): fails on any
+with 4 buckets, once with hash and once with idle steering
+(maps and programs made with libbpf and replaced by the parent; libbpf's
+own feature probes are suppressed, test/valgrind-libbpf.supp): fails on any
 "definitely lost" block allocated by this project's code (a stack through
 mod_mpm_prefork.so), and on any error valgrind reports in a stack through
 it (a bpf(2) argument with uninitialised bytes, say).  Children are forked

@@ -310,9 +310,10 @@ class CpuSteering(unittest.TestCase):
             self.assertIn("PFB00044: ListenBucketSteering cpu: %d CPU(s) of "
                           "the affinity mask feed 2 bucket(s) per Listen"
                           % len(cpus), srv.error_log())
-            # The bucket-to-CPU map of prefork_steer.h: the lower half of
-            # the mask feeds bucket 0, the upper half bucket 1.  A child
-            # pins itself while starting, so only those that finished.
+            # The bucket-to-CPU map of prefork_steering_rules.h: the lower
+            # half of the mask feeds bucket 0, the upper half bucket 1.  A
+            # child pins itself while starting, so only those that
+            # finished.
             half = len(cpus) // 2
             buckets_of = srv.child_buckets()
             for pid in ready:
