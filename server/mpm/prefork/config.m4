@@ -77,7 +77,8 @@ CONFTEST_EOF
     AC_MSG_CHECKING([for libbpf 1.0 or later with pkg-config])
     if test -n "$PKGCONFIG" && $PKGCONFIG --exists 'libbpf >= 1.0'; then
         PREFORK_STEERING_LIBS=`$PKGCONFIG --libs libbpf`
-        AC_MSG_RESULT([yes, `$PKGCONFIG --modversion libbpf`])
+        libbpf_version=`$PKGCONFIG --modversion libbpf`
+        AC_MSG_RESULT([yes, $libbpf_version])
     else
         AC_MSG_RESULT(no)
         PREFORK_BPF_MISSING="$PREFORK_BPF_MISSING, libbpf 1.0 or later (libbpf-dev)"
@@ -106,7 +107,7 @@ CONFTEST_EOF
         PREFORK_STEERING_LIBS=""
     fi
 else
-    PREFORK_BPF_MISSING="BPF steering (configured with --disable-prefork-bpf-steering)"
+    PREFORK_BPF_MISSING="them (configured with --disable-prefork-bpf-steering)"
 fi
 if test -z "$PREFORK_STEERING_SKEL"; then
     AC_DEFINE_UNQUOTED([PF_STEER_BUILD_MISSING], ["$PREFORK_BPF_MISSING"],
