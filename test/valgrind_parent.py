@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """valgrind memcheck on the parent over start, graceful restart and stop,
-with 4 buckets, once with the kernel's hash and once with idle steering
-(bpf(2) maps and programs made and replaced by the parent): fails on any
+with 4 buckets, once with hash and once with idle steering
+(maps and programs made with libbpf and replaced by the parent; libbpf's
+own feature probes are suppressed, test/valgrind-libbpf.supp): fails on any
 "definitely lost" block allocated by this project's code (a stack through
 mod_mpm_prefork.so), and on any error valgrind reports in a stack through
 it (a bpf(2) argument with uninitialised bytes, say).  Children are forked
@@ -22,7 +23,12 @@ from pfbtest import Server, HOSTILE_SO, http_get
 
 
 OURS = ("mod_mpm_prefork", "prefork.c", "prefork_os.c", "prefork_policy.c",
-        "prefork_steer.c", "prefork_bucketset.c", "prefork_children.c")
+        "prefork_steering.c", "prefork_steering_rules.c",
+        "prefork_steering_kernel.c", "prefork_bucketset.c",
+        "prefork_children.c")
+# libbpf's feature probes, which valgrind misreads (the file says how).
+SUPPRESSIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                            "valgrind-libbpf.supp")
 HOSTILE = ("ListenBucketSteering idle\n<Location /hostile>\n"
            "    SetHandler pfb-hostile\n</Location>\n")
 CONFIGS = ("ListenBuckets 4\nStartServers 4\n",
@@ -58,6 +64,7 @@ def check_parent(extra):
         srv.wrapper = ["valgrind", "--tool=memcheck", "--leak-check=full",
                        "--errors-for-leak-kinds=definite",
                        "--child-silent-after-fork=yes",
+                       "--suppressions=" + SUPPRESSIONS,
                        "--log-file=" + log]
         srv.start(timeout=120)
         # Children run under valgrind too, slowly: wait for them, and for

@@ -21,7 +21,7 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
         done \
         | tar --null -T - -cf - | tar -xf - -C "$out/src"
 else
-    tar --exclude=./build --exclude=./build-asan --exclude=./build-noreuseport \
+    tar --exclude=./build --exclude=./build-asan --exclude=./build-noreuseport --exclude=./build-nobpf \
         --exclude=./Makefile --exclude=./config.status --exclude=./config.log \
         --exclude=./configure --exclude=./autom4te.cache -cf - . \
         | tar -xf - -C "$out/src"

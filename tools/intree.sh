@@ -173,6 +173,20 @@ check_build_tools() {
     if [ "${#missing[@]}" -gt 0 ]; then
         die "missing: ${missing[*]}; also needed: libpcre2-dev (2.4.37: libpcre3-dev), libexpat1-dev, zlib1g-dev"
     fi
+    # ListenBucketSteering's BPF programs need these too; without them the
+    # MPM is built without the programs (idle and cpu then refuse to start).
+    missing=()
+    for tool in clang:clang bpftool:bpftool; do
+        pkg=${tool#*:}
+        tool=${tool%%:*}
+        command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] \
+            || missing+=("$pkg")
+    done
+    pkg-config --exists 'libbpf >= 1.0' 2>/dev/null || missing+=("libbpf-dev")
+    if [ "${#missing[@]}" -gt 0 ]; then
+        printf 'intree.sh: warning: without %s the MPM is built without ListenBucketSteering'"'"'s BPF programs (hash only)\n' \
+            "${missing[*]}" >&2
+    fi
 }
 
 # ---- the tree: a directory, or a tarball unpacked ---------------------------

@@ -1,9 +1,11 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE.
  *
  * LD_PRELOAD shim for the steering fallback tests: bpf(2) through
- * syscall() fails with EPERM, as for a process without CAP_BPF, and
- * attaching a reuseport program fails with EPERM too; every other call
- * passes through.
+ * syscall() (which is how libbpf calls it) fails with EPERM, as for a
+ * process without CAP_BPF, and attaching a reuseport program fails with
+ * EPERM too; every other call passes through.  With PFB_NOBPF=attach in
+ * the environment only the attaching fails, so the programs load and the
+ * last step is refused.
  */
 
 #define _GNU_SOURCE
@@ -11,6 +13,8 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -19,11 +23,12 @@ typedef int (*setsockopt_fn)(int, int, int, const void *, socklen_t);
 
 long syscall(long number, ...)
 {
+    const char *only = getenv("PFB_NOBPF");
     long args[6];
     va_list ap;
     int i;
 
-    if (number == SYS_bpf) {
+    if (number == SYS_bpf && (only == NULL || strcmp(only, "attach") != 0)) {
         errno = EPERM;
         return -1;
     }

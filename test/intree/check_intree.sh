@@ -44,7 +44,8 @@ CONFIGURE_ARGS=(--enable-modules=none
 
 # The integration subset run against a built httpd: serving, 4 buckets,
 # graceful restarts under load, killed children, stop, the status module's
-# JSON and Prometheus output, idle steering attached, a real CPU quota.
+# JSON and Prometheus output, idle and hash steering's programs (built in
+# the tree with clang, bpftool and libbpf) attached, a real CPU quota.
 SUBSET=(
     test_mpm_basic.PreforkBasics.test_serves_requests
     test_buckets.ListenerBuckets.test_listen_buckets_4_opens_4_sockets_per_listen
@@ -57,6 +58,7 @@ SUBSET=(
     test_status.BucketStatus.test_json_counts_add_up_to_the_access_log
     test_status.BucketStatus.test_prometheus_output_passes_strict_check
     test_steering.IdleSteering.test_idle_steering_avoids_a_blocked_bucket
+    test_steering.OwnSocketsOnly.test_hash_gives_an_outsider_nothing
     test_cgroup.CgroupQuota.test_one_cpu_quota_gives_one_bucket_with_ratio_1
 )
 

@@ -17,6 +17,7 @@ see pfbtest.config).
 
 from .config import (HTTPD, MODULES, MPM_SO, MPM_STATIC, STATUS_SO,
                      TEST_HANDLER_SO, HOSTILE_SO, NOREUSEPORT_SO, NOBPF_SO,
+                     NOBPF_MPM_SO,
                      STOCK_PREFORK, STOCK_EVENT, RUN_USER, STATUS_LOAD,
                      TEST_HANDLER_LOAD, TOP)
 from .load import Load, http_get, read_response
@@ -28,6 +29,7 @@ from .server import (Server, Scoreboard, StartupError, DEADLINE,
 __all__ = [
     "HTTPD", "MODULES", "MPM_SO", "MPM_STATIC", "STATUS_SO",
     "TEST_HANDLER_SO", "HOSTILE_SO", "NOREUSEPORT_SO", "NOBPF_SO",
+    "NOBPF_MPM_SO",
     "STOCK_PREFORK", "STOCK_EVENT", "RUN_USER", "STATUS_LOAD",
     "TEST_HANDLER_LOAD", "TOP", "Load", "http_get", "read_response",
     "STAT_PPID", "STAT_PGRP", "free_port", "run_user_ids", "live_pids",

@@ -19,6 +19,8 @@ httpd or of the modules can be tested with the same tests.
                      wherever children can (test/modules/mod_pfb_hostile.c)
   NOREUSEPORT_SO, NOBPF_SO
                      the LD_PRELOAD shims of test/integration/*.c
+  NOBPF_MPM_SO       the MPM built without its BPF programs (make
+                     check-fallback-build: build-nobpf/mod_mpm_prefork.so)
 
 Paths default to this checkout's build/ directory, whatever the current
 directory is.
@@ -47,6 +49,8 @@ HOSTILE_SO = _path("HOSTILE_SO", os.path.join(BUILD, "mod_pfb_hostile.so"))
 NOREUSEPORT_SO = _path("NOREUSEPORT_SO",
                        os.path.join(BUILD, "noreuseport.so"))
 NOBPF_SO = _path("NOBPF_SO", os.path.join(BUILD, "nobpf.so"))
+NOBPF_MPM_SO = _path("NOBPF_MPM_SO", os.path.join(TOP, "build-nobpf",
+                                                  "mod_mpm_prefork.so"))
 
 STOCK_PREFORK = os.path.join(MODULES, "mod_mpm_prefork.so")
 STOCK_EVENT = os.path.join(MODULES, "mod_mpm_event.so")

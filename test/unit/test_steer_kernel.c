@@ -2,8 +2,12 @@
  *
  * The steering programs against the running kernel (root only; the runner
  * leaves this suite out, and says so, for other users): the verifier
- * accepts the idle program, the cpu program attaches, and both send
- * connections where they should on a real SO_REUSEPORT group on loopback.
+ * accepts every program of prefork_steering.bpf.c for Listens of 2 to 300
+ * buckets, loaded through libbpf as the MPM loads them, and on a real
+ * SO_REUSEPORT group on loopback they send connections where the rules
+ * say: idle to the one idle bucket, or spread by the hash when all are
+ * idle; cpu to the connecting CPU's bucket; hash over every bucket; and
+ * none of them ever to a socket that joined the group from outside.
  */
 
 #include <errno.h>
@@ -15,33 +19,46 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
+#include "ap_config.h"
 #include "apr_general.h"
 #include "apr_portable.h"
 
 #include "unit.h"
-#include "prefork_steer.h"
+#include "prefork_buckets.h"
 #include "prefork_os.h"
+#include "prefork_steering_kernel.h"
+
+#ifdef HAVE_BPF_STEERING
 
 #define GROUP_MAX 8
+#define MAP_CAPACITY 16
 
 typedef struct {
     apr_pool_t *pool;
     int fds[GROUP_MAX];
     apr_socket_t *socks[GROUP_MAX];
-    int n;
+    int n;                      /* sockets in the group */
+    int outsider;               /* the position of one not in the map, or
+                                   -1 */
     struct sockaddr_in addr;
+    int map_fd;                 /* the socket map: bucket -> socket */
 } group_t;
 
 /* n listening sockets on one loopback port, in one reuseport group, in
- * order: socket k is position k of the group. */
-static void open_group(group_t *g, int n)
+ * order; with an outsider at position @a outsider (-1 for none), which
+ * joins the group but not the map.  The others go into a socket map under
+ * their bucket numbers. */
+static void open_group(group_t *g, int n, int outsider)
 {
     socklen_t len = sizeof(g->addr);
-    int one = 1, k;
+    int one = 1, k, bucket;
+    apr_status_t rv;
 
     memset(g, 0, sizeof(*g));
+    ck_assert_int_le(n, GROUP_MAX);
     ck_assert_int_eq(apr_pool_create(&g->pool, NULL), APR_SUCCESS);
     g->n = n;
+    g->outsider = outsider;
     g->addr.sin_family = AF_INET;
     g->addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     for (k = 0; k < n; k++) {
@@ -61,6 +78,16 @@ static void open_group(group_t *g, int n)
         ck_assert_int_eq(apr_os_sock_put(&g->socks[k], &g->fds[k], g->pool),
                          APR_SUCCESS);
     }
+    rv = pf_steer_kernel_socket_map(MAP_CAPACITY, &g->map_fd);
+    ck_assert_msg(rv == APR_SUCCESS, "socket map: %s", strerror(rv));
+    for (k = 0, bucket = 0; k < n; k++) {
+        if (k == outsider) {
+            continue;
+        }
+        rv = pf_steer_kernel_put_socket(g->map_fd, bucket++, g->socks[k]);
+        ck_assert_msg(rv == APR_SUCCESS, "socket %d into map: %s", k,
+                      strerror(rv));
+    }
 }
 
 static void close_group(group_t *g)
@@ -70,11 +97,22 @@ static void close_group(group_t *g)
     for (k = 0; k < g->n; k++) {
         close(g->fds[k]);
     }
+    pf_steer_kernel_close(g->map_fd);
     apr_pool_destroy(g->pool);
 }
 
-/* Connects once and says which socket of the group got the connection
- * (-1 if none did). */
+/* The bucket of group position k: positions after the outsider's are one
+ * bucket lower; the outsider's is -2. */
+static int bucket_of(const group_t *g, int k)
+{
+    if (g->outsider < 0 || k < g->outsider) {
+        return k;
+    }
+    return k == g->outsider ? -2 : k - 1;
+}
+
+/* Connects once and says which bucket got the connection (-2 for the
+ * outsider, -1 if none did). */
 static int connect_and_find(group_t *g)
 {
     int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), k, got = -1;
@@ -83,17 +121,17 @@ static int connect_and_find(group_t *g)
     ck_assert_int_ge(c, 0);
     ck_assert_msg(connect(c, (struct sockaddr *)&g->addr, sizeof(g->addr))
                       == 0, "connect: %s", strerror(errno));
-    for (tries = 0; tries < 200 && got < 0; tries++) {
+    for (tries = 0; tries < 2000 && got == -1; tries++) {
         for (k = 0; k < g->n; k++) {
             int a = accept(g->fds[k], NULL, NULL);
 
             if (a >= 0) {
                 close(a);
-                got = k;
+                got = bucket_of(g, k);
                 break;
             }
         }
-        if (got < 0) {
+        if (got == -1) {
             usleep(1000);
         }
     }
@@ -101,47 +139,137 @@ static int connect_and_find(group_t *g)
     return got;
 }
 
+/* Loads @a mode's program for a Listen of @a per_listen buckets from
+ * @a first, as the MPM does, and attaches it to the group if one is
+ * given. */
+static int load(group_t *g, int mode, int first, int per_listen,
+                int map_fd, int idle_fd, int capacity, int cpu_fd)
+{
+    pf_steer_program_t spec;
+    char line[512];
+    int prog_fd = -1;
+    apr_status_t rv;
+
+    memset(&spec, 0, sizeof(spec));
+    spec.mode = mode;
+    spec.listen.first_bucket = (pf_u32)first;
+    spec.listen.per_listen = (pf_u32)per_listen;
+    spec.listen.probes = (pf_u32)pf_steer_idle_probes(per_listen);
+    spec.listen.capacity = (pf_u32)capacity;
+    spec.socks_fd = map_fd;
+    spec.idle_fd = idle_fd;
+    spec.cpu_fd = cpu_fd;
+    rv = pf_steer_kernel_load(&spec, &prog_fd, line, sizeof(line));
+    ck_assert_msg(rv == APR_SUCCESS, "the kernel refused the %s program "
+                  "for %d buckets from %d (%s): %s", pfb_steer_name(mode),
+                  per_listen, first, strerror(rv), line);
+    if (g != NULL) {
+        rv = pf_steer_kernel_attach(g->socks[0], prog_fd);
+        ck_assert_msg(rv == APR_SUCCESS, "SO_ATTACH_REUSEPORT_EBPF: %s",
+                      strerror(rv));
+    }
+    return prog_fd;
+}
+
+/* The cpu table of this process's affinity mask, for @a per_listen. */
+static int cpu_map(int per_listen, int *cpus, int *m)
+{
+    pf_cpu_run_t runs[256];
+    pf_steer_cpu_entry_t table[1024];
+    int nruns, entries = pf_steer_kernel_possible_cpus(), fd = -1;
+    apr_status_t rv;
+
+    *m = pf_os_affinity_cpus(cpus, 256);
+    ck_assert_int_ge(*m, 1);
+    ck_assert_int_ge(entries, cpus[*m - 1] + 1);
+    ck_assert_int_le(entries, 1024);
+    nruns = pf_steer_cpu_runs(cpus, *m, per_listen, runs);
+    ck_assert_int_eq(pf_steer_cpu_table(runs, nruns, table, entries), 0);
+    rv = pf_steer_kernel_cpu_map(table, entries, &fd);
+    ck_assert_msg(rv == APR_SUCCESS, "cpu map: %s", strerror(rv));
+    return fd;
+}
+
+/* Every program, every size of Listen, at the start of the table and
+ * further in: the verifier accepts them all. */
+START_TEST(test_kernel_verifies_every_program)
+{
+    static const int sizes[] = { 2, 3, 4, 16, 17, 18, 64, 300 };
+    static const int modes[] = { PFB_STEER_HASH, PFB_STEER_IDLE,
+                                 PFB_STEER_CPU };
+    int cpus[256], m, socks_fd, idle_fd, cpu_fd, i, j, first;
+    pf_steer_bucket_t *table;
+    size_t len;
+    apr_status_t rv;
+
+    rv = pf_steer_kernel_socket_map(1024, &socks_fd);
+    ck_assert_msg(rv == APR_SUCCESS, "socket map: %s", strerror(rv));
+    rv = pf_steer_kernel_idle_table(1024, &idle_fd, &table, &len);
+    ck_assert_msg(rv == APR_SUCCESS, "idle table: %s", strerror(rv));
+    for (i = 0; i < (int)(sizeof(sizes) / sizeof(sizes[0])); i++) {
+        cpu_fd = cpu_map(sizes[i], cpus, &m);
+        for (j = 0; j < (int)(sizeof(modes) / sizeof(modes[0])); j++) {
+            for (first = 0; first <= 2 * sizes[i]; first += 2 * sizes[i]) {
+                pf_steer_kernel_close(
+                    load(NULL, modes[j], first, sizes[i], socks_fd,
+                         modes[j] == PFB_STEER_IDLE ? idle_fd : -1, 1024,
+                         modes[j] == PFB_STEER_CPU ? cpu_fd : -1));
+            }
+        }
+        pf_steer_kernel_close(cpu_fd);
+    }
+    pf_steer_kernel_unmap(table, len);
+    pf_steer_kernel_close(idle_fd);
+    pf_steer_kernel_close(socks_fd);
+}
+END_TEST
+
+START_TEST(test_kernel_socket_map_steps)
+{
+    group_t g;
+    apr_uint64_t cookie = 0, held = 0;
+
+    open_group(&g, 2, -1);
+    ck_assert_int_eq(pf_steer_kernel_cookie(g.socks[1], &cookie),
+                     APR_SUCCESS);
+    ck_assert_int_eq(pf_steer_kernel_socket_at(g.map_fd, 1, &held),
+                     APR_SUCCESS);
+    ck_assert(held == cookie && cookie != 0);
+    ck_assert_int_eq(pf_steer_kernel_socket_at(g.map_fd, 5, &held), ENOENT);
+    /* A socket is in one map under one key at a time. */
+    ck_assert_int_ne(pf_steer_kernel_put_socket(g.map_fd, 5, g.socks[1]),
+                     APR_SUCCESS);
+    ck_assert_int_eq(pf_steer_kernel_clear_socket(g.map_fd, 1), APR_SUCCESS);
+    ck_assert_int_eq(pf_steer_kernel_clear_socket(g.map_fd, 1), APR_SUCCESS);
+    ck_assert_int_eq(pf_steer_kernel_socket_at(g.map_fd, 1, &held), ENOENT);
+    ck_assert_int_eq(pf_steer_kernel_put_socket(g.map_fd, 5, g.socks[1]),
+                     APR_SUCCESS);
+    close_group(&g);
+}
+END_TEST
+
+/* idle on a real group of four buckets and an outsider. */
 START_TEST(test_kernel_runs_idle_program)
 {
-    pf_ebpf_insn_t prog[PF_EBPF_IDLE_MAX_INSNS];
-    pf_idle_program_t spec;
     pf_steer_bucket_t *stats = NULL;
     size_t stats_len = 0;
-    int stats_fd = -1, socks_fd = -1, prog_fd = -1, len, k, i, got;
-    char log[8192];
+    int idle_fd = -1, prog_fd, k, i, got, seen[4] = { 0, 0, 0, 0 };
     group_t g;
     apr_status_t rv;
 
-    open_group(&g, 4);
-    rv = pf_os_bpf_create_stats_map(4, &stats_fd, &stats, &stats_len);
-    ck_assert_msg(rv == APR_SUCCESS, "stats map: %s", strerror(rv));
-    ck_assert_msg(pf_os_bpf_create_socket_map(4, &socks_fd) == APR_SUCCESS,
-                  "socket map: %s", strerror(errno));
-    for (k = 0; k < 4; k++) {
-        rv = pf_os_bpf_set_socket(socks_fd, k, g.socks[k]);
-        ck_assert_msg(rv == APR_SUCCESS, "socket %d into map: %s", k,
-                      strerror(rv));
-    }
-    spec.stats_map_fd = stats_fd;
-    spec.socks_map_fd = socks_fd;
-    spec.first_bucket = 0;
-    spec.per_listen = 4;
-    spec.probes = pf_steer_idle_probes(4);
-    len = pf_steer_build_idle_program(&spec, prog, PF_EBPF_IDLE_MAX_INSNS);
-    ck_assert_int_gt(len, 0);
-    rv = pf_os_bpf_load_idle_program(prog, len, &prog_fd, log, sizeof(log));
-    ck_assert_msg(rv == APR_SUCCESS, "the verifier refused the idle program "
-                  "(%s): %s", strerror(rv), log);
-    rv = pf_os_attach_idle_program(g.socks[0], prog_fd);
-    ck_assert_msg(rv == APR_SUCCESS, "SO_ATTACH_REUSEPORT_EBPF: %s",
-                  strerror(rv));
+    open_group(&g, 5, 2);
+    rv = pf_steer_kernel_idle_table(MAP_CAPACITY, &idle_fd, &stats,
+                                    &stats_len);
+    ck_assert_msg(rv == APR_SUCCESS, "idle table: %s", strerror(rv));
+    prog_fd = load(&g, PFB_STEER_IDLE, 0, 4, g.map_fd, idle_fd, MAP_CAPACITY,
+                   -1);
 
     /* Only bucket 2 has idle children: everything goes there, whatever
      * the hash says. */
     stats[2].idle = 100;
     for (i = 0; i < 24; i++) {
         got = connect_and_find(&g);
-        ck_assert_msg(got == 2, "connection %d went to socket %d", i, got);
+        ck_assert_msg(got == 2, "connection %d went to bucket %d", i, got);
     }
     ck_assert_int_eq(stats[2].idle, 100 - 24);
     ck_assert_uint_eq(stats[2].kept + stats[2].moved, 24);
@@ -153,64 +281,84 @@ START_TEST(test_kernel_runs_idle_program)
     }
 
     /* Every bucket idle: the program keeps the kernel's hash, and the
-     * connections spread over all four. */
+     * connections spread over all four, none to the outsider. */
     for (k = 0; k < 4; k++) {
         stats[k].idle = 1000;
         stats[k].kept = stats[k].moved = 0;
     }
-    {
-        int seen[4] = { 0, 0, 0, 0 };
-
-        for (i = 0; i < 200; i++) {
-            got = connect_and_find(&g);
-            ck_assert_int_ge(got, 0);
-            seen[got]++;
-        }
-        for (k = 0; k < 4; k++) {
-            ck_assert_msg(seen[k] > 10, "socket %d got %d of 200", k,
-                          seen[k]);
-            ck_assert_uint_eq(stats[k].kept, (unsigned)seen[k]);
-            ck_assert_uint_eq(stats[k].moved, 0);
-        }
+    for (i = 0; i < 200; i++) {
+        got = connect_and_find(&g);
+        ck_assert_msg(got >= 0, "connection %d went to %s", i,
+                      got == -2 ? "the outsider" : "nobody");
+        seen[got]++;
+    }
+    for (k = 0; k < 4; k++) {
+        ck_assert_msg(seen[k] > 10, "bucket %d got %d of 200", k, seen[k]);
+        ck_assert_uint_eq(stats[k].kept, (unsigned)seen[k]);
+        ck_assert_uint_eq(stats[k].moved, 0);
     }
 
-    ck_assert_int_eq(pf_os_detach_steering(g.socks[1]), APR_SUCCESS);
-    pf_os_bpf_close(prog_fd);
-    pf_os_bpf_close(socks_fd);
-    pf_os_bpf_unmap(stats, stats_len);
-    pf_os_bpf_close(stats_fd);
+    ck_assert_int_eq(pf_steer_kernel_detach(g.socks[1]), APR_SUCCESS);
+    pf_steer_kernel_close(prog_fd);
+    pf_steer_kernel_unmap(stats, stats_len);
+    pf_steer_kernel_close(idle_fd);
     close_group(&g);
 }
 END_TEST
 
-/* The cpu program on a real group: a connection made from CPU c lands in
- * the shard the layout gives c. */
+/* hash spreads over every bucket of the map and gives an outsider
+ * nothing; with the program detached, the kernel's own hash does give it
+ * a share (the control: the test above can fail). */
+START_TEST(test_kernel_runs_hash_program)
+{
+    int prog_fd, k, i, got, seen[4], outsider;
+    group_t g;
+
+    open_group(&g, 5, 2);
+    prog_fd = load(&g, PFB_STEER_HASH, 0, 4, g.map_fd, -1, MAP_CAPACITY, -1);
+    memset(seen, 0, sizeof(seen));
+    for (i = 0; i < 200; i++) {
+        got = connect_and_find(&g);
+        ck_assert_msg(got >= 0, "connection %d went to %s", i,
+                      got == -2 ? "the outsider" : "nobody");
+        seen[got]++;
+    }
+    for (k = 0; k < 4; k++) {
+        ck_assert_msg(seen[k] > 10, "bucket %d got %d of 200", k, seen[k]);
+    }
+    ck_assert_int_eq(pf_steer_kernel_detach(g.socks[0]), APR_SUCCESS);
+    for (i = 0, outsider = 0; i < 200; i++) {
+        outsider += connect_and_find(&g) == -2;
+    }
+    ck_assert_int_gt(outsider, 0);
+    pf_steer_kernel_close(prog_fd);
+    close_group(&g);
+}
+END_TEST
+
+/* cpu on a real group: a connection made from CPU c lands in the shard
+ * the layout gives c, through the map, with an outsider in the group at
+ * the position the classic program used to return for shard 2. */
 START_TEST(test_kernel_runs_cpu_program)
 {
     int cpus[256], out[256];
-    pf_cpu_run_t runs[256];
-    pf_cbpf_insn_t prog[PF_CBPF_CPU_INSNS(256)];
-    int m, nruns, len, j, i, got, per_listen;
+    int m, j, i, got, per_listen, cpu_fd, prog_fd;
     group_t g;
-    apr_status_t rv;
 
-    m = pf_os_affinity_cpus(cpus, 256);
-    ck_assert_int_ge(m, 1);
     for (per_listen = 2; per_listen <= 4; per_listen += 2) {
-        open_group(&g, per_listen);
-        nruns = pf_steer_cpu_runs(cpus, m, per_listen, runs);
-        len = pf_steer_build_cpu_program(runs, nruns, prog);
-        ck_assert_int_gt(len, 0);
-        rv = pf_os_attach_cpu_program(g.socks[0], prog, len);
-        ck_assert_msg(rv == APR_SUCCESS, "SO_ATTACH_REUSEPORT_CBPF: %s",
-                      strerror(rv));
+        open_group(&g, per_listen + 1, per_listen);
+        cpu_fd = cpu_map(per_listen, cpus, &m);
+        prog_fd = load(&g, PFB_STEER_CPU, 0, per_listen, g.map_fd, -1,
+                       MAP_CAPACITY, cpu_fd);
         for (j = 0; j < m && j < 8; j++) {
             ck_assert_int_eq(pf_os_pin_to_cpus(&cpus[j], 1), APR_SUCCESS);
             for (i = 0; i < 10; i++) {
                 int n, found = 0;
 
                 got = connect_and_find(&g);
-                ck_assert_int_ge(got, 0);
+                ck_assert_msg(got >= 0, "a connection from CPU %d went to "
+                              "%s", cpus[j],
+                              got == -2 ? "the outsider" : "nobody");
                 n = pf_steer_shard_cpus(cpus, m, per_listen, got, out);
                 while (n-- > 0) {
                     found |= out[n] == cpus[j];
@@ -221,7 +369,9 @@ START_TEST(test_kernel_runs_cpu_program)
             }
         }
         ck_assert_int_eq(pf_os_pin_to_cpus(cpus, m), APR_SUCCESS);
-        ck_assert_int_eq(pf_os_detach_steering(g.socks[0]), APR_SUCCESS);
+        ck_assert_int_eq(pf_steer_kernel_detach(g.socks[0]), APR_SUCCESS);
+        pf_steer_kernel_close(prog_fd);
+        pf_steer_kernel_close(cpu_fd);
         close_group(&g);
     }
 }
@@ -233,8 +383,43 @@ Suite *steer_kernel_suite(void)
     TCase *tc = tcase_create("kernel");
 
     apr_initialize();
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_kernel_verifies_every_program);
+    tcase_add_test(tc, test_kernel_socket_map_steps);
     tcase_add_test(tc, test_kernel_runs_idle_program);
+    tcase_add_test(tc, test_kernel_runs_hash_program);
     tcase_add_test(tc, test_kernel_runs_cpu_program);
     suite_add_tcase(s, tc);
     return s;
 }
+
+#else /* !HAVE_BPF_STEERING */
+
+/* A build without the programs: every step says so, and detaching (a
+ * socket option) still works. */
+START_TEST(test_kernel_steps_refuse_without_programs)
+{
+    pf_steer_program_t spec;
+    char line[16] = "x";
+    int fd = -1;
+
+    memset(&spec, 0, sizeof(spec));
+    ck_assert_int_eq(pf_steer_kernel_built(), 0);
+    ck_assert_int_eq(pf_steer_kernel_socket_map(16, &fd), APR_ENOTIMPL);
+    ck_assert_int_eq(pf_steer_kernel_load(&spec, &fd, line, sizeof(line)),
+                     APR_ENOTIMPL);
+    ck_assert_str_eq(line, "");
+}
+END_TEST
+
+Suite *steer_kernel_suite(void)
+{
+    Suite *s = suite_create("steer-kernel");
+    TCase *tc = tcase_create("kernel");
+
+    tcase_add_test(tc, test_kernel_steps_refuse_without_programs);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+#endif /* HAVE_BPF_STEERING */

@@ -26,24 +26,97 @@ fi
 AC_CHECK_HEADERS([sched.h])
 AC_CHECK_FUNCS([sched_getaffinity sched_setaffinity])
 
-dnl ---- ListenBucketSteering: programs attached to the reuseport groups --------
-dnl The kernel is asked at run time whether it takes them; without the headers
-dnl the directive falls back to hash.
-AC_CACHE_CHECK([for SO_ATTACH_REUSEPORT_CBPF and bpf(2) headers],
-    [ac_cv_reuseport_steering],
-    [AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <sys/socket.h>
-#include <sys/syscall.h>
+dnl ---- ListenBucketSteering: BPF programs in restricted C -----------------------
+dnl As in the standalone build (configure.ac): prefork_steering.bpf.c is compiled
+dnl with clang -target bpf, bpftool makes a skeleton header of it, and libbpf
+dnl loads it at run time.  Without any of the three the MPM is built without
+dnl the programs, and ListenBucketSteering idle or cpu then stops start-up
+dnl naming what the build lacked.  The results go to this directory's
+dnl Makefile (PREFORK_*) and to config3.m4 (PREFORK_STEERING_LIBS).
+AC_ARG_ENABLE([prefork-bpf-steering],
+    APACHE_HELP_STRING([--disable-prefork-bpf-steering],
+        [build the prefork MPM without ListenBucketSteering's BPF programs]),
+    [prefork_bpf_steering="$enableval"], [prefork_bpf_steering=auto])
+PREFORK_BPF_MISSING=""
+PREFORK_STEERING_SKEL=""
+PREFORK_STEERING_LIBS=""
+PREFORK_BPF_CFLAGS=""
+if test "$prefork_bpf_steering" != "no"; then
+    AC_PATH_PROGS([PREFORK_CLANG], [clang clang-16 clang-15 clang-14], [], [$PATH])
+    AC_PATH_PROGS([PREFORK_BPFTOOL], [bpftool], [], [$PATH:/usr/sbin:/sbin])
+    dnl <linux/bpf.h> includes <asm/types.h>, in the multiarch directory
+    dnl that clang's bpf target does not search by itself.
+    prefork_multiarch=`$CC -print-multiarch 2>/dev/null`
+    if test -n "$prefork_multiarch" && test -d "/usr/include/$prefork_multiarch"; then
+        PREFORK_BPF_CFLAGS="-idirafter /usr/include/$prefork_multiarch"
+    fi
+    AC_MSG_CHECKING([whether $PREFORK_CLANG compiles a BPF program with libbpf's headers])
+    if test -n "$PREFORK_CLANG"; then
+        cat > conftest.bpf.c <<'CONFTEST_EOF'
 #include <linux/bpf.h>
-#include <linux/filter.h>]],
-        [[int a = SO_ATTACH_REUSEPORT_CBPF, b = SO_ATTACH_REUSEPORT_EBPF;
-          int c = BPF_PROG_TYPE_SK_REUSEPORT, d = BPF_MAP_TYPE_REUSEPORT_SOCKARRAY;
-          int e = BPF_F_MMAPABLE; long f = SYS_bpf;
-          (void)a; (void)b; (void)c; (void)d; (void)e; (void)f;]])],
-        [ac_cv_reuseport_steering=yes], [ac_cv_reuseport_steering=no])])
-if test "$ac_cv_reuseport_steering" = "yes"; then
-    AC_DEFINE([HAVE_REUSEPORT_STEERING], [1],
-              [Define if the headers have SO_ATTACH_REUSEPORT_CBPF/EBPF and bpf(2)])
+#include <bpf/bpf_helpers.h>
+SEC("sk_reuseport")
+int probe(struct sk_reuseport_md *md)
+{
+    return md->hash ? SK_PASS : SK_DROP;
+}
+CONFTEST_EOF
+        if $PREFORK_CLANG -g -O2 -target bpf -mcpu=v2 $PREFORK_BPF_CFLAGS \
+               -c conftest.bpf.c -o conftest.bpf.o >&AS_MESSAGE_LOG_FD 2>&1; then
+            AC_MSG_RESULT(yes)
+        else
+            AC_MSG_RESULT(no)
+            PREFORK_BPF_MISSING="$PREFORK_BPF_MISSING, clang with the bpf target and libbpf's headers (clang, libbpf-dev)"
+        fi
+        rm -f conftest.bpf.c conftest.bpf.o
+    else
+        AC_MSG_RESULT(no clang)
+        PREFORK_BPF_MISSING="$PREFORK_BPF_MISSING, clang (clang)"
+    fi
+    test -n "$PREFORK_BPFTOOL" || PREFORK_BPF_MISSING="$PREFORK_BPF_MISSING, bpftool (bpftool)"
+    AC_MSG_CHECKING([for libbpf 1.0 or later with pkg-config])
+    if test -n "$PKGCONFIG" && $PKGCONFIG --exists 'libbpf >= 1.0'; then
+        PREFORK_STEERING_LIBS=`$PKGCONFIG --libs libbpf`
+        libbpf_version=`$PKGCONFIG --modversion libbpf`
+        AC_MSG_RESULT([yes, $libbpf_version])
+    else
+        AC_MSG_RESULT(no)
+        PREFORK_BPF_MISSING="$PREFORK_BPF_MISSING, libbpf 1.0 or later (libbpf-dev)"
+    fi
+    AC_CACHE_CHECK([for the reuseport program and socket-map headers],
+        [ac_cv_reuseport_bpf_headers],
+        [AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <sys/socket.h>
+#include <linux/bpf.h>]],
+            [[int a = SO_ATTACH_REUSEPORT_EBPF, b = SO_COOKIE;
+              int c = BPF_PROG_TYPE_SK_REUSEPORT, d = BPF_MAP_TYPE_REUSEPORT_SOCKARRAY;
+              int e = BPF_F_MMAPABLE;
+              (void)a; (void)b; (void)c; (void)d; (void)e;]])],
+            [ac_cv_reuseport_bpf_headers=yes], [ac_cv_reuseport_bpf_headers=no])])
+    test "$ac_cv_reuseport_bpf_headers" = "yes" \
+        || PREFORK_BPF_MISSING="$PREFORK_BPF_MISSING, Linux headers with SK_REUSEPORT programs (linux-libc-dev)"
+    test "$ac_cv_so_reuseport" = "yes" || PREFORK_BPF_MISSING="$PREFORK_BPF_MISSING, SO_REUSEPORT"
+    PREFORK_BPF_MISSING=`echo "$PREFORK_BPF_MISSING" | sed 's/^, //'`
+    if test -z "$PREFORK_BPF_MISSING"; then
+        PREFORK_STEERING_SKEL=prefork_steering.skel.h
+        AC_DEFINE([HAVE_BPF_STEERING], [1],
+                  [Define to build ListenBucketSteering's BPF programs])
+    elif test "$prefork_bpf_steering" = "yes"; then
+        AC_MSG_ERROR([--enable-prefork-bpf-steering: missing $PREFORK_BPF_MISSING])
+    else
+        AC_MSG_WARN([prefork MPM without ListenBucketSteering's BPF programs: missing $PREFORK_BPF_MISSING])
+        PREFORK_STEERING_LIBS=""
+    fi
+else
+    PREFORK_BPF_MISSING="them (configured with --disable-prefork-bpf-steering)"
 fi
+if test -z "$PREFORK_STEERING_SKEL"; then
+    AC_DEFINE_UNQUOTED([PF_STEER_BUILD_MISSING], ["$PREFORK_BPF_MISSING"],
+                       [What the build lacked for ListenBucketSteering's BPF programs])
+fi
+APACHE_SUBST(PREFORK_CLANG)
+APACHE_SUBST(PREFORK_BPFTOOL)
+APACHE_SUBST(PREFORK_BPF_CFLAGS)
+APACHE_SUBST(PREFORK_STEERING_SKEL)
 
 dnl ---- core's ListenTCPDeferAccept handler (2.4.63 and later) ---------------
 dnl httpd's own headers cannot be compiled yet at this point (ap_config_auto.h

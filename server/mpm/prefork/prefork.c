@@ -28,8 +28,10 @@
  *
  * This file holds the httpd-shaped parts: hooks, directives, the child's
  * loop, the parent's loop and signals.  The buckets themselves (sockets,
- * identities, the shared segment, steering) are prefork_bucketset.c's;
- * every decision is a pure function in prefork_policy.c.
+ * identities, the shared segment) are prefork_bucketset.c's, and
+ * ListenBucketSteering is prefork_steering.c's, which the bucket set
+ * drives; every decision is a pure function in prefork_policy.c or
+ * prefork_steering_rules.h.
  *
  * The parent runs as root and children run untrusted code, so the parent
  * keeps its own record of every child (pid, bucket, generation, whether it
@@ -88,7 +90,7 @@
 #include "prefork_bucketset.h"
 #include "prefork_children.h"
 #include "prefork_policy.h"
-#include "prefork_steer.h"
+#include "prefork_steering_rules.h"
 #include "prefork_os.h"
 
 /* Children are single-threaded: one worker slot per process. */
@@ -779,13 +781,17 @@ static void snapshot_alloc(apr_pool_t *p)
     snapshot.old_generation = apr_pcalloc(p, n * sizeof(int));
 }
 
-/* Reads the parent's table of children, their scoreboard status and the
- * accept queues into the snapshot. */
-static void take_snapshot(server_rec *s)
+/* Reads the parent's table of children, their scoreboard status and,
+ * with @a read_queues, the accept queues into the snapshot.  A cycle reads
+ * the queues once (TCP_INFO on every bucket socket), at its start; the
+ * count after its spawns and kills keeps them. */
+static void take_snapshot(server_rec *s, int read_queues)
 {
     int slot, b;
 
-    pf_bucketset_snapshot(retained->buckets, snapshot.queued, s);
+    if (read_queues) {
+        pf_bucketset_snapshot(retained->buckets, snapshot.queued, s);
+    }
     for (b = 0; b < num_buckets; b++) {
         snapshot.state[b].children = snapshot.state[b].idle = 0;
         snapshot.state[b].queued = snapshot.queued[b];
@@ -912,7 +918,7 @@ static void perform_idle_server_maintenance(server_rec *s)
     pf_decision_summary_t summary;
     int b, i, n;
 
-    take_snapshot(s);
+    take_snapshot(s, 1);
     pf_count_old_generation(snapshot.state, snapshot.old_generation,
                             num_buckets);
     pf_limits_init(&lim, num_buckets, min_spare_servers, max_spare_servers,
@@ -948,7 +954,7 @@ static void perform_idle_server_maintenance(server_rec *s)
     /* Children of old generations that missed their signal (forked while
      * it was sent) are told again. */
     signal_old_children(0);
-    take_snapshot(s);
+    take_snapshot(s, 0);
     publish_snapshot();
 }
 
@@ -1363,7 +1369,7 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
     /* The new generation is accepting; now let the old one go, so that
      * no bucket is ever left without a child. */
     signal_old_children(0);
-    take_snapshot(s);
+    take_snapshot(s, 1);
     publish_snapshot();
 
     ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
@@ -1770,6 +1776,7 @@ static const char *set_bucket_steering(cmd_parms *cmd,
                                        const char *arg)
 {
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    const char *missing;
 
     if (err != NULL) {
         return err;
@@ -1778,6 +1785,14 @@ static const char *set_bucket_steering(cmd_parms *cmd,
         return apr_psprintf(cmd->pool, "%s: '%s' is not a steering mode; "
                             "expected hash, cpu or idle", cmd->cmd->name,
                             arg);
+    }
+    missing = pf_steer_mode_missing(steering_wanted);
+    if (missing != NULL) {
+        return apr_psprintf(cmd->pool, "%s: '%s' needs the MPM's BPF "
+                            "programs, and this build has none: it was "
+                            "made without %s; use hash, or rebuild the MPM "
+                            "with them (docs/building.md)", cmd->cmd->name,
+                            arg, missing);
     }
     return NULL;
 }

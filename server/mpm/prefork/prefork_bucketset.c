@@ -39,15 +39,9 @@
 
 #include "pfb_log.h"
 #include "prefork_bucketset.h"
-#include "prefork_steer.h"
+#include "prefork_steering.h"
 
 APLOG_USE_MODULE(mpm_prefork);
-
-/* Room for the verifier's account of a refused program. */
-#define VERIFIER_LOG_SIZE 16384
-
-/* The most CPUs the affinity mask is read for. */
-#define MAX_MASK_CPUS 8192
 
 /* One bucket identity: a Listen's address and a shard.  Its index is its
  * record in the shared segment, so counters stay with the identity
@@ -72,29 +66,6 @@ typedef struct {
     int generation;
     int stopping;
 } slot_rec_t;
-
-/* ListenBucketSteering's kernel objects.  The idle counts and the socket
- * map live for the server's lifetime (a socket can be in one
- * REUSEPORT_SOCKARRAY at a time, and children of every generation count
- * in the same records); the programs are made again each generation, and
- * attaching one replaces the last atomically. */
-typedef struct {
-    int active;                 /* pfb_steer_e in force */
-    int attached;               /* a program may be on the groups */
-    int fallback_logged;        /* the one line for a refusal was logged */
-    int stats_fd;               /* the mmap-able array of bucket counts */
-    pf_steer_bucket_t *stats;
-    size_t stats_len;
-    int stats_capacity;
-    int stats_layout;           /* layout the counts were last reset for */
-    int socks_fd;               /* the REUSEPORT_SOCKARRAY */
-    int socks_capacity;
-    long *pending;              /* per bucket: difference seen last cycle */
-    int pending_len;
-    int *waiting;               /* per bucket: scratch for reconciling */
-    int *cpus;                  /* the affinity mask, ascending */
-    int num_cpus;
-} steering_t;
 
 struct pf_bucketset_s {
     apr_pool_t *pool;           /* outlives generations */
@@ -125,9 +96,13 @@ struct pf_bucketset_s {
     int *layout_records;        /* per bucket number: its record; kept
                                    here, not in pconf or the segment, for
                                    the next restart to compare with */
-    int *queued;                /* scratch: per bucket */
+    int *backlog;               /* per bucket: the accept queues' limits, as
+                                   the last snapshot read them */
+    int *waiting;               /* scratch: per bucket */
+    apr_socket_t **sockets;     /* per bucket: its socket, for steering */
+    const char **names;         /* per bucket: its address, for steering */
 
-    steering_t steer;
+    pf_steer_t *steer;          /* ListenBucketSteering */
 
     /* What the count was made from. */
     int reuseport_usable;       /* -1 not probed, 0 no, 1 yes */
@@ -176,8 +151,7 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
         bs->slots[r].record = -1;
     }
     bs->started = started;
-    bs->steer.stats_fd = -1;
-    bs->steer.socks_fd = -1;
+    bs->steer = pf_steer_create(pool);
     bs->my_bucket = -1;
     bs->my_slot = -1;
     bs->reuseport_usable = -1;
@@ -804,8 +778,14 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    bs->queued = apr_pcalloc(pconf, sizeof(int)
-                                        * (apr_size_t)bs->num_buckets);
+    bs->backlog = apr_pcalloc(pconf, sizeof(int)
+                                         * (apr_size_t)bs->num_buckets);
+    bs->waiting = apr_pcalloc(pconf, sizeof(int)
+                                         * (apr_size_t)bs->num_buckets);
+    bs->sockets = apr_pcalloc(pconf, sizeof(apr_socket_t *)
+                                         * (apr_size_t)bs->num_buckets);
+    bs->names = apr_pcalloc(pconf, sizeof(char *)
+                                       * (apr_size_t)bs->num_buckets);
     write_layout(bs, cfg);
     return APR_SUCCESS;
 }
@@ -870,7 +850,6 @@ void pf_bucketset_forget_slot(pf_bucketset_t *bs, int slot)
 {
     pfb_slot_fields_t *f;
     slot_rec_t *sr;
-    steering_t *st = &bs->steer;
 
     if (slot < 0 || slot >= bs->num_slots || bs->slots[slot].record < 0) {
         return;
@@ -887,11 +866,8 @@ void pf_bucketset_forget_slot(pf_bucketset_t *bs, int slot)
     /* A child that died while counted as waiting in accept() is never
      * advertised as idle: its count goes now, if it was made in the
      * bucket numbering in force. */
-    if (f->waiting != 0 && st->stats != NULL && sr->steer_layout == bs->layout
-        && sr->steer_bucket < st->stats_capacity) {
-        apr_atomic_add64((volatile apr_uint64_t *)&st->stats[sr->steer_bucket]
-                             .idle,
-                         (apr_uint64_t)(apr_int64_t)-1);
+    if (f->waiting != 0 && sr->steer_layout == bs->layout) {
+        pf_steer_child_gone(bs->steer, sr->steer_bucket);
     }
     f->waiting = 0;
     f->record = -1;
@@ -904,64 +880,76 @@ void pf_bucketset_forget_slot(pf_bucketset_t *bs, int slot)
 /* ------------------------------------------------------------------ */
 /* Each cycle                                                          */
 
-/* Compares each bucket's idle count with what the slots and the accept
- * queues say, and corrects drift: a handshake the program counted that
- * never completed, or a child killed between marking its slot and
- * counting itself. */
-static void reconcile_idle_counts(pf_bucketset_t *bs, server_rec *s)
+/* Connections in bucket @a b's accept queues, and the queues' limits
+ * (TCP_INFO, one read per socket). */
+static int bucket_queue(const pf_bucketset_t *bs, int b, int *backlog)
 {
-    steering_t *st = &bs->steer;
-    int slot, b;
+    ap_listen_rec *lr;
+    int depth, limit, queued = 0;
 
-    if (st->active != PFB_STEER_IDLE || st->stats == NULL
-        || st->pending_len < bs->num_buckets) {
-        return;
-    }
-    memset(st->waiting, 0, sizeof(int) * (apr_size_t)bs->num_buckets);
-    for (slot = 0; slot < bs->num_slots; slot++) {
-        const slot_rec_t *sr = &bs->slots[slot];
-
-        if (sr->record >= 0 && sr->steer_layout == bs->layout
-            && sr->steer_bucket < bs->num_buckets
-            && bs->seg_slots[slot].f.waiting != 0) {
-            st->waiting[sr->steer_bucket]++;
+    *backlog = 0;
+    for (lr = bs->buckets[b].listeners; lr; lr = lr->next) {
+        if (pf_os_listener_queue(lr->sd, &depth, &limit) == APR_SUCCESS) {
+            queued += depth;
+            *backlog += limit;
         }
     }
-    for (b = 0; b < bs->num_buckets; b++) {
-        long advertised = (long)st->stats[b].idle;
-        long truth = pf_steer_idle_truth(st->waiting[b], bs->queued[b]);
-        long fix = pf_steer_idle_correction(advertised, truth,
-                                            &st->pending[b]);
-
-        if (fix != 0) {
-            apr_atomic_add64((volatile apr_uint64_t *)&st->stats[b].idle,
-                             (apr_uint64_t)(apr_int64_t)fix);
-            ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
-                         PFBLOGNO(00047) "idle steering: bucket %d "
-                         "advertised %ld idle, %d waiting and %d queued; "
-                         "corrected by %ld", b, advertised, st->waiting[b],
-                         bs->queued[b], fix);
-        }
-    }
+    return queued;
 }
 
 void pf_bucketset_snapshot(pf_bucketset_t *bs, int *queued, server_rec *s)
 {
     int b;
 
+    (void)s;
     for (b = 0; b < bs->num_buckets; b++) {
-        ap_listen_rec *lr;
-        int depth, limit;
-
-        queued[b] = 0;
-        for (lr = bs->buckets[b].listeners; lr; lr = lr->next) {
-            if (pf_os_listener_queue(lr->sd, &depth, &limit) == APR_SUCCESS) {
-                queued[b] += depth;
-            }
-        }
-        bs->queued[b] = queued[b];
+        queued[b] = bucket_queue(bs, b, &bs->backlog[b]);
     }
-    reconcile_idle_counts(bs, s);
+}
+
+/* The generation's buckets as steering sees them, with the sockets in
+ * force now. */
+static void steering_view(pf_bucketset_t *bs, pf_steer_buckets_t *view)
+{
+    int b;
+
+    for (b = 0; b < bs->num_buckets; b++) {
+        bs->sockets[b] = bs->buckets[b].listeners->sd;
+        bs->names[b] = bs->buckets[b].address;
+    }
+    view->num_buckets = bs->num_buckets;
+    view->per_listen = bs->plan.buckets_per_listen;
+    view->reuseport = bs->plan.mode == PFB_MODE_REUSEPORT;
+    view->mode_name = pfb_mode_name(bs->plan.mode);
+    view->sockets = bs->sockets;
+    view->names = bs->names;
+    view->layout = bs->layout;
+}
+
+/* Once per cycle: steering puts its programs and map entries back, and
+ * corrects its idle counts from the children marked waiting (in the
+ * current layout) and the queues this cycle read. */
+static void steering_cycle(pf_bucketset_t *bs, const int *queued)
+{
+    pf_steer_buckets_t view;
+    pf_steer_observation_t obs;
+    int slot;
+
+    memset(bs->waiting, 0, sizeof(int) * (apr_size_t)bs->num_buckets);
+    for (slot = 0; slot < bs->num_slots; slot++) {
+        const slot_rec_t *sr = &bs->slots[slot];
+
+        if (sr->record >= 0 && sr->steer_layout == bs->layout
+            && sr->steer_bucket >= 0 && sr->steer_bucket < bs->num_buckets
+            && bs->seg_slots[slot].f.waiting != 0) {
+            bs->waiting[sr->steer_bucket]++;
+        }
+    }
+    steering_view(bs, &view);
+    obs.waiting = bs->waiting;
+    obs.queued = queued;
+    obs.now = apr_time_now();
+    pf_steer_cycle(bs->steer, &view, &obs, ap_server_conf);
 }
 
 /* Connections each identity's children have accepted: those of children
@@ -997,32 +985,24 @@ void pf_bucketset_publish(pf_bucketset_t *bs,
     write_records(bs);
     write_slots(bs, fig->slots_used);
     count_accepted(bs, fig->slots_used);
+    steering_cycle(bs, fig->queued);
     for (b = 0; b < bs->num_buckets; b++) {
         int r = bs->buckets[b].record;
         pfb_bucket_fields_t *f = &bs->records[r].f;
-        const pf_steer_bucket_t *rec;
-        ap_listen_rec *lr;
-        int depth, limit, backlog = 0;
+        pf_steer_figures_t steer;
         apr_uint32_t next;
 
-        for (lr = bs->buckets[b].listeners; lr; lr = lr->next) {
-            if (pf_os_listener_queue(lr->sd, &depth, &limit) == APR_SUCCESS) {
-                backlog += limit;
-            }
-        }
         f->children = (apr_uint32_t)fig->children[b];
         f->idle = (apr_uint32_t)fig->idle[b];
         f->busy = (apr_uint32_t)fig->busy[b];
         f->starting = (apr_uint32_t)fig->starting[b];
         f->stopping = (apr_uint32_t)fig->stopping[b];
         f->queue_depth = (apr_uint32_t)fig->queued[b];
-        f->backlog = (apr_uint32_t)backlog;
-        if (bs->steer.active == PFB_STEER_IDLE && bs->steer.stats != NULL
-            && b < bs->steer.stats_capacity) {
-            rec = &bs->steer.stats[b];
-            f->steer_kept = rec->kept;
-            f->steer_moved = rec->moved;
-            f->steer_idle = rec->idle;
+        f->backlog = (apr_uint32_t)bs->backlog[b];
+        if (pf_steer_figures(bs->steer, b, &steer)) {
+            f->steer_kept = steer.kept;
+            f->steer_moved = steer.moved;
+            f->steer_idle = steer.idle;
         }
         /* The ring index is the parent's to keep; a child may have
          * scribbled on it, so it is taken modulo the ring's size. */
@@ -1032,7 +1012,7 @@ void pf_bucketset_publish(pf_bucketset_t *bs,
         f->sample_next = (next + 1) % PFB_RATE_SAMPLES;
     }
     bs->header_copy.generation = fig->generation;
-    bs->header_copy.steer_active = bs->steer.active;
+    bs->header_copy.steer_active = pf_steer_active(bs->steer);
     bs->header_copy.slots_used = fig->slots_used;
     bs->header_copy.updated = now;
     *bs->header = bs->header_copy;
@@ -1051,33 +1031,6 @@ static void close_in_child(apr_socket_t *sd)
     if (sd != NULL && apr_os_sock_get(&fd, sd) == APR_SUCCESS && fd >= 0) {
         close(fd);
         apr_os_sock_put(&sd, &none, NULL);
-    }
-}
-
-static void pin_child_to_bucket_cpus(pf_bucketset_t *bs, int bucket,
-                                     server_rec *s)
-{
-    steering_t *st = &bs->steer;
-    int per_listen = bs->plan.buckets_per_listen;
-    int cpus[MAX_MASK_CPUS];
-    int n;
-    apr_status_t rv;
-
-    if (bs->plan.mode != PFB_MODE_REUSEPORT || per_listen < 2
-        || st->num_cpus < 1) {
-        return;
-    }
-    n = pf_steer_shard_cpus(st->cpus, st->num_cpus, per_listen,
-                            bucket % per_listen, cpus);
-    if (n < 1) {
-        return;
-    }
-    rv = pf_os_pin_to_cpus(cpus, n);
-    if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
-                     PFBLOGNO(00045) "BucketCPUAffinity: couldn't pin the "
-                     "child of bucket %d to its %d CPU(s); it runs "
-                     "unpinned", bucket, n);
     }
 }
 
@@ -1100,60 +1053,24 @@ void pf_bucketset_child_init(pf_bucketset_t *bs, int bucket, int slot,
             close_in_child(lr->sd);
         }
     }
-    /* The child updates the idle counts through its inherited mapping
-     * only; the maps' descriptors would let it rewrite the socket map. */
-    pf_os_bpf_close(bs->steer.stats_fd);
-    pf_os_bpf_close(bs->steer.socks_fd);
-    bs->steer.stats_fd = -1;
-    bs->steer.socks_fd = -1;
-    if (cpu_affinity) {
-        pin_child_to_bucket_cpus(bs, bucket, s);
-    }
+    pf_steer_child_init(bs->steer, bucket, cpu_affinity, s);
 }
 
-static pf_steer_bucket_t *my_idle_record(pf_bucketset_t *bs)
-{
-    steering_t *st = &bs->steer;
-
-    if (st->active != PFB_STEER_IDLE || st->stats == NULL
-        || bs->my_slot < 0 || bs->my_bucket < 0
-        || bs->my_bucket >= st->stats_capacity) {
-        return NULL;
-    }
-    return &st->stats[bs->my_bucket];
-}
-
-/* The slot is marked before the count rises, so that if the child dies in
- * between the parent takes one too many back (corrected at the next
- * cycles) rather than leaving a phantom idle child advertised. */
 void pf_bucketset_accept_begin(pf_bucketset_t *bs)
 {
-    pf_steer_bucket_t *rec = my_idle_record(bs);
-
-    if (rec == NULL) {
-        return;
+    if (bs->my_slot >= 0) {
+        pf_steer_accept_begin(bs->steer,
+                              &bs->seg_slots[bs->my_slot].f.waiting);
     }
-    bs->seg_slots[bs->my_slot].f.waiting = 1;
-    apr_atomic_inc64((volatile apr_uint64_t *)&rec->idle);
 }
 
-/* With a connection, the program already took the child's count when it
- * sent the connection here; without one (a signal, an error, a stop), the
- * child takes its count back itself. */
 void pf_bucketset_accept_end(pf_bucketset_t *bs, int got_connection)
 {
-    pf_steer_bucket_t *rec = my_idle_record(bs);
-
     if (bs->my_slot < 0) {
         return;
     }
-    if (rec != NULL && bs->seg_slots[bs->my_slot].f.waiting != 0) {
-        if (!got_connection) {
-            apr_atomic_add64((volatile apr_uint64_t *)&rec->idle,
-                             (apr_uint64_t)(apr_int64_t)-1);
-        }
-        bs->seg_slots[bs->my_slot].f.waiting = 0;
-    }
+    pf_steer_accept_end(bs->steer, &bs->seg_slots[bs->my_slot].f.waiting,
+                        got_connection);
     if (got_connection) {
         apr_atomic_inc64(&bs->seg_slots[bs->my_slot].f.accepted);
     }
@@ -1164,11 +1081,11 @@ void pf_bucketset_accept_end(pf_bucketset_t *bs, int got_connection)
 
 int pf_bucketset_queued_total(pf_bucketset_t *bs)
 {
-    int b, total = 0;
+    int b, backlog, total = 0;
 
-    pf_bucketset_snapshot(bs, bs->queued, ap_server_conf);
+    /* Read only: the cycle's figures stay as the cycle took them. */
     for (b = 0; b < bs->num_buckets; b++) {
-        total += bs->queued[b];
+        total += bucket_queue(bs, b, &backlog);
     }
     return total;
 }
@@ -1201,307 +1118,15 @@ void pf_bucketset_close(pf_bucketset_t *bs)
 /* ------------------------------------------------------------------ */
 /* ListenBucketSteering                                                */
 
-/* The socket of shard 0 of Listen @a l: a program attached through any
- * socket of a reuseport group serves the whole group. */
-static apr_socket_t *listen_group_socket(pf_bucketset_t *bs, int l)
-{
-    return bs->buckets[l * bs->plan.buckets_per_listen].listeners->sd;
-}
-
-static int listen_groups(const pf_bucketset_t *bs)
-{
-    return bs->num_buckets / bs->plan.buckets_per_listen;
-}
-
-static void steer_detach_all(pf_bucketset_t *bs, server_rec *s)
-{
-    apr_status_t rv;
-    int l;
-
-    for (l = 0; l < listen_groups(bs); l++) {
-        rv = pf_os_detach_steering(listen_group_socket(bs, l));
-        if (rv != APR_SUCCESS) {
-            ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
-                         PFBLOGNO(00048) "ListenBucketSteering: couldn't "
-                         "detach the program from listener %s (needs Linux "
-                         "5.8); it stays until the next full restart",
-                         bs->buckets[l * bs->plan.buckets_per_listen]
-                             .address);
-        }
-    }
-    bs->steer.attached = 0;
-}
-
-/* The kernel or our privileges refused a step: back to hash, said once. */
-static void steer_fall_back(pf_bucketset_t *bs, int wanted, server_rec *s,
-                            const char *step, apr_status_t rv,
-                            const char *detail)
-{
-    steering_t *st = &bs->steer;
-
-    if (st->attached) {
-        steer_detach_all(bs, s);
-    }
-    st->active = PFB_STEER_HASH;
-    if (!st->fallback_logged) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
-                     PFBLOGNO(00043) "ListenBucketSteering %s unavailable: "
-                     "%s failed%s%s; falling back to hash steering",
-                     pfb_steer_name(wanted), step,
-                     detail && *detail ? ": " : "", detail ? detail : "");
-        st->fallback_logged = 1;
-    }
-}
-
-static void setup_cpu_steering(pf_bucketset_t *bs, int cpu_affinity,
-                               apr_pool_t *p, server_rec *s)
-{
-    steering_t *st = &bs->steer;
-    int per_listen = bs->plan.buckets_per_listen;
-    pf_cpu_run_t *runs;
-    pf_cbpf_insn_t *prog;
-    int num_runs, len = -1, l;
-    apr_status_t rv;
-
-    if (st->num_cpus < 1) {
-        steer_fall_back(bs, PFB_STEER_CPU, s, "sched_getaffinity()",
-                        APR_ENOTIMPL, NULL);
-        return;
-    }
-    runs = apr_palloc(p, sizeof(*runs) * (apr_size_t)st->num_cpus);
-    num_runs = pf_steer_cpu_runs(st->cpus, st->num_cpus, per_listen, runs);
-    if (num_runs > 0 && PF_CBPF_CPU_INSNS(num_runs) <= PF_CBPF_MAX_INSNS) {
-        prog = apr_palloc(p, sizeof(*prog) * PF_CBPF_CPU_INSNS(num_runs));
-        len = pf_steer_build_cpu_program(runs, num_runs, prog);
-    }
-    if (len < 0) {
-        steer_fall_back(bs, PFB_STEER_CPU, s, "building the program",
-                        APR_EINVAL,
-                        apr_psprintf(p, "%d CPU groups need more than the "
-                                     "kernel's %d instructions", num_runs,
-                                     PF_CBPF_MAX_INSNS));
-        return;
-    }
-    /* From here a program may be on some groups: a fallback detaches them
-     * all (detaching where there is none is harmless). */
-    st->attached = 1;
-    for (l = 0; l < listen_groups(bs); l++) {
-        rv = pf_os_attach_cpu_program(listen_group_socket(bs, l), prog, len);
-        if (rv != APR_SUCCESS) {
-            steer_fall_back(bs, PFB_STEER_CPU, s,
-                            "setsockopt(SO_ATTACH_REUSEPORT_CBPF)", rv, NULL);
-            return;
-        }
-    }
-    st->active = PFB_STEER_CPU;
-    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
-                 PFBLOGNO(00044) "ListenBucketSteering cpu: %d CPU(s) of "
-                 "the affinity mask feed %d bucket(s) per Listen on %d "
-                 "Listen(s) (classic BPF, %d instructions)%s",
-                 st->num_cpus, per_listen, listen_groups(bs), len,
-                 cpu_affinity ? "; children pinned to their bucket's CPUs"
-                              : "");
-}
-
-/* Room for @a needed buckets in a steering map: a power of two, at least
- * 16, so that a restart adding a Listen seldom needs a new map. */
-static int steer_map_capacity(int needed)
-{
-    int capacity = 16;
-
-    while (capacity < needed) {
-        capacity *= 2;
-    }
-    return capacity;
-}
-
-/* The idle counts: kept for the server's lifetime, made larger (and new)
- * only when a restart adds buckets. */
-static apr_status_t ensure_idle_counts(pf_bucketset_t *bs, server_rec *s)
-{
-    steering_t *st = &bs->steer;
-    pf_steer_bucket_t *mem;
-    size_t len;
-    int fd, capacity, b;
-    apr_status_t rv;
-
-    if (st->stats == NULL || st->stats_capacity < bs->num_buckets) {
-        capacity = steer_map_capacity(bs->num_buckets);
-        rv = pf_os_bpf_create_stats_map(capacity, &fd, &mem, &len);
-        if (rv != APR_SUCCESS) {
-            steer_fall_back(bs, PFB_STEER_IDLE, s, "bpf(BPF_MAP_CREATE) of "
-                            "the mmap-able idle counts", rv, NULL);
-            return rv;
-        }
-        /* Older generations' children keep their own mapping of the old
-         * records; unmapping here does not touch theirs. */
-        pf_os_bpf_unmap(st->stats, st->stats_len);
-        pf_os_bpf_close(st->stats_fd);
-        st->stats = mem;
-        st->stats_len = len;
-        st->stats_fd = fd;
-        st->stats_capacity = capacity;
-        st->stats_layout = -1;
-    }
-    if (st->pending_len < bs->num_buckets) {
-        /* Grows by doubling, so a long run of restarts allocates from the
-         * long-lived pool a bounded number of times. */
-        st->pending_len = steer_map_capacity(bs->num_buckets);
-        st->pending = apr_pcalloc(bs->pool, sizeof(long)
-                                                * (apr_size_t)st->pending_len);
-        st->waiting = apr_pcalloc(bs->pool, sizeof(int)
-                                                * (apr_size_t)st->pending_len);
-    }
-    if (st->stats_layout != bs->layout) {
-        /* Bucket numbers mean other sockets now.  The counts start from
-         * the children's slots at the next cycles. */
-        for (b = 0; b < st->stats_capacity; b++) {
-            st->stats[b].idle = 0;
-        }
-        memset(st->pending, 0, sizeof(long) * (apr_size_t)st->pending_len);
-        st->stats_layout = bs->layout;
-    }
-    return APR_SUCCESS;
-}
-
-/* Puts each bucket's socket under its bucket number in the socket map.
- * The map lives as long as the server, because the kernel lets a socket be
- * in one such map at a time, under one key: every (re)start empties it and
- * fills it again from the sockets in force, so a socket closed by a full
- * restart (and its descriptor number reused) can never leave a stale
- * entry.  While it is refilled the program finds no socket and the kernel
- * hashes, so no connection is refused. */
-static apr_status_t fill_socket_map(pf_bucketset_t *bs, server_rec *s)
-{
-    steering_t *st = &bs->steer;
-    apr_status_t rv;
-    int b, capacity, map_fd;
-
-    for (b = 0; st->socks_fd >= 0 && b < st->socks_capacity; b++) {
-        pf_os_bpf_clear_socket(st->socks_fd, b);
-    }
-    if (st->socks_fd < 0 || st->socks_capacity < bs->num_buckets) {
-        capacity = steer_map_capacity(bs->num_buckets);
-        rv = pf_os_bpf_create_socket_map(capacity, &map_fd);
-        if (rv != APR_SUCCESS) {
-            steer_fall_back(bs, PFB_STEER_IDLE, s, "bpf(BPF_MAP_CREATE) of "
-                            "the REUSEPORT_SOCKARRAY", rv, NULL);
-            return rv;
-        }
-        pf_os_bpf_close(st->socks_fd);
-        st->socks_fd = map_fd;
-        st->socks_capacity = capacity;
-    }
-    for (b = 0; b < bs->num_buckets; b++) {
-        rv = pf_os_bpf_set_socket(st->socks_fd, b,
-                                  bs->buckets[b].listeners->sd);
-        if (rv != APR_SUCCESS) {
-            steer_fall_back(bs, PFB_STEER_IDLE, s, "bpf(BPF_MAP_UPDATE_ELEM) "
-                            "of a bucket socket", rv, bs->buckets[b].address);
-            return rv;
-        }
-    }
-    return APR_SUCCESS;
-}
-
-/* The verifier's last line, for the one log line of a refusal. */
-static const char *last_log_line(apr_pool_t *p, char *log)
-{
-    char *end = log + strlen(log), *start;
-
-    while (end > log && (end[-1] == '\n' || end[-1] == ' ')) {
-        *--end = '\0';
-    }
-    start = strrchr(log, '\n');
-    start = start ? start + 1 : log;
-    return *start ? apr_psprintf(p, "verifier says: %s", start) : NULL;
-}
-
-static void setup_idle_steering(pf_bucketset_t *bs, apr_pool_t *p,
-                                server_rec *s)
-{
-    steering_t *st = &bs->steer;
-    pf_idle_program_t spec;
-    pf_ebpf_insn_t *prog;
-    int prog_fd, len, l;
-    char *verifier_log;
-    apr_status_t rv;
-
-    if (ensure_idle_counts(bs, s) != APR_SUCCESS
-        || fill_socket_map(bs, s) != APR_SUCCESS) {
-        return;
-    }
-    prog = apr_palloc(p, sizeof(*prog) * PF_EBPF_IDLE_MAX_INSNS);
-    verifier_log = apr_palloc(p, VERIFIER_LOG_SIZE);
-    spec.stats_map_fd = st->stats_fd;
-    spec.socks_map_fd = st->socks_fd;
-    spec.per_listen = bs->plan.buckets_per_listen;
-    spec.probes = pf_steer_idle_probes(spec.per_listen);
-    st->attached = 1;           /* as for cpu: a fallback detaches all */
-    for (l = 0; l < listen_groups(bs); l++) {
-        spec.first_bucket = l * spec.per_listen;
-        len = pf_steer_build_idle_program(&spec, prog, PF_EBPF_IDLE_MAX_INSNS);
-        rv = len < 0 ? APR_EINVAL
-                     : pf_os_bpf_load_idle_program(prog, len, &prog_fd,
-                                                   verifier_log,
-                                                   VERIFIER_LOG_SIZE);
-        if (rv != APR_SUCCESS) {
-            steer_fall_back(bs, PFB_STEER_IDLE, s, "bpf(BPF_PROG_LOAD) of "
-                            "the SK_REUSEPORT program", rv,
-                            len < 0 ? "program too large"
-                                    : last_log_line(p, verifier_log));
-            return;
-        }
-        rv = pf_os_attach_idle_program(listen_group_socket(bs, l), prog_fd);
-        /* The group holds the program now (or it failed): either way our
-         * descriptor is no longer needed. */
-        pf_os_bpf_close(prog_fd);
-        if (rv != APR_SUCCESS) {
-            steer_fall_back(bs, PFB_STEER_IDLE, s,
-                            "setsockopt(SO_ATTACH_REUSEPORT_EBPF)", rv, NULL);
-            return;
-        }
-    }
-    st->active = PFB_STEER_IDLE;
-    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
-                 PFBLOGNO(00046) "ListenBucketSteering idle: eBPF program "
-                 "attached to %d Listen(s) of %d bucket(s) each, probing up "
-                 "to %d other bucket(s) when the hash's has no idle child",
-                 listen_groups(bs), spec.per_listen, spec.probes);
-}
-
 int pf_bucketset_steer(pf_bucketset_t *bs, int wanted, int cpu_affinity,
                        apr_pool_t *p, server_rec *s)
 {
-    steering_t *st = &bs->steer;
-    int per_listen = bs->plan.buckets_per_listen;
+    pf_steer_buckets_t view;
+    int active;
 
-    if (st->cpus == NULL) {
-        st->cpus = apr_palloc(bs->pool, sizeof(int) * MAX_MASK_CPUS);
-    }
-    st->num_cpus = pf_os_affinity_cpus(st->cpus, MAX_MASK_CPUS);
-    st->active = PFB_STEER_HASH;
-
-    if (bs->plan.mode != PFB_MODE_REUSEPORT || per_listen < 2) {
-        if (wanted != PFB_STEER_HASH || cpu_affinity) {
-            ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
-                         PFBLOGNO(00042) "ListenBucketSteering %s, "
-                         "BucketCPUAffinity %s: nothing to steer with %d "
-                         "bucket(s) per Listen (mode %s)",
-                         pfb_steer_name(wanted), cpu_affinity ? "on" : "off",
-                         per_listen, pfb_mode_name(bs->plan.mode));
-        }
-    }
-    else if (wanted == PFB_STEER_CPU) {
-        setup_cpu_steering(bs, cpu_affinity, p, s);
-    }
-    else if (wanted == PFB_STEER_IDLE) {
-        setup_idle_steering(bs, p, s);
-    }
-    if (st->active == PFB_STEER_HASH && st->attached) {
-        steer_detach_all(bs, s);
-    }
-    bs->header_copy.steer_active = st->active;
-    bs->header->steer_active = st->active;
-    return st->active;
+    steering_view(bs, &view);
+    active = pf_steer_attach(bs->steer, &view, wanted, cpu_affinity, p, s);
+    bs->header_copy.steer_active = active;
+    bs->header->steer_active = active;
+    return active;
 }

@@ -26,8 +26,9 @@
  *   counters wherever its Listen moves in the configuration;
  * - the shared segment of include/prefork_buckets.h, with the
  *   slot-to-bucket map and the per-slot marks;
- * - ListenBucketSteering's kernel objects: attaching, filling and
- *   reconciling them.
+ * - ListenBucketSteering (prefork_steering.c), which it drives: it hands
+ *   steering its sockets at every generation and every cycle, and what
+ *   it observed of the children and the queues.
  *
  * prefork.c keeps the httpd-shaped parts (hooks, directives, the child and
  * parent loops, signals) and calls:
@@ -132,8 +133,8 @@ const pf_bucket_plan_t *pf_bucketset_plan(const pf_bucketset_t *bs);
 const pfb_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs);
 
 /**
- * Attaches ListenBucketSteering's program to every Listen's group, or
- * detaches it for hash; on any refusal, falls back to hash with one
+ * Attaches ListenBucketSteering's program to every Listen's group
+ * (pf_steer_attach()); on any refusal it falls back to hash with one
  * WARNING.  Run by the parent (root) before it forks the generation.
  * @return the pfb_steer_e in force
  */
@@ -141,9 +142,9 @@ int pf_bucketset_steer(pf_bucketset_t *bs, int wanted, int cpu_affinity,
                        apr_pool_t *p, server_rec *s);
 
 /**
- * Reads each bucket's accept queue (TCP_INFO) into @a queued, one entry
- * per bucket, and with idle steering corrects drift in the kernel's idle
- * counts.
+ * Reads each bucket's accept queue into @a queued, one entry per bucket,
+ * and the queues' limits for the next publish (TCP_INFO, one read per
+ * socket).  Changes nothing else.
  */
 void pf_bucketset_snapshot(pf_bucketset_t *bs, int *queued, server_rec *s);
 
@@ -154,8 +155,10 @@ typedef struct {
     int slots_used;
 } pf_bucketset_figures_t;
 
-/** Writes the cycle's figures and every parent-owned field of the
- *  segment, from the parent's own state. */
+/** Once per maintenance cycle: writes the cycle's figures and every
+ *  parent-owned field of the segment, from the parent's own state, after
+ *  steering has put its programs back and corrected its idle counts
+ *  (pf_steer_cycle(), from these figures' queues). */
 void pf_bucketset_publish(pf_bucketset_t *bs,
                           const pf_bucketset_figures_t *figures);
 

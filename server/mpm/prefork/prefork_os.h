@@ -27,8 +27,6 @@
 #include "apr_network_io.h"
 #include "apr_pools.h"
 
-#include "prefork_steer.h"
-
 /** What pf_os_probe_cpus() found. */
 typedef struct {
     int online;     /**< online CPUs */
@@ -96,7 +94,7 @@ void pf_os_probe_cpus(pf_cpu_info_t *info);
 void pf_os_cgroup_cpus(const char *top, int *quota, int *cpuset);
 
 /* ------------------------------------------------------------------ */
-/* ListenBucketSteering                                                */
+/* CPUs (ListenBucketSteering cpu, BucketCPUAffinity)                  */
 
 /**
  * Lists the CPUs in this process's affinity mask, ascending.
@@ -107,56 +105,5 @@ int pf_os_affinity_cpus(int *cpus, int room);
 
 /** Pins the calling process to the given CPUs. */
 apr_status_t pf_os_pin_to_cpus(const int *cpus, int num_cpus);
-
-/**
- * Attaches a classic BPF program to the SO_REUSEPORT group of @a sd
- * (SO_ATTACH_REUSEPORT_CBPF): it then picks the socket for every new
- * connection of the group, replacing any program attached before.
- */
-apr_status_t pf_os_attach_cpu_program(apr_socket_t *sd,
-                                      const pf_cbpf_insn_t *prog, int len);
-
-/** Attaches a loaded eBPF program to the group (SO_ATTACH_REUSEPORT_EBPF). */
-apr_status_t pf_os_attach_idle_program(apr_socket_t *sd, int prog_fd);
-
-/** Removes whatever program the group has (SO_DETACH_REUSEPORT_BPF):
- *  back to the kernel's hash.  APR_SUCCESS also when none was attached. */
-apr_status_t pf_os_detach_steering(apr_socket_t *sd);
-
-/**
- * Creates the mmap-able BPF array of pf_steer_bucket_t and maps it shared,
- * so that children inherit it across fork() and update it without a
- * system call.
- * @param fd The map's descriptor
- * @param mem The mapping, zero-filled, @a entries records
- */
-apr_status_t pf_os_bpf_create_stats_map(int entries, int *fd,
-                                        pf_steer_bucket_t **mem,
-                                        size_t *mem_len);
-
-/** Creates a REUSEPORT_SOCKARRAY map with room for @a entries sockets. */
-apr_status_t pf_os_bpf_create_socket_map(int entries, int *fd);
-
-/** Puts listening socket @a sd under key @a key of a socket map. */
-apr_status_t pf_os_bpf_set_socket(int map_fd, int key, apr_socket_t *sd);
-
-/** Takes the socket under key @a key out of a socket map (a socket can be
- *  in one such map, under one key, at a time).  APR_SUCCESS also when the
- *  key held none. */
-apr_status_t pf_os_bpf_clear_socket(int map_fd, int key);
-
-/**
- * Loads an idle-steering program (BPF_PROG_TYPE_SK_REUSEPORT).  On a
- * refusal the verifier's last lines are left in @a log.
- * @param fd The program's descriptor
- */
-apr_status_t pf_os_bpf_load_idle_program(const pf_ebpf_insn_t *prog, int len,
-                                         int *fd, char *log, size_t log_len);
-
-/** Closes a BPF descriptor (ignores -1). */
-void pf_os_bpf_close(int fd);
-
-/** Unmaps what pf_os_bpf_create_stats_map() mapped. */
-void pf_os_bpf_unmap(pf_steer_bucket_t *mem, size_t mem_len);
 
 #endif /* PREFORK_OS_H */

@@ -8,10 +8,13 @@ What it models:
 - steering: "hash" puts each new connection in a bucket chosen uniformly at
   random, which is what the kernel's hash of the 4-tuple does with random
   ephemeral ports; "single" is one shared accept queue; "idle" is
-  ListenBucketSteering idle: the hash's bucket unless it has no idle child,
+  ListenBucketSteering idle, decided by the very rule the kernel program
+  runs (pf_steer_idle_choose() of prefork_steering_rules.h, called through
+  pf_steer_idle_pick()): the hash's bucket unless it has no idle child,
   then the first of up to 16 other buckets (random start) with one, else
-  the probed bucket with the shortest queue (the model sees the counts the
-  program reads without their microsecond lag);
+  the probed bucket with the shortest queue (the model hands it the counts
+  the program reads, idle children minus queued connections, without
+  their microsecond lag);
 - each bucket's accept queue is FIFO and its idle children take connections
   in turn; a queued connection never moves to another bucket;
 - service time: exponential with the given mean, plus a fixed per-request
@@ -92,6 +95,10 @@ def load_policy(path=POLICY_LIB):
         ctypes.POINTER(ctypes.c_int), ctypes.POINTER(BucketAction),
         ctypes.POINTER(Rank), ctypes.POINTER(Summary)]
     lib.pf_steer_idle_probes.argtypes = [ctypes.c_int]
+    lib.pf_steer_idle_pick.argtypes = [
+        ctypes.POINTER(ctypes.c_int64), ctypes.c_int, ctypes.c_uint32,
+        ctypes.c_uint32, ctypes.POINTER(ctypes.c_int)]
+    lib.pf_steer_idle_pick.restype = ctypes.c_int
     return lib
 
 
@@ -175,8 +182,9 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
         else workers
     bs = [Bucket() for _ in range(nb)]
     policy = Policy(nb, min_total, max_total, workers)
-    # Buckets the idle-steering program looks at after the hash's.
-    probes = policy.lib.pf_steer_idle_probes(nb)
+    # The idle program's counts per bucket, kept as the buckets change.
+    counts = (ctypes.c_int64 * nb)()
+    moved = ctypes.c_int()
     child_count = collections.Counter()
     next_child = [0]
     events = []
@@ -223,32 +231,27 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
         else:
             running[0] -= 1
 
-    def idle_steer(home):
-        """ListenBucketSteering idle: the hash's bucket if it has an idle
-        child, else the first of up to 16 others (from a random start)
-        that has one, else the probed bucket with the shortest queue
-        (ties stay home) - the eBPF program's rule."""
-        if bs[home].idle or nb == 1:
-            return home
-        start = rng.randrange(nb - 1)
-        best, best_queue = home, len(bs[home].queue)
-        for i in range(probes):
-            c = (home + 1 + (start + i) % (nb - 1)) % nb
-            if bs[c].idle:
-                return c
-            if len(bs[c].queue) < best_queue:
-                best, best_queue = c, len(bs[c].queue)
-        return best
+    def recount(b):
+        counts[b] = len(bs[b].idle) - len(bs[b].queue)
+
+    def idle_steer():
+        """ListenBucketSteering idle: the C rule, with a connection's hash
+        and the program's random number."""
+        return policy.lib.pf_steer_idle_pick(
+            counts, nb, rng.getrandbits(32), rng.getrandbits(32),
+            ctypes.byref(moved))
 
     def arrive(t):
-        b = rng.randrange(nb) if nb > 1 else 0
-        if steering == "idle":
-            b = idle_steer(b)
+        if steering == "idle" and nb > 1:
+            b = idle_steer()
+        else:
+            b = rng.randrange(nb) if nb > 1 else 0
         bucket = bs[b]
         if bucket.idle:
             start(b, bucket.idle.pop(), t, t)
         else:
             bucket.queue.append(t)
+        recount(b)
 
     def child_free(b, child, t):
         bucket = bs[b]
@@ -256,6 +259,7 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
             start(b, child, bucket.queue.popleft(), t)
         else:
             bucket.idle.append(child)
+        recount(b)
 
     def maintenance(t):
         states = [(bucket.children, len(bucket.idle), len(bucket.queue))
@@ -269,6 +273,7 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
                     bs[b].idle.pop(0)
                     bs[b].children -= 1
                     total_children[0] -= 1
+                    recount(b)
         push(t + 1000.0, "tick", None)
 
     for i in range(start_children):

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """The scale model decides with the MPM's own rules: it calls
-pf_decide_maintenance() in build/libpfpolicy.so through ctypes.  This
-checks the model's side of that call (the ctypes structures, the spawn
-ramp it keeps between cycles) against the table that the C unit tests
-check too (test/unit/maintenance_cases.txt): if the model and the MPM
-came to disagree on a state, one of the two would fail.
+pf_decide_maintenance() and the idle-steering rule (pf_steer_idle_pick(),
+the C the kernel program is compiled from) in build/libpfpolicy.so through
+ctypes.  This checks the model's side of those calls (the ctypes
+structures, the spawn ramp it keeps between cycles) against the tables
+that the C unit tests check too (test/unit/maintenance_cases.txt,
+test/unit/idle_steering_cases.txt): if the model and the MPM came to
+disagree on a state, one of the two would fail.
 
   python3 test/load/sim/test_bucketsim.py
 """
 
+import ctypes
 import os
 import sys
 import unittest
@@ -19,6 +22,8 @@ sys.path.insert(0, HERE)
 import bucketsim  # noqa: E402
 
 CASES = os.path.join(HERE, "..", "..", "unit", "maintenance_cases.txt")
+IDLE_CASES = os.path.join(HERE, "..", "..", "unit",
+                          "idle_steering_cases.txt")
 
 
 def read_cases():
@@ -56,6 +61,41 @@ class ModelRunsTheMpmsRules(unittest.TestCase):
                                                row["occupied"]),
                                  row["actions"])
                 self.assertEqual(policy.ramp(), row["after"])
+
+    def test_idle_steering_table(self):
+        lib = bucketsim.load_policy()
+        moved = ctypes.c_int()
+        rows = 0
+        with open(IDLE_CASES) as f:
+            for line in f:
+                if line.startswith("#") or not line.strip():
+                    continue
+                label, n, draws, counts, want = \
+                    [field.strip() for field in line.split("|")]
+                n = int(n)
+                hash_value, random_value = (int(v, 0) for v in draws.split())
+                idle = (ctypes.c_int64 * n)(*map(int, counts.split()))
+                with self.subTest(label):
+                    got = lib.pf_steer_idle_pick(idle, n, hash_value,
+                                                 random_value,
+                                                 ctypes.byref(moved))
+                    self.assertEqual((got, moved.value),
+                                     tuple(map(int, want.split())))
+                rows += 1
+        self.assertGreaterEqual(rows, 10)
+
+    def test_simulation_steers_through_the_rule(self):
+        """Idle steering in the model: with as many clients as children,
+        the hash queues requests behind busy children while other buckets
+        have idle ones; the rule sends them to the idle ones, so the
+        median latency is the service time's."""
+        runs = {steering: bucketsim.simulate(
+            buckets=4, workers=16, clients=16, requests=5000, warmup=500,
+            steering=steering, mean_ms=10.0, overhead_ms=0.0,
+            min_spare_servers=1, max_spare_servers=16)
+            for steering in ("hash", "idle")}
+        self.assertEqual(runs["idle"]["children_end"], [4, 4, 4, 4])
+        self.assertLess(runs["idle"]["p50"], 0.8 * runs["hash"]["p50"])
 
     def test_simulation_spawns_through_the_policy(self):
         """A run that starts with too few children must grow them by the

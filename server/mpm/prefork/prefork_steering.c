@@ -1,0 +1,816 @@
+/* Licensed to the Apache Software Foundation (ASF) under one or more
+ * contributor license agreements.  See the NOTICE file distributed with
+ * this work for additional information regarding copyright ownership.
+ * The ASF licenses this file to You under the Apache License, Version 2.0
+ * (the "License"); you may not use this file except in compliance with
+ * the License.  You may obtain a copy of the License at
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+/* ListenBucketSteering; see prefork_steering.h. */
+
+#include "apr.h"
+#include "apr_atomic.h"
+#include "apr_strings.h"
+
+#define APR_WANT_STRFUNC
+#include "apr_want.h"
+
+#include "ap_config.h"
+#include "httpd.h"
+#include "http_log.h"
+
+#include "pfb_log.h"
+#include "prefork_buckets.h"
+#include "prefork_os.h"
+#include "prefork_steering.h"
+#include "prefork_steering_kernel.h"
+
+APLOG_USE_MODULE(mpm_prefork);
+
+/* The most CPUs the affinity mask is read for. */
+#define MAX_MASK_CPUS 8192
+
+/* Room for the verifier's (or libbpf's) last line. */
+#define REFUSAL_LINE 512
+
+/* What each mode's program needs besides the socket map.  A new mode is
+ * a row here and a program in prefork_steering.bpf.c. */
+typedef struct {
+    int mode;                   /* pfb_steer_e */
+    int idle_table;             /* reads and writes the idle counts */
+    int cpu_table;              /* reads the CPU-to-shard table */
+} mode_needs_t;
+
+static const mode_needs_t mode_needs[] = {
+    { PFB_STEER_HASH, 0, 0 },
+    { PFB_STEER_IDLE, 1, 0 },
+    { PFB_STEER_CPU, 0, 1 },
+};
+
+/* Why a step failed, for the one log line of a refusal. */
+typedef struct {
+    const char *step;
+    apr_status_t rv;
+    const char *detail;
+} refusal_t;
+
+struct pf_steer_s {
+    apr_pool_t *pool;           /* outlives generations */
+    int active;                 /* pfb_steer_e in force */
+
+    /* The generation. */
+    int steerable;              /* reuseport groups of 2 or more */
+    int num_buckets;
+    int per_listen;
+    int listens;
+
+    /* Its programs, one per Listen, kept to attach again every cycle. */
+    int *prog_fds;
+    int num_progs;
+    int prog_room;
+    int attached;               /* a program may be on the groups */
+
+    /* The socket map, for the server's life: a socket can be in one
+     * REUSEPORT_SOCKARRAY at a time. */
+    int socks_fd;
+    int socks_capacity;
+    apr_uint64_t *wanted_cookie;    /* scratch, socks_capacity long */
+    int *in_place;                  /* scratch, socks_capacity long */
+
+    /* The idle counts, for the server's life: children of every
+     * generation count in the same records. */
+    int idle_fd;
+    pf_steer_bucket_t *idle;
+    size_t idle_len;
+    int idle_capacity;
+    int idle_layout;            /* layout the counts were last reset for */
+    int64_t *pending;           /* per bucket: difference seen last cycle */
+    int pending_len;
+    int64_t last_cycle;         /* when the last counted cycle was */
+
+    /* The affinity mask, ascending, read at every (re)start. */
+    int *cpus;
+    int num_cpus;
+
+    /* Each logged once (per server, or per episode where reset). */
+    int fallback_logged;
+    int kernel_hash_logged;
+    int reattach_logged;
+    int refill_logged;
+    int detach_unsupported;
+
+    /* In a child: its bucket. */
+    int my_bucket;
+};
+
+pf_steer_t *pf_steer_create(apr_pool_t *pool)
+{
+    pf_steer_t *st = apr_pcalloc(pool, sizeof(*st));
+
+    st->pool = pool;
+    st->active = PFB_STEER_HASH;
+    st->socks_fd = -1;
+    st->idle_fd = -1;
+    st->idle_layout = -1;
+    st->my_bucket = -1;
+    st->cpus = apr_palloc(pool, sizeof(int) * MAX_MASK_CPUS);
+    return st;
+}
+
+int pf_steer_active(const pf_steer_t *st)
+{
+    return st->active;
+}
+
+static const mode_needs_t *needs_of(int mode)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(mode_needs) / sizeof(mode_needs[0]); i++) {
+        if (mode_needs[i].mode == mode) {
+            return &mode_needs[i];
+        }
+    }
+    return NULL;
+}
+
+/* Room for @a needed buckets in a steering map: a power of two, at least
+ * 16, so that a restart adding a Listen seldom needs a new map. */
+static int map_capacity(int needed)
+{
+    int capacity = 16;
+
+    while (capacity < needed && capacity < PF_STEER_MAX_RECORDS) {
+        capacity *= 2;
+    }
+    return capacity;
+}
+
+/* The socket of shard 0 of Listen @a l: a program attached through any
+ * socket of a reuseport group serves the whole group. */
+static apr_socket_t *group_socket(const pf_steer_buckets_t *b, int l)
+{
+    return b->sockets[l * b->per_listen];
+}
+
+static const char *group_name(const pf_steer_buckets_t *b, int l)
+{
+    return b->names[l * b->per_listen];
+}
+
+static void close_programs(pf_steer_t *st)
+{
+    int l;
+
+    for (l = 0; l < st->num_progs; l++) {
+        pf_steer_kernel_close(st->prog_fds[l]);
+    }
+    st->num_progs = 0;
+}
+
+static void detach_all(pf_steer_t *st, const pf_steer_buckets_t *b,
+                       server_rec *s)
+{
+    int per_listen = b->per_listen > 0 ? b->per_listen : 1;
+    apr_status_t rv;
+    int l;
+
+    for (l = 0; l < b->num_buckets / per_listen; l++) {
+        rv = pf_steer_kernel_detach(b->sockets[l * per_listen]);
+        if (rv != APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
+                         PFBLOGNO(00048) "ListenBucketSteering: couldn't "
+                         "detach the program from listener %s (needs Linux "
+                         "5.8); it stays until the next full restart",
+                         b->names[l * per_listen]);
+        }
+    }
+    st->attached = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The socket map                                                      */
+
+/* Makes the socket map, or a larger one when a restart adds buckets; the
+ * old one is emptied first, so its sockets can go into the new one. */
+static apr_status_t ensure_socket_map(pf_steer_t *st, int needed,
+                                      refusal_t *why)
+{
+    int capacity, fd, key;
+    apr_status_t rv;
+
+    if (st->socks_fd >= 0 && st->socks_capacity >= needed) {
+        return APR_SUCCESS;
+    }
+    capacity = map_capacity(needed);
+    if (capacity < needed) {
+        why->step = "sizing the socket map";
+        why->rv = APR_EINVAL;
+        return APR_EINVAL;
+    }
+    rv = pf_steer_kernel_socket_map(capacity, &fd);
+    if (rv != APR_SUCCESS) {
+        why->step = "bpf(BPF_MAP_CREATE) of the REUSEPORT_SOCKARRAY";
+        why->rv = rv;
+        return rv;
+    }
+    for (key = 0; st->socks_fd >= 0 && key < st->socks_capacity; key++) {
+        pf_steer_kernel_clear_socket(st->socks_fd, key);
+    }
+    pf_steer_kernel_close(st->socks_fd);
+    st->socks_fd = fd;
+    st->socks_capacity = capacity;
+    /* Grows by doubling, so a long run of restarts allocates from the
+     * long-lived pool a bounded number of times. */
+    st->wanted_cookie = apr_pcalloc(st->pool, sizeof(apr_uint64_t)
+                                                  * (apr_size_t)capacity);
+    st->in_place = apr_pcalloc(st->pool, sizeof(int) * (apr_size_t)capacity);
+    return APR_SUCCESS;
+}
+
+/* Makes the socket map hold exactly each bucket's socket under its bucket
+ * number.  A key that holds the right socket is left alone, so a cycle
+ * with nothing to mend changes nothing, and no connection meets an empty
+ * key.  A socket that moves to another key is taken out of the old one
+ * first (a socket can be under one key at a time).
+ * @param changed Set to the number of keys filled again
+ * @param bad Set to the first bucket whose socket would not go in */
+static apr_status_t sync_socket_map(pf_steer_t *st,
+                                    const pf_steer_buckets_t *b,
+                                    int *changed, int *bad)
+{
+    apr_status_t rv, first = APR_SUCCESS;
+    apr_uint64_t held;
+    int key;
+
+    *changed = 0;
+    *bad = -1;
+    for (key = 0; key < st->socks_capacity; key++) {
+        st->wanted_cookie[key] = 0;
+        if (key < b->num_buckets && b->sockets[key] != NULL) {
+            pf_steer_kernel_cookie(b->sockets[key], &st->wanted_cookie[key]);
+        }
+        rv = pf_steer_kernel_socket_at(st->socks_fd, key, &held);
+        if (rv != APR_SUCCESS) {
+            held = 0;
+        }
+        st->in_place[key] = held != 0 && held == st->wanted_cookie[key];
+        if (held != 0 && !st->in_place[key]) {
+            pf_steer_kernel_clear_socket(st->socks_fd, key);
+        }
+    }
+    for (key = 0; key < b->num_buckets && key < st->socks_capacity; key++) {
+        if (st->in_place[key] || b->sockets[key] == NULL) {
+            continue;
+        }
+        rv = pf_steer_kernel_put_socket(st->socks_fd, key, b->sockets[key]);
+        if (rv == APR_SUCCESS) {
+            (*changed)++;
+        }
+        else if (first == APR_SUCCESS) {
+            first = rv;
+            *bad = key;
+        }
+    }
+    return first;
+}
+
+/* ------------------------------------------------------------------ */
+/* The idle counts                                                     */
+
+/* The idle table: kept for the server's life, made larger (and new) only
+ * when a restart adds buckets; reset when bucket numbers change meaning. */
+static apr_status_t ensure_idle_table(pf_steer_t *st,
+                                      const pf_steer_buckets_t *b,
+                                      refusal_t *why)
+{
+    pf_steer_bucket_t *table;
+    size_t len;
+    int fd, capacity, r;
+    apr_status_t rv;
+
+    if (st->idle == NULL || st->idle_capacity < b->num_buckets) {
+        capacity = map_capacity(b->num_buckets);
+        rv = capacity < b->num_buckets
+                 ? APR_EINVAL
+                 : pf_steer_kernel_idle_table(capacity, &fd, &table, &len);
+        if (rv != APR_SUCCESS) {
+            why->step = "bpf(BPF_MAP_CREATE) of the mmap-able idle counts";
+            why->rv = rv;
+            return rv;
+        }
+        /* Older generations' children keep their own mapping of the old
+         * table; unmapping here does not touch theirs. */
+        pf_steer_kernel_unmap(st->idle, st->idle_len);
+        pf_steer_kernel_close(st->idle_fd);
+        st->idle = table;
+        st->idle_len = len;
+        st->idle_fd = fd;
+        st->idle_capacity = capacity;
+        st->idle_layout = -1;
+    }
+    if (st->pending_len < b->num_buckets) {
+        st->pending_len = map_capacity(b->num_buckets);
+        st->pending = apr_pcalloc(st->pool, sizeof(int64_t)
+                                                * (apr_size_t)st->pending_len);
+    }
+    if (st->idle_layout != b->layout) {
+        /* Bucket numbers name other sockets now: the counts start again
+         * from the children's slots at the next cycles. */
+        for (r = 0; r < st->idle_capacity; r++) {
+            st->idle[r].idle = 0;
+        }
+        memset(st->pending, 0, sizeof(int64_t) * (apr_size_t)st->pending_len);
+        st->idle_layout = b->layout;
+        st->last_cycle = 0;
+    }
+    return APR_SUCCESS;
+}
+
+/* Compares each bucket's idle count with what the slots and the accept
+ * queues say, and corrects drift: a handshake the program counted that
+ * never completed, or a child killed between marking its slot and
+ * counting itself.  Runs once per cycle however often it is called. */
+static void reconcile_idle_counts(pf_steer_t *st,
+                                  const pf_steer_buckets_t *b,
+                                  const pf_steer_observation_t *obs,
+                                  server_rec *s)
+{
+    int bucket;
+
+    if (st->active != PFB_STEER_IDLE || st->idle == NULL || obs == NULL
+        || st->pending_len < b->num_buckets
+        || st->idle_capacity < b->num_buckets
+        || !pf_steer_new_cycle((int64_t)obs->now, &st->last_cycle)) {
+        return;
+    }
+    for (bucket = 0; bucket < b->num_buckets; bucket++) {
+        /* Read once: a child may change it at any moment. */
+        int64_t advertised = st->idle[bucket].idle;
+        int64_t truth = pf_steer_idle_truth(obs->waiting[bucket],
+                                            obs->queued[bucket]);
+        int64_t fix = pf_steer_idle_correction(advertised, truth,
+                                               &st->pending[bucket]);
+
+        if (fix != 0) {
+            apr_atomic_add64((volatile apr_uint64_t *)&st->idle[bucket].idle,
+                             (apr_uint64_t)fix);
+            ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
+                         PFBLOGNO(00047) "idle steering: bucket %d "
+                         "advertised %" APR_INT64_T_FMT " idle, %d waiting "
+                         "and %d queued; corrected by %" APR_INT64_T_FMT,
+                         bucket, (apr_int64_t)advertised,
+                         obs->waiting[bucket], obs->queued[bucket],
+                         (apr_int64_t)fix);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Attaching                                                           */
+
+/* The CPU table for the affinity mask and this Listen size, in a map. */
+static apr_status_t make_cpu_map(pf_steer_t *st, int per_listen,
+                                 apr_pool_t *p, int *fd, refusal_t *why)
+{
+    pf_steer_cpu_entry_t *table;
+    pf_cpu_run_t *runs;
+    int num_runs, entries;
+    apr_status_t rv;
+
+    if (st->num_cpus < 1) {
+        why->step = "sched_getaffinity()";
+        why->rv = APR_ENOTIMPL;
+        return APR_ENOTIMPL;
+    }
+    entries = pf_steer_kernel_possible_cpus();
+    if (entries <= st->cpus[st->num_cpus - 1]) {
+        entries = st->cpus[st->num_cpus - 1] + 1;
+    }
+    runs = apr_palloc(p, sizeof(*runs) * (apr_size_t)st->num_cpus);
+    table = apr_palloc(p, sizeof(*table) * (apr_size_t)entries);
+    num_runs = pf_steer_cpu_runs(st->cpus, st->num_cpus, per_listen, runs);
+    if (num_runs < 1 || pf_steer_cpu_table(runs, num_runs, table, entries)) {
+        why->step = "laying out the CPUs";
+        why->rv = APR_EINVAL;
+        return APR_EINVAL;
+    }
+    rv = pf_steer_kernel_cpu_map(table, entries, fd);
+    if (rv != APR_SUCCESS) {
+        why->step = "bpf(BPF_MAP_CREATE) of the CPU table";
+        why->rv = rv;
+    }
+    return rv;
+}
+
+static void keep_program(pf_steer_t *st, int fd)
+{
+    if (st->num_progs == st->prog_room) {
+        int room = st->prog_room ? 2 * st->prog_room : 4;
+        int *grown = apr_palloc(st->pool, sizeof(int) * (apr_size_t)room);
+
+        if (st->num_progs > 0) {
+            memcpy(grown, st->prog_fds,
+                   sizeof(int) * (apr_size_t)st->num_progs);
+        }
+        st->prog_fds = grown;
+        st->prog_room = room;
+    }
+    st->prog_fds[st->num_progs++] = fd;
+}
+
+/* Loads @a mode's program for every Listen and attaches it.  On failure
+ * *why says which step; what was attached stays for the caller's
+ * fallback to replace or detach. */
+static apr_status_t attach_programs(pf_steer_t *st,
+                                    const pf_steer_buckets_t *b, int mode,
+                                    apr_pool_t *p, refusal_t *why)
+{
+    const mode_needs_t *needs = needs_of(mode);
+    pf_steer_program_t spec;
+    char *line = apr_palloc(p, REFUSAL_LINE);
+    apr_status_t rv;
+    int l, fd;
+
+    memset(&spec, 0, sizeof(spec));
+    spec.mode = mode;
+    spec.idle_fd = spec.cpu_fd = -1;
+    if (needs == NULL) {
+        why->step = "choosing the program";
+        why->rv = APR_EINVAL;
+        return APR_EINVAL;
+    }
+    if (needs->idle_table && (rv = ensure_idle_table(st, b, why))) {
+        return rv;
+    }
+    if (needs->cpu_table
+        && (rv = make_cpu_map(st, b->per_listen, p, &spec.cpu_fd, why))) {
+        return rv;
+    }
+    rv = ensure_socket_map(st, b->num_buckets, why);
+    if (rv == APR_SUCCESS) {
+        int changed, bad;
+
+        rv = sync_socket_map(st, b, &changed, &bad);
+        if (rv != APR_SUCCESS) {
+            why->step = "bpf(BPF_MAP_UPDATE_ELEM) of a bucket socket";
+            why->rv = rv;
+            why->detail = b->names[bad];
+        }
+    }
+    spec.socks_fd = st->socks_fd;
+    spec.idle_fd = needs->idle_table ? st->idle_fd : -1;
+    spec.listen.per_listen = (pf_u32)b->per_listen;
+    spec.listen.probes = (pf_u32)pf_steer_idle_probes(b->per_listen);
+    spec.listen.capacity = (pf_u32)st->idle_capacity;
+    for (l = 0; l < st->listens && rv == APR_SUCCESS; l++) {
+        spec.listen.first_bucket = (pf_u32)(l * b->per_listen);
+        rv = pf_steer_kernel_load(&spec, &fd, line, REFUSAL_LINE);
+        if (rv != APR_SUCCESS) {
+            why->step = "bpf(BPF_PROG_LOAD) of the SK_REUSEPORT program";
+            why->rv = rv;
+            why->detail = *line ? apr_psprintf(p, "%s says: %s",
+                                               strncmp(line, "libbpf", 6)
+                                                   ? "verifier" : "libbpf",
+                                               line)
+                                : NULL;
+            break;
+        }
+        keep_program(st, fd);
+        /* From here a program may be on some groups: a fallback
+         * replaces or detaches them all. */
+        st->attached = 1;
+        rv = pf_steer_kernel_attach(group_socket(b, l), fd);
+        if (rv != APR_SUCCESS) {
+            why->step = "setsockopt(SO_ATTACH_REUSEPORT_EBPF)";
+            why->rv = rv;
+        }
+    }
+    /* The program holds the CPU table now. */
+    pf_steer_kernel_close(spec.cpu_fd);
+    return rv;
+}
+
+/* "idle" or "cpu" refused: back to hash, said once for the server. */
+static void fall_back(pf_steer_t *st, int wanted, const refusal_t *why,
+                      server_rec *s)
+{
+    close_programs(st);
+    st->active = PFB_STEER_HASH;
+    if (!st->fallback_logged) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, why->rv, s,
+                     PFBLOGNO(00043) "ListenBucketSteering %s unavailable: "
+                     "%s failed%s%s; falling back to hash steering",
+                     pfb_steer_name(wanted), why->step,
+                     why->detail && *why->detail ? ": " : "",
+                     why->detail ? why->detail : "");
+        st->fallback_logged = 1;
+    }
+}
+
+static void log_attached(pf_steer_t *st, const pf_steer_buckets_t *b,
+                         int cpu_affinity, server_rec *s)
+{
+    switch (st->active) {
+    case PFB_STEER_CPU:
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                     PFBLOGNO(00044) "ListenBucketSteering cpu: %d CPU(s) "
+                     "of the affinity mask feed %d bucket(s) per Listen on "
+                     "%d Listen(s) (eBPF, through the socket map)%s",
+                     st->num_cpus, b->per_listen, st->listens,
+                     cpu_affinity ? "; children pinned to their bucket's "
+                                    "CPUs"
+                                  : "");
+        break;
+    case PFB_STEER_IDLE:
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                     PFBLOGNO(00046) "ListenBucketSteering idle: eBPF "
+                     "program attached to %d Listen(s) of %d bucket(s) "
+                     "each, probing up to %d other bucket(s) when the "
+                     "hash's has no idle child", st->listens, b->per_listen,
+                     pf_steer_idle_probes(b->per_listen));
+        break;
+    default:
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                     PFBLOGNO(00101) "ListenBucketSteering hash: eBPF "
+                     "program attached to %d Listen(s) of %d bucket(s) "
+                     "each: the kernel's hash, over the MPM's own sockets "
+                     "only", st->listens, b->per_listen);
+        break;
+    }
+}
+
+/* hash: the kernel's hash through the socket map where the program
+ * loads; else the kernel's own hash with no program, said once. */
+static void attach_hash(pf_steer_t *st, const pf_steer_buckets_t *b,
+                        int cpu_affinity, apr_pool_t *p, server_rec *s)
+{
+    refusal_t why = { "loading the program", APR_ENOTIMPL, NULL };
+
+    if (!pf_steer_kernel_built()) {
+        why.step = NULL;
+    }
+    else if (attach_programs(st, b, PFB_STEER_HASH, p, &why)
+             == APR_SUCCESS) {
+        log_attached(st, b, cpu_affinity, s);
+        return;
+    }
+    close_programs(st);
+    if (st->attached) {
+        detach_all(st, b, s);
+    }
+    if (!st->kernel_hash_logged) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, why.step ? why.rv : 0, s,
+                     PFBLOGNO(00100) "ListenBucketSteering hash: the "
+                     "kernel's own hash, with no program (%s%s%s%s): a "
+                     "process that joins a Listen's reuseport group would "
+                     "get a share of its connections",
+                     why.step ? why.step : "this build has no BPF programs",
+                     why.step ? " failed" : "",
+                     why.detail ? ": " : "", why.detail ? why.detail : "");
+        st->kernel_hash_logged = 1;
+    }
+}
+
+int pf_steer_attach(pf_steer_t *st, const pf_steer_buckets_t *b, int wanted,
+                    int cpu_affinity, apr_pool_t *p, server_rec *s)
+{
+    refusal_t why = { NULL, APR_SUCCESS, NULL };
+
+    st->num_cpus = pf_os_affinity_cpus(st->cpus, MAX_MASK_CPUS);
+    st->active = PFB_STEER_HASH;
+    st->num_buckets = b->num_buckets;
+    st->per_listen = b->per_listen;
+    st->steerable = b->reuseport && b->per_listen >= 2
+                    && b->num_buckets >= b->per_listen;
+    st->listens = st->steerable ? b->num_buckets / b->per_listen : 0;
+    st->reattach_logged = st->refill_logged = 0;
+    /* The groups keep the previous generation's programs until the new
+     * ones replace them; our descriptors of those are not needed. */
+    close_programs(st);
+
+    if (!st->steerable) {
+        if (wanted != PFB_STEER_HASH || cpu_affinity) {
+            ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                         PFBLOGNO(00042) "ListenBucketSteering %s, "
+                         "BucketCPUAffinity %s: nothing to steer with %d "
+                         "bucket(s) per Listen (mode %s)",
+                         pfb_steer_name(wanted), cpu_affinity ? "on" : "off",
+                         b->per_listen, b->mode_name);
+        }
+        if (st->attached) {
+            detach_all(st, b, s);
+        }
+        return st->active;
+    }
+    if (wanted != PFB_STEER_HASH) {
+        if (attach_programs(st, b, wanted, p, &why) == APR_SUCCESS) {
+            st->active = wanted;
+            log_attached(st, b, cpu_affinity, s);
+            return st->active;
+        }
+        fall_back(st, wanted, &why, s);
+    }
+    attach_hash(st, b, cpu_affinity, p, s);
+    return st->active;
+}
+
+/* ------------------------------------------------------------------ */
+/* Each cycle                                                          */
+
+/* A child holds its bucket's socket and may attach or detach a program
+ * on its group (a seccomp filter refuses that too; this is the second
+ * line): the parent's own goes back every cycle. */
+static void reassert_programs(pf_steer_t *st, const pf_steer_buckets_t *b,
+                              server_rec *s)
+{
+    apr_status_t rv, failed = APR_SUCCESS;
+    int l, at = -1;
+
+    for (l = 0; l < st->listens; l++) {
+        if (st->num_progs > 0) {
+            rv = l < st->num_progs
+                     ? pf_steer_kernel_attach(group_socket(b, l),
+                                              st->prog_fds[l])
+                     : APR_SUCCESS;
+        }
+        else if (!st->detach_unsupported) {
+            rv = pf_steer_kernel_detach(group_socket(b, l));
+            if (rv == ENOPROTOOPT) {
+                /* Before Linux 5.8 nothing can be detached. */
+                st->detach_unsupported = 1;
+                rv = APR_SUCCESS;
+            }
+        }
+        else {
+            rv = APR_SUCCESS;
+        }
+        if (rv != APR_SUCCESS && failed == APR_SUCCESS) {
+            failed = rv;
+            at = l;
+        }
+    }
+    if (failed != APR_SUCCESS && !st->reattach_logged) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, failed, s,
+                     PFBLOGNO(00104) "ListenBucketSteering %s: couldn't "
+                     "%s listener %s again; its connections may go "
+                     "elsewhere until it can",
+                     pfb_steer_name(st->active),
+                     st->num_progs > 0 ? "attach the program to"
+                                       : "detach programs from",
+                     group_name(b, at));
+    }
+    st->reattach_logged = failed != APR_SUCCESS;
+}
+
+static void refill_socket_map(pf_steer_t *st, const pf_steer_buckets_t *b,
+                              server_rec *s)
+{
+    int changed, bad;
+    apr_status_t rv = sync_socket_map(st, b, &changed, &bad);
+
+    if (changed > 0) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                     PFBLOGNO(00102) "ListenBucketSteering %s: %d bucket "
+                     "socket(s) put back in the socket map",
+                     pfb_steer_name(st->active), changed);
+    }
+    if (rv != APR_SUCCESS && !st->refill_logged) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
+                     PFBLOGNO(00103) "ListenBucketSteering %s: couldn't put "
+                     "the socket of bucket %d (%s) back in the socket map; "
+                     "connections sent there go by the kernel's hash until "
+                     "it can", pfb_steer_name(st->active), bad,
+                     b->names[bad]);
+    }
+    st->refill_logged = rv != APR_SUCCESS;
+}
+
+void pf_steer_cycle(pf_steer_t *st, const pf_steer_buckets_t *b,
+                    const pf_steer_observation_t *obs, server_rec *s)
+{
+    /* Only the generation that was attached, as the bucket set still
+     * sees it. */
+    if (!st->steerable || b->num_buckets != st->num_buckets
+        || b->per_listen != st->per_listen) {
+        return;
+    }
+    reassert_programs(st, b, s);
+    if (st->num_progs > 0 && st->socks_fd >= 0) {
+        refill_socket_map(st, b, s);
+    }
+    reconcile_idle_counts(st, b, obs, s);
+}
+
+int pf_steer_figures(const pf_steer_t *st, int bucket,
+                     pf_steer_figures_t *out)
+{
+    const pf_steer_bucket_t *rec;
+
+    if (st->active != PFB_STEER_IDLE || st->idle == NULL || bucket < 0
+        || bucket >= st->idle_capacity) {
+        return 0;
+    }
+    rec = &st->idle[bucket];
+    out->kept = rec->kept;
+    out->moved = rec->moved;
+    out->idle = rec->idle;
+    return 1;
+}
+
+void pf_steer_child_gone(pf_steer_t *st, int bucket)
+{
+    if (st->idle != NULL && bucket >= 0 && bucket < st->idle_capacity) {
+        apr_atomic_add64((volatile apr_uint64_t *)&st->idle[bucket].idle,
+                         (apr_uint64_t)(apr_int64_t)-1);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Children                                                            */
+
+static void pin_to_bucket_cpus(pf_steer_t *st, int bucket, server_rec *s)
+{
+    int cpus[MAX_MASK_CPUS];
+    int n;
+    apr_status_t rv;
+
+    if (!st->steerable || st->num_cpus < 1) {
+        return;
+    }
+    n = pf_steer_shard_cpus(st->cpus, st->num_cpus, st->per_listen,
+                            bucket % st->per_listen, cpus);
+    if (n < 1) {
+        return;
+    }
+    rv = pf_os_pin_to_cpus(cpus, n);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
+                     PFBLOGNO(00045) "BucketCPUAffinity: couldn't pin the "
+                     "child of bucket %d to its %d CPU(s); it runs "
+                     "unpinned", bucket, n);
+    }
+}
+
+void pf_steer_child_init(pf_steer_t *st, int bucket, int cpu_affinity,
+                         server_rec *s)
+{
+    st->my_bucket = bucket;
+    /* The child updates the idle counts through its inherited mapping
+     * only; the descriptors would let it rewrite the socket map or load
+     * the programs elsewhere. */
+    close_programs(st);
+    pf_steer_kernel_close(st->socks_fd);
+    pf_steer_kernel_close(st->idle_fd);
+    st->socks_fd = -1;
+    st->idle_fd = -1;
+    if (cpu_affinity && bucket >= 0) {
+        pin_to_bucket_cpus(st, bucket, s);
+    }
+}
+
+static pf_steer_bucket_t *my_idle_record(pf_steer_t *st)
+{
+    if (st->active != PFB_STEER_IDLE || st->idle == NULL
+        || st->my_bucket < 0 || st->my_bucket >= st->idle_capacity) {
+        return NULL;
+    }
+    return &st->idle[st->my_bucket];
+}
+
+/* The slot is marked before the count rises, so that if the child dies in
+ * between the parent takes one too many back (corrected at the next
+ * cycles) rather than leaving a phantom idle child advertised. */
+void pf_steer_accept_begin(pf_steer_t *st, volatile apr_int32_t *waiting)
+{
+    pf_steer_bucket_t *rec = my_idle_record(st);
+
+    if (rec == NULL || waiting == NULL) {
+        return;
+    }
+    *waiting = 1;
+    apr_atomic_inc64((volatile apr_uint64_t *)&rec->idle);
+}
+
+void pf_steer_accept_end(pf_steer_t *st, volatile apr_int32_t *waiting,
+                         int got_connection)
+{
+    pf_steer_bucket_t *rec = my_idle_record(st);
+
+    if (rec == NULL || waiting == NULL || *waiting == 0) {
+        return;
+    }
+    if (!got_connection) {
+        apr_atomic_add64((volatile apr_uint64_t *)&rec->idle,
+                         (apr_uint64_t)(apr_int64_t)-1);
+    }
+    *waiting = 0;
+}

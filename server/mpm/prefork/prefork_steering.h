@@ -1,0 +1,152 @@
+/* Licensed to the Apache Software Foundation (ASF) under one or more
+ * contributor license agreements.  See the NOTICE file distributed with
+ * this work for additional information regarding copyright ownership.
+ * The ASF licenses this file to You under the Apache License, Version 2.0
+ * (the "License"); you may not use this file except in compliance with
+ * the License.  You may obtain a copy of the License at
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+/**
+ * @file  prefork_steering.h
+ * @brief ListenBucketSteering: which bucket of a Listen the kernel gives a
+ *        new connection, through a program attached to the Listen's
+ *        SO_REUSEPORT group.
+ *
+ * The bucket set (prefork_bucketset.c) owns the sockets and hands this
+ * unit a view of them; this unit owns everything else steering needs for
+ * the server's life: the socket map, the idle counts, the programs, the
+ * CPU layout, and the one log line of each event.  The bucket set calls:
+ *
+ *   parent, each generation:  pf_steer_attach
+ *   parent, each cycle:       pf_steer_cycle   (re-asserts the programs
+ *                             and the socket map, corrects idle counts)
+ *                             pf_steer_figures (for the segment)
+ *   parent, a child reaped:   pf_steer_child_gone
+ *   child:                    pf_steer_child_init
+ *                             pf_steer_accept_begin/_end
+ *
+ * What a program decides is in prefork_steering_rules.h, which the
+ * programs (prefork_steering.bpf.c) and the tests compile alike; the
+ * kernel objects are made in prefork_steering_kernel.c.  A new mode is a
+ * program there, its rule, and a row of this unit's table of modes: the
+ * bucket set does not change.
+ *
+ * Children write the idle counts through their mapping, and may have
+ * attached or detached programs on the socket they hold: the parent reads
+ * counts back only through saturating arithmetic and bounds checks, and
+ * puts its own programs and map entries back every cycle.
+ */
+
+#ifndef PREFORK_STEERING_H
+#define PREFORK_STEERING_H
+
+#include "apr_network_io.h"
+#include "apr_pools.h"
+#include "apr_time.h"
+#include "httpd.h"
+
+#include "prefork_steering_rules.h"
+
+typedef struct pf_steer_s pf_steer_t;
+
+/** A generation's buckets as steering sees them (the bucket set's). */
+typedef struct {
+    int num_buckets;
+    /** Buckets per Listen; bucket l * per_listen + k is shard k of
+     *  Listen l. */
+    int per_listen;
+    /** The buckets are SO_REUSEPORT groups (the bucket set's reuseport
+     *  mode): nothing to steer otherwise. */
+    int reuseport;
+    const char *mode_name;      /**< the bucket set's mode, for logs */
+    /** Per bucket: its one socket, as of now (the bucket set may replace
+     *  one in place; every cycle hands the current ones). */
+    apr_socket_t *const *sockets;
+    /** Per bucket: its address, for logs. */
+    const char *const *names;
+    /** Changes whenever bucket numbers come to name other sockets. */
+    int layout;
+} pf_steer_buckets_t;
+
+/** What the bucket set observed this cycle, for the idle counts. */
+typedef struct {
+    /** Per bucket: children of the current layout marked as waiting in
+     *  accept() (read from their slots). */
+    const int *waiting;
+    /** Per bucket: connections in the accept queue. */
+    const int *queued;
+    apr_time_t now;
+} pf_steer_observation_t;
+
+/** One bucket's counters, for the status segment. */
+typedef struct {
+    apr_uint64_t kept;
+    apr_uint64_t moved;
+    apr_int64_t idle;
+} pf_steer_figures_t;
+
+/** Makes the unit, once per server, in @a pool (which outlives
+ *  generations). */
+pf_steer_t *pf_steer_create(apr_pool_t *pool);
+
+/**
+ * Parent (root), before it forks a generation: reads the affinity mask,
+ * fills the socket map from @a buckets, loads the program of @a wanted
+ * (pfb_steer_e) for every Listen and attaches it, replacing the previous
+ * generation's atomically.  On any refusal it falls back to hash, with
+ * one WARNING for the server's life.
+ * @return the pfb_steer_e in force
+ */
+int pf_steer_attach(pf_steer_t *st, const pf_steer_buckets_t *buckets,
+                    int wanted, int cpu_affinity, apr_pool_t *p,
+                    server_rec *s);
+
+/**
+ * Parent, once per maintenance cycle: attaches the generation's programs
+ * again (or detaches any, where none is kept), puts every bucket's socket
+ * back in the socket map where it is missing, and corrects drift in the
+ * idle counts from @a obs.  Cheap: one system call per Listen, two per
+ * bucket.
+ */
+void pf_steer_cycle(pf_steer_t *st, const pf_steer_buckets_t *buckets,
+                    const pf_steer_observation_t *obs, server_rec *s);
+
+/** The pfb_steer_e in force. */
+int pf_steer_active(const pf_steer_t *st);
+
+/** Bucket @a bucket's counters.  @return 0 when the mode keeps none (only
+ *  idle does) */
+int pf_steer_figures(const pf_steer_t *st, int bucket,
+                     pf_steer_figures_t *out);
+
+/** Parent: a child that was counted as waiting in bucket @a bucket, in
+ *  the current layout, was reaped: its count goes with it. */
+void pf_steer_child_gone(pf_steer_t *st, int bucket);
+
+/**
+ * Child, right after fork: closes the maps' and programs' descriptors (it
+ * keeps only its mapping of the idle counts) and pins itself to the
+ * bucket's CPUs when BucketCPUAffinity is on.
+ */
+void pf_steer_child_init(pf_steer_t *st, int bucket, int cpu_affinity,
+                         server_rec *s);
+
+/** Child, about to wait in accept(): marks @a waiting (its slot's mark),
+ *  then counts itself idle, under idle steering. */
+void pf_steer_accept_begin(pf_steer_t *st, volatile apr_int32_t *waiting);
+
+/** Child, back from accept(): takes its idle count back when it has no
+ *  connection (the program took it when it sent one), and clears the
+ *  mark. */
+void pf_steer_accept_end(pf_steer_t *st, volatile apr_int32_t *waiting,
+                         int got_connection);
+
+#endif /* PREFORK_STEERING_H */
