@@ -274,7 +274,8 @@ class DaemonLogging(unittest.TestCase):
     MPM logs what it decided after that."""
 
     # A correction (PFB00083), a bucket count that starves buckets
-    # (PFB00091) and the plan line (PFB00026).
+    # (PFB00091), the plan line (PFB00026) and hash steering's program
+    # (PFB00101).
     CONF = ("ServerLimit 32\nMaxRequestWorkers 64\nListenBuckets 8\n"
             "StartServers 8\n")
     TAGS = ("PFB00083", "PFB00091")
@@ -290,7 +291,7 @@ class DaemonLogging(unittest.TestCase):
         foreground, _ = self.start_lines(False)
         tags = [tag for _, tag, _ in foreground]
         self.assertEqual(tags, ["PFB00083", "PFB00091", "PFB00026",
-                                "PFB00017"], foreground)
+                                "PFB00101", "PFB00017"], foreground)
         for launcher in (True, "apachectl"):
             with self.subTest(launcher=launcher):
                 lines, console = self.start_lines(launcher)
