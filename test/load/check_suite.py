@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 # Licensed under the Apache License, Version 2.0; see LICENSE.
-"""CI smoke test of the load suite (not a performance gate): runs
-`suite.py --quick` and checks that every configuration served every
-scenario it can run, and that the report, the model report, the CSV and the
-charts were written, and that no server with this project's MPM logged a
-warning its scenario does not provoke by design (suite.py's
-EXPECTED_LOG).
+"""CI smoke test of the load suite (not a performance gate): the unit
+tests of its pure helpers (test_helpers.py), then `suite.py --quick`,
+checking that every configuration served every scenario it can run,
+that the report, the model report, the CSV and the charts were written,
+and that no server with this project's MPM logged a warning its scenario
+does not provoke by design (suite.py's EXPECTED_LOG).
 
 Then one short pass over issue 14's scenarios, two configurations, one
 second each: the 16cpu profile's summary and an open-loop run at 50 % of
@@ -176,8 +176,18 @@ def check_round3():
     return ran, problems
 
 
+def check_helpers():
+    """The suite's pure helpers (test_helpers.py): intervals, histograms,
+    invalid runs."""
+    rc = subprocess.run([sys.executable,
+                         os.path.join(HERE, "test_helpers.py")]).returncode
+    return [] if rc == 0 else ["test_helpers.py failed"]
+
+
 def main():
+    helper_problems = check_helpers()
     ran, problems = check_quick()
+    problems = helper_problems + problems
     ran2, problems2 = check_issue14()
     ran3, problems3 = check_round3()
     ran += ran2 + ran3

@@ -200,6 +200,8 @@ SCENARIOS = ["static-close", "static-keepalive", "keepalive100",
              "rps", "rps-half", "tls-keepalive", "tls-close", "pool64",
              "pool256", "pool1024", "pool4096"]
 
+# Warm-up seconds per child in the pool scenarios (see warm_up()).
+POOL_WARMUP_PER_CHILD = 0.004
 # Scenarios whose errors are the server's result, not a failed generator.
 FAULT_SCENARIOS = ("graceful", "kills", "slowloris", "bursts")
 # Requests per connection in keepalive100 and the TLS keep-alive scenario,
@@ -1467,6 +1469,12 @@ def warm_up(name, srv, cfg, args, prof, scene, log):
     too).  Fault scenarios start cold: their faults are the load."""
     warmup = php_settings(prof)["php_warmup"] if name == "php" \
         else prof.get("warmup", 0)
+    pool = re.fullmatch(r"pool(\d+)", name)
+    if pool and warmup:
+        # Every child's first requests pay for its copy-on-write faults
+        # and its pools' first allocations: a large pool needs a longer
+        # warm-up before its steady state shows (4 s per 1000 children).
+        warmup = max(warmup, int(pool.group(1)) * POOL_WARMUP_PER_CHILD)
     if not warmup or name in FAULT_SCENARIOS + ("graceful", "kills"):
         return
     log.write("# warm-up, %s s, not counted\n" % warmup)
