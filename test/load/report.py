@@ -571,6 +571,8 @@ DIFFERENCES = (
     ("configuration (Debian's defaults, the file, the log, ExtendedStatus)",
      "pfb-1", "pfb-floor"),
     ("this MPM before the lingering-close change", "pfb-1-before", "pfb-1"),
+    ("serving away from the receiving CPU (the model's cross cost)",
+     "pfb-N-cpu-away", "pfb-N-cpu"),
     ("nginx as shipped against tuned", "nginx", "nginx-tuned"),
     ("this MPM against nginx tuned", "pfb-1", "nginx-tuned"),
 )
@@ -632,6 +634,25 @@ def anchors_section(doc):
             lines.append("- %s: %s − %s = %s µs" % (
                 what, a, b, stats.fmt_ci(stats.median_ci(diffs), 1)))
     return lines
+
+
+def crossnode_section(doc):
+    """The model's cross-node cost: server CPU per request with every
+    connection served away from the CPU that received it, minus served
+    on it (per pair), in the rps scenario."""
+    diffs = paired_differences(doc, "rps", "pfb-N-cpu-away", "pfb-N-cpu",
+                               cpu_us_per_request)
+    if not diffs:
+        return []
+    p99 = paired_differences(doc, "rps", "pfb-N-cpu-away", "pfb-N-cpu",
+                             lambda r: r.get("p99"))
+    return ["", "## Cost of serving away from the receiving CPU", "",
+            "Server CPU per request with cpu steering's children pinned "
+            "half the CPU list away from their bucket's CPU, minus with "
+            "them on it, per pair: %s µs (the model's cross cost: "
+            "`test/load/sim/twosocket.py --x-away-us`); p99 difference %s "
+            "ms." % (stats.fmt_ci(stats.median_ci(diffs), 1),
+                     stats.fmt_ci(stats.median_ci(p99), 2))]
 
 
 def pool_section(doc):
@@ -735,6 +756,7 @@ def write_report(doc, out_dir):
                 lines += ["", "![%s](%s)" % (chart, chart)]
     lines += anchors_section(doc)
     lines += pool_section(doc)
+    lines += crossnode_section(doc)
     lines += steering_section(doc)
     lines += profile_16cpu_section(doc)
     lines += php_section(doc)

@@ -157,6 +157,14 @@ PROFILES = {
                               "nginx-tuned"],
                   "scenarios": ["keepalive100", "tls-keepalive",
                                 "tls-close"]},
+    # The model's cross-node cost, calibrated: packets received by RPS on
+    # every server CPU, cpu steering, children on the receiving CPU
+    # against children half the CPU list away (on a two-socket host: the
+    # other node).  Needs root (the rps scenario's namespace).
+    "crossnode": {"pairs": 6, "seconds": 10, "warmup": 2, "workers": 32,
+                  "connections": 32, "buckets": "cpus",
+                  "configs": ["pfb-N-cpu", "pfb-N-cpu-away"],
+                  "scenarios": ["rps"]},
     # The lingering close before and after: --mpm-before names the MPM
     # built from the commit before it (pfb-1-before); the blocking anchor
     # with and without httpd's lingering close prices it alone.
@@ -236,7 +244,7 @@ PHP_CONF = ("<FilesMatch \\.php$>\n    SetHandler application/x-httpd-php\n"
 OPENLOOP_RATE_PER_PROC = 3000
 
 CONFIG_ORDER = ["pfb-1", "pfb-single", "pfb-ratio1", "pfb-N", "pfb-N-cpu",
-                "pfb-N-idle", "pfb-floor", "pfb-1-before", "stock",
+                "pfb-N-cpu-away", "pfb-N-idle", "pfb-floor", "pfb-1-before", "stock",
                 "stock-ratio1", "event", "event-tuned", "nginx",
                 "nginx-tuned", "anchor-epoll", "anchor-blocking",
                 "anchor-blocking-linger"]
@@ -262,6 +270,16 @@ def configs(args):
                       "kind": "apache", "mpm": MPM_SO,
                       "extra": "ListenBuckets %d\nListenBucketSteering cpu\n"
                                "BucketCPUAffinity on\n" % n},
+        # The calibration of the model's cross-node cost: cpu steering's
+        # children moved, after start, to the CPU half the CPU list away
+        # from their bucket's (on a two-socket host numbered node after
+        # node, the other node), so that every connection is served away
+        # from the CPU that received it.
+        "pfb-N-cpu-away": {"label": "this MPM, ListenBuckets %d, steering "
+                           "cpu, children pinned half the CPUs away" % n,
+                           "kind": "apache", "mpm": MPM_SO, "away": True,
+                           "extra": "ListenBuckets %d\nListenBucketSteering "
+                                    "cpu\nBucketCPUAffinity on\n" % n},
         "pfb-N-idle": {"label": "this MPM, ListenBuckets %d, steering idle"
                        % n, "kind": "apache", "mpm": MPM_SO,
                        "extra": "ListenBuckets %d\nListenBucketSteering "
@@ -1370,6 +1388,8 @@ def one_run(name, key, cfg, args, prof, log, scene=None, out_dir=None,
     with cgroupcpu.ServerCgroup("%s-%s-%d" % (key, name, pair)) as cgroup:
         with make_server(cfg, args, plan, cgroup) as srv:
             start_server(srv, cfg, plan)
+            if cfg.get("away"):
+                pin_children_away(srv, args, log)
             warm_up(name, srv, cfg, args, prof, scene, log)
             if out_dir and pair <= 1:
                 save_config(srv, key, name, out_dir)
@@ -1409,6 +1429,25 @@ def one_run(name, key, cfg, args, prof, log, scene=None, out_dir=None,
     keep_latencies(result, name, key, pair, out_dir)
     result["invalid"] = judge_run(name, result, args)
     return result
+
+
+def pin_children_away(srv, args, log):
+    """Moves each child of bucket b (pinned to the server CPU of rank b by
+    BucketCPUAffinity) to the CPU of rank b + N/2: the connections that
+    cpu steering gives it are then served away from the CPU that received
+    them.  The pool is fixed in these runs, so no child starts later."""
+    cpus = server_cpus(args)
+    moved = 0
+    for slot in srv.scoreboard().serving():
+        if slot["bucket"] < 0:
+            continue
+        target = cpus[(slot["bucket"] + len(cpus) // 2) % len(cpus)]
+        try:
+            os.sched_setaffinity(slot["pid"], {target})
+            moved += 1
+        except OSError:
+            continue
+    log.write("# moved %d children half the CPUs away\n" % moved)
 
 
 def keep_latencies(result, name, key, pair, out_dir):
