@@ -102,10 +102,23 @@ def invalid_runs(doc, scenario=None):
             (scenario is None or r["scenario"] == scenario)]
 
 
-def ctx_per_request(run):
-    if not run.get("requests") or run.get("ctx_switches") is None:
+def per_request(run, key):
+    if not run.get("requests") or run.get(key) is None:
         return None
-    return run["ctx_switches"] / float(run["requests"])
+    return run[key] / float(run["requests"])
+
+
+def ctx_per_request(run):
+    return per_request(run, "ctx_switches")
+
+
+def ctx_cell(runs):
+    """Context switches per request: all (voluntary, the sleeps)."""
+    total = median([ctx_per_request(r) for r in runs])
+    vol = median([per_request(r, "ctx_voluntary") for r in runs])
+    if isinstance(vol, float) and math.isnan(vol):
+        return fmt(total, 2)
+    return "%s (%s)" % (fmt(total, 2), fmt(vol, 2))
 
 
 def ci_cell(runs, get, digits=1, scale=1.0):
@@ -133,12 +146,13 @@ def scenario_table(doc, scenario, out_dir=None):
     what the kernel and the generator saw."""
     lines = ["| configuration | runs | req/s median [95 % CI] | × stock "
              "prefork (per pair) | p50 ms | p99 ms [CI] | p99.9 ms | server "
-             "CPU µs/req [CI] | context switches/req | children at end |",
-             "|---" * 10 + "|"]
+             "CPU µs/req [CI] | context switches/req (voluntary) | children "
+             "at end |", "|---" * 10 + "|"]
     details = ["| configuration | errors | ListenOverflows | ListenDrops | "
                "server CPUs softirq s | server CPUs idle s | generator CPU s "
                "| generator lag p99 ms | p99 / p99.9 ms, all runs' requests "
-               "| Jain buckets | Jain children |", "|---" * 11 + "|"]
+               "| minor faults/req | served by a cold child | Jain buckets | "
+               "Jain children |", "|---" * 13 + "|"]
     for key, label in doc["configs"].items():
         runs = runs_of(doc, scenario, key)
         skipped = [r for r in doc["runs"] if r["scenario"] == scenario
@@ -163,13 +177,12 @@ def scenario_table(doc, scenario, out_dir=None):
             fmt(median([r.get("p50") for r in runs]), 2),
             ci_cell(runs, lambda r: r.get("p99"), 2),
             fmt(median([r.get("p99.9") for r in runs]), 2),
-            ci_cell(runs, cpu_us_per_request, 0),
-            fmt(median([ctx_per_request(r) for r in runs]), 2),
+            ci_cell(runs, cpu_us_per_request, 0), ctx_cell(runs),
             pool_cell(runs)))
         pooled = pooled_percentiles(doc, out_dir, scenario, key) \
             if out_dir else None
         details.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | "
-                       "%s |" % (
+                       "%s | %s | %s |" % (
                            label, error_cell(runs),
                            fmt(kernel_sum(runs, "nstat",
                                           "TcpExtListenOverflows"), 0),
@@ -184,6 +197,10 @@ def scenario_table(doc, scenario, out_dir=None):
                            "%s / %s" % (fmt(pooled["p99"], 2),
                                         fmt(pooled["p99.9"], 2))
                            if pooled else "n/a",
+                           fmt(median([per_request(r, "minor_faults")
+                                       for r in runs]), 2),
+                           fmt(median([d.get("cold_share") for d in dist]),
+                               2),
                            fmt(median([d.get("bucket_jain") for d in dist]),
                                4),
                            fmt(median([d.get("child_jain") for d in dist]),
@@ -608,7 +625,7 @@ def anchors_section(doc):
                  rate, ",".join(map(str, doc.get("client_cpus", []))),
                  ",".join(map(str, doc.get("server_cpus", [])))), "",
              "| configuration | CPU µs/req at %s req/s | context switches/req "
-             "| p99 ms at that rate | peak req/s, close | req/s, keep-alive "
+             "(voluntary) | p99 ms at that rate | peak req/s, close | req/s, keep-alive "
              "100 | system calls/req | poll per accept |" % rate,
              "|---" * 8 + "|"]
     for key, label in doc["configs"].items():
@@ -620,7 +637,7 @@ def anchors_section(doc):
         sc = doc.get("syscalls", {}).get(key, {})
         lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
             label, ci_cell(at_rate, cpu_us_per_request, 1),
-            fmt(median([ctx_per_request(r) for r in at_rate]), 2),
+            ctx_cell(at_rate),
             fmt(median([r.get("p99") for r in at_rate]), 2),
             ci_cell(peak, lambda r: r["rps"], 0),
             ci_cell(keep, lambda r: r["rps"], 0),
@@ -663,21 +680,24 @@ def pool_section(doc):
         return []
     lines = ["", "## Cost against the pool's size (static close, %s "
              "connections)" % doc["settings"].get("connections"), "",
-             "req/s median [95 % CI] and server CPU µs per request for each "
-             "pool; the last column is the largest pool's req/s over the "
-             "smallest's, per pair.", "",
+             "req/s median [95 % CI], server CPU µs per request and the "
+             "share of requests served by a cold child (one that had waited "
+             "through more than 64 others' requests since its last) for "
+             "each pool; the last column is the largest pool's req/s over "
+             "the smallest's, per pair.", "",
              "| configuration | " + " | ".join(
-                 "%d children: req/s, CPU µs/req" % n for n in sizes)
+                 "%d children: req/s, CPU µs/req, cold" % n for n in sizes)
              + " | %d ÷ %d |" % (sizes[-1], sizes[0]),
              "|---" * (len(sizes) + 2) + "|"]
     for key, label in doc["configs"].items():
         cells = []
         for n in sizes:
             runs = runs_of(doc, "pool%d" % n, key)
-            cells.append("%s, %s" % (ci_cell(runs, lambda r: r["rps"], 0),
-                                     fmt(median([cpu_us_per_request(r)
-                                                 for r in runs]), 0))
-                         if runs else "n/a")
+            cells.append("%s, %s, %s" % (
+                ci_cell(runs, lambda r: r["rps"], 0),
+                fmt(median([cpu_us_per_request(r) for r in runs]), 0),
+                fmt(median([r.get("distribution", {}).get("cold_share")
+                            for r in runs]), 2)) if runs else "n/a")
         if all(c == "n/a" for c in cells):
             continue
         big = runs_of(doc, "pool%d" % sizes[-1], key)

@@ -208,6 +208,9 @@ SCENARIOS = ["static-close", "static-keepalive", "keepalive100",
              "rps", "rps-half", "tls-keepalive", "tls-close", "pool64",
              "pool256", "pool1024", "pool4096"]
 
+# A child that waited through more requests than this since its last
+# one serves cold (reuse_distance()).
+COLD_REUSE = 64
 # Warm-up seconds per child in the pool scenarios (see warm_up()).
 POOL_WARMUP_PER_CHILD = 0.004
 # Scenarios whose errors are the server's result, not a failed generator.
@@ -806,28 +809,36 @@ def group_pids(pgid):
 
 
 def server_usage(pgid):
-    """(CPU seconds, context switches) of a server's process group: live
-    processes, plus what reaped children left in the parent's counters."""
+    """CPU seconds, context switches (voluntary: the task slept, waiting;
+    involuntary: it was preempted, which on a shared machine is the
+    neighbours' doing) and minor page faults of a server's process group:
+    live processes, plus what reaped children left in the parent's
+    counters (CPU and faults)."""
     ticks = os.sysconf("SC_CLK_TCK")
-    cpu, switches = 0, 0
+    usage = {"cpu": 0.0, "voluntary": 0, "nonvoluntary": 0, "minflt": 0}
     for pid in group_pids(pgid):
         try:
             with open("/proc/%d/stat" % pid) as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            cpu += int(fields[11]) + int(fields[12])
+            usage["cpu"] += (int(fields[11]) + int(fields[12])) / \
+                float(ticks)
+            usage["minflt"] += int(fields[7])
             if pid == pgid:
-                cpu += int(fields[13]) + int(fields[14])
+                usage["cpu"] += (int(fields[13]) + int(fields[14])) / \
+                    float(ticks)
+                usage["minflt"] += int(fields[8])
             # Every thread's switches: the event MPM and nginx are not
             # single-threaded like prefork.
             for task in os.listdir("/proc/%d/task" % pid):
                 with open("/proc/%d/task/%s/status" % (pid, task)) as f:
                     for line in f:
-                        if line.startswith(("voluntary_ctxt_switches",
-                                            "nonvoluntary_ctxt_switches")):
-                            switches += int(line.split()[1])
+                        if line.startswith("voluntary_ctxt_switches"):
+                            usage["voluntary"] += int(line.split()[1])
+                        elif line.startswith("nonvoluntary_ctxt_switches"):
+                            usage["nonvoluntary"] += int(line.split()[1])
         except (OSError, IndexError, ValueError):
             continue
-    return cpu / float(ticks), switches
+    return usage
 
 
 def children_cpu():
@@ -1212,7 +1223,29 @@ def distribution(srv, cfg, scene=None):
     if per_child:
         result["children"] = sorted(per_child.values(), reverse=True)
         result["child_jain"] = jain(list(per_child.values()))
+        result.update(reuse_distance(srv.access_log_lines()))
     return result
+
+
+def reuse_distance(lines):
+    """How long ago, in requests, each request's child last served one
+    (access log order): with a process per connection, a child that
+    served a moment ago is warm, one that waited through many others'
+    requests is cold.  The median, and the share of requests whose child
+    had waited through more than 64 (cold_share)."""
+    last, dist = {}, []
+    for i, line in enumerate(lines):
+        fields = line.split()
+        if len(fields) > 2 and fields[1].isdigit():
+            if fields[1] in last:
+                dist.append(i - last[fields[1]])
+            last[fields[1]] = i
+    if not dist:
+        return {}
+    dist.sort()
+    return {"reuse_median": dist[len(dist) // 2],
+            "cold_share": round(sum(1 for d in dist if d > COLD_REUSE)
+                                / float(len(dist)), 4)}
 
 
 def children_memory(pids):
@@ -1393,7 +1426,7 @@ def one_run(name, key, cfg, args, prof, log, scene=None, out_dir=None,
             warm_up(name, srv, cfg, args, prof, scene, log)
             if out_dir and pair <= 1:
                 save_config(srv, key, name, out_dir)
-            cpu0, ctx0 = server_usage(srv.proc.pid)
+            use0 = server_usage(srv.proc.pid)
             cg0 = cgroup.usage()
             gen0 = children_cpu()
             kernel = hoststate.Counters(server_cpus(args),
@@ -1403,19 +1436,22 @@ def one_run(name, key, cfg, args, prof, log, scene=None, out_dir=None,
             elapsed = time.time() - started
             result["kernel"] = kernel.stop()
             cg1 = cgroup.usage()
-            cpu1, ctx1 = server_usage(srv.proc.pid)
+            use1 = server_usage(srv.proc.pid)
             # The pool as the load left it, before idle children are reaped.
             kids = srv.children()
             result["children_end"] = len(kids)
             result["memory"] = children_memory(kids)
             result["server_cpu_cgroup"] = cgroupcpu.delta(cg0, cg1)
-            result["server_cpu_proc_s"] = round(cpu1 - cpu0, 2)
+            result["server_cpu_proc_s"] = round(use1["cpu"] - use0["cpu"], 2)
             # The cgroup's count where there is one: it includes children
             # that exited during the run and every thread.
             result["server_cpu_s"] = result["server_cpu_cgroup"]["total"] \
                 if result["server_cpu_cgroup"] else result["server_cpu_proc_s"]
             result["loadgen_cpu_s"] = round(children_cpu() - gen0, 2)
-            result["ctx_switches"] = ctx1 - ctx0
+            result["ctx_voluntary"] = use1["voluntary"] - use0["voluntary"]
+            result["ctx_switches"] = result["ctx_voluntary"] + \
+                use1["nonvoluntary"] - use0["nonvoluntary"]
+            result["minor_faults"] = use1["minflt"] - use0["minflt"]
             result["elapsed_s"] = round(elapsed, 2)
             # The server logs a request after its response is out.
             if not cfg.get("path"):
