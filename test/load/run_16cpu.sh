@@ -23,6 +23,7 @@
 #   bash test/load/run_16cpu.sh run ../kit pool       # the CPUs, the
 #   bash test/load/run_16cpu.sh run ../kit workloads  # generator on the
 #   bash test/load/run_16cpu.sh run ../kit linger     # rest (not pool)
+#   bash test/load/run_16cpu.sh run ../kit crossnode  # (root: a netns)
 #
 # `run` starts no server itself: suite.py starts and stops every server
 # and deletes the namespace it makes, also when it gets SIGTERM, which the
@@ -33,7 +34,7 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 PHP_API=20220829            # Debian 12's PHP 8.2 extension directory
 
 usage() {
-    echo "usage: $0 pack OUTDIR | run KITDIR [16cpu|php|rps|anchors|pool|workloads|linger|all] [suite args]" >&2
+    echo "usage: $0 pack OUTDIR | run KITDIR [16cpu|php|rps|anchors|pool|workloads|linger|crossnode|all] [suite args]" >&2
     exit 2
 }
 
@@ -103,7 +104,7 @@ run() {
     kit=$(cd "$1" && pwd)
     what=${2:-all}
     case $what in
-    16cpu | php | rps | anchors | pool | workloads | linger | all) ;;
+    16cpu | php | rps | anchors | pool | workloads | linger | crossnode | all) ;;
     *) usage ;;
     esac
     shift $(($# >= 2 ? 2 : 1))
@@ -159,6 +160,11 @@ run() {
     if [ "$what" = linger ] || [ "$what" = all ]; then
         suite --profile linger "${apart[@]}" --mpm-before "$TOP/build-before/mod_mpm_prefork.so" \
             --out "bench-results/linger-$stamp" "$@"
+    fi
+    if [ "$what" = crossnode ] || [ "$what" = all ]; then
+        # The model's cost of serving away from the receiving CPU: RPS on
+        # the server's CPUs, the generator in the namespace on the rest.
+        suite --profile crossnode "${apart[@]}" --out "bench-results/crossnode-$stamp" "$@"
     fi
     echo "results: $TOP/bench-results/*-$stamp/report.md"
 }

@@ -274,12 +274,11 @@ def configs(args):
                       "extra": "ListenBuckets %d\nListenBucketSteering cpu\n"
                                "BucketCPUAffinity on\n" % n},
         # The calibration of the model's cross-node cost: cpu steering's
-        # children moved, after start, to the CPU half the CPU list away
-        # from their bucket's (on a two-socket host numbered node after
-        # node, the other node), so that every connection is served away
-        # from the CPU that received it.
+        # children moved, after start, to another CPU (with the server on
+        # several nodes: on the next node; see away_cpu()), so that every
+        # connection is served away from where it was received.
         "pfb-N-cpu-away": {"label": "this MPM, ListenBuckets %d, steering "
-                           "cpu, children pinned half the CPUs away" % n,
+                           "cpu, children pinned away from their CPU" % n,
                            "kind": "apache", "mpm": MPM_SO, "away": True,
                            "extra": "ListenBuckets %d\nListenBucketSteering "
                                     "cpu\nBucketCPUAffinity on\n" % n},
@@ -1467,23 +1466,60 @@ def one_run(name, key, cfg, args, prof, log, scene=None, out_dir=None,
     return result
 
 
+def cpu_nodes():
+    """{cpu: NUMA node} from sysfs ({} without NUMA information)."""
+    nodes = {}
+    base = "/sys/devices/system/node"
+    if not os.path.isdir(base):
+        return nodes
+    for name in os.listdir(base):
+        m = re.fullmatch(r"node(\d+)", name)
+        if not m:
+            continue
+        try:
+            with open(os.path.join(base, name, "cpulist")) as f:
+                for cpu in netns.cpu_list(f.read().strip()):
+                    nodes[cpu] = int(m.group(1))
+        except (OSError, ValueError):
+            continue
+    return nodes
+
+
+def away_cpu(cpu, cpus, nodes):
+    """Where pfb-N-cpu-away runs the children of `cpu`'s bucket: with the
+    server's CPUs on several nodes, the CPU of the same rank on the next
+    node (whatever the numbering: interleaved too); on one node, the CPU
+    half the list away."""
+    by_node = collections.defaultdict(list)
+    for c in cpus:
+        by_node[nodes.get(c, 0)].append(c)
+    order = sorted(by_node)
+    if len(order) > 1:
+        here = nodes.get(cpu, 0)
+        there = by_node[order[(order.index(here) + 1) % len(order)]]
+        return there[by_node[here].index(cpu) % len(there)]
+    return cpus[(cpus.index(cpu) + len(cpus) // 2) % len(cpus)]
+
+
 def pin_children_away(srv, args, log):
     """Moves each child of bucket b (pinned to the server CPU of rank b by
-    BucketCPUAffinity) to the CPU of rank b + N/2: the connections that
-    cpu steering gives it are then served away from the CPU that received
-    them.  The pool is fixed in these runs, so no child starts later."""
+    BucketCPUAffinity) away (away_cpu()): the connections that cpu
+    steering gives it are then served away from the CPU, or the node,
+    that received them.  The pool is fixed in these runs, so no child
+    starts later."""
     cpus = server_cpus(args)
+    nodes = cpu_nodes()
     moved = 0
     for slot in srv.scoreboard().serving():
-        if slot["bucket"] < 0:
+        if not 0 <= slot["bucket"] < len(cpus):
             continue
-        target = cpus[(slot["bucket"] + len(cpus) // 2) % len(cpus)]
+        target = away_cpu(cpus[slot["bucket"]], cpus, nodes)
         try:
             os.sched_setaffinity(slot["pid"], {target})
             moved += 1
         except OSError:
             continue
-    log.write("# moved %d children half the CPUs away\n" % moved)
+    log.write("# moved %d children away from their bucket's CPU\n" % moved)
 
 
 def keep_latencies(result, name, key, pair, out_dir):

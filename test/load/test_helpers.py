@@ -110,5 +110,32 @@ class InvalidRuns(unittest.TestCase):
             "generator": "wrk", "requests": 0, "errors": {}}, self.args))
 
 
+class AwayCpu(unittest.TestCase):
+    """Where the crossnode profile moves a bucket's children."""
+
+    def setUp(self):
+        import suite
+        self.away = suite.away_cpu
+
+    def test_one_node_half_the_list_away(self):
+        cpus = [0, 1, 2, 3, 4, 5]
+        self.assertEqual([self.away(c, cpus, {}) for c in cpus],
+                         [3, 4, 5, 0, 1, 2])
+
+    def test_two_nodes_numbered_node_after_node(self):
+        cpus = list(range(8))
+        nodes = {c: c // 4 for c in cpus}
+        for c in cpus:
+            self.assertNotEqual(nodes[self.away(c, cpus, nodes)], nodes[c])
+        self.assertEqual(self.away(1, cpus, nodes), 5)
+
+    def test_two_nodes_interleaved(self):
+        cpus = list(range(8))
+        nodes = {c: c % 2 for c in cpus}
+        for c in cpus:
+            self.assertNotEqual(nodes[self.away(c, cpus, nodes)], nodes[c])
+        self.assertEqual(self.away(2, cpus, nodes), 3)
+
+
 if __name__ == "__main__":
     unittest.main()
