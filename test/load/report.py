@@ -2,6 +2,8 @@
 """Writes the load suite's report.md and gnuplot charts from its results.
 
   python3 test/load/report.py bench-results/suite-.../results.json
+  python3 test/load/report.py docs/bench/DIR/NAME.results.json.gz
+      # -> docs/bench/DIR/NAME.report.md
 
 Every run's percentiles are taken again from its latency histogram
 (latency/*.hist.gz, see latency.py) where the folder has it, so a
@@ -16,6 +18,7 @@ each scenario, latency CDFs for each scenario, and accepted connections per
 bucket for the bucketed configurations.
 """
 
+import gzip
 import json
 import math
 import os
@@ -28,9 +31,25 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import latency  # noqa: E402
 import stats  # noqa: E402
+import validity  # noqa: E402
 
 METRICS = ("rps", "p50", "p90", "p99", "p99.9")
 PERCENTILE_KEYS = ("p50", "p90", "p99", "p99.9", "p99.99", "max")
+
+
+def mark_invalid(doc):
+    """Runs published before the suite marked them: the same rules."""
+    bound = doc.get("max_lag_ms", validity.MAX_LAG_MS)
+    for r in doc["runs"]:
+        if "skipped" not in r and "invalid" not in r:
+            r["invalid"] = validity.judge_run(r["scenario"], r, bound)
+
+
+def load(path):
+    """results.json, or a published results.json.gz."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return json.load(f)
 
 
 def refresh_percentiles(doc, out_dir):
@@ -734,7 +753,8 @@ def host_state_lines(doc):
     return lines
 
 
-def write_report(doc, out_dir):
+def write_report(doc, out_dir, name="report.md"):
+    mark_invalid(doc)
     refresh_percentiles(doc, out_dir)
     host = doc["host"]
     lines = ["# Load-test report", "",
@@ -799,12 +819,15 @@ def write_report(doc, out_dir):
               "latency in latency/*.hist.gz (report.py rebuilds this report "
               "from them), the servers' configurations in configs/; "
               "commands and tool output: raw.log.", ""]
-    with open(os.path.join(out_dir, "report.md"), "w") as f:
+    with open(os.path.join(out_dir, name), "w") as f:
         f.write("\n".join(lines))
-    return os.path.join(out_dir, "report.md")
+    return os.path.join(out_dir, name)
 
 
 if __name__ == "__main__":
     path = sys.argv[1]
-    with open(path) as f:
-        print(write_report(json.load(f), os.path.dirname(path)))
+    # A published X.results.json.gz gets X.report.md beside it.
+    out_name = os.path.basename(path).replace(".results.json.gz",
+                                              ".report.md") \
+        if path.endswith(".results.json.gz") else "report.md"
+    print(write_report(load(path), os.path.dirname(path) or ".", out_name))

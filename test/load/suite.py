@@ -77,6 +77,7 @@ import openloop  # noqa: E402
 import cgroupcpu  # noqa: E402
 import hoststate  # noqa: E402
 import latency  # noqa: E402
+import validity  # noqa: E402
 
 sys.path.insert(0, os.path.join(HERE, "sim"))
 import bucketsim  # noqa: E402
@@ -214,7 +215,7 @@ COLD_REUSE = 64
 # Warm-up seconds per child in the pool scenarios (see warm_up()).
 POOL_WARMUP_PER_CHILD = 0.004
 # Scenarios whose errors are the server's result, not a failed generator.
-FAULT_SCENARIOS = ("graceful", "kills", "slowloris", "bursts")
+FAULT_SCENARIOS = validity.FAULT_SCENARIOS
 # Requests per connection in keepalive100 and the TLS keep-alive scenario,
 # on every server (MaxKeepAliveRequests, keepalive_requests, the anchors).
 KEEPALIVE_REQUESTS = 100
@@ -1536,30 +1537,8 @@ def keep_latencies(result, name, key, pair, out_dir):
 
 
 def judge_run(name, result, args):
-    """Why a run cannot be used (its generator failed), or []: no output,
-    nothing served, the generator out of ports or descriptors, wrk socket
-    errors (outside the fault scenarios, where errors are the result), or
-    open-loop send lag beyond --max-lag-ms (the generator, not the server,
-    set the latencies)."""
-    reasons = []
-    errors = result.get("errors", {})
-    if errors.get("no_output"):
-        reasons.append("no output from the generator")
-    if result.get("requests", 0) <= 0:
-        reasons.append("nothing served")
-    for kind in ("EADDRNOTAVAIL", "EMFILE", "ENFILE", "generator_limit"):
-        if errors.get(kind):
-            reasons.append("generator %s x%d" % (kind, errors[kind]))
-    if result.get("generator") == "openloop" and \
-            result.get("send_lag_p99", 0) > args.max_lag_ms:
-        reasons.append("generator send lag p99 %.1f ms > %g ms"
-                       % (result["send_lag_p99"], args.max_lag_ms))
-    if result.get("generator") == "wrk" and name not in FAULT_SCENARIOS:
-        failed = {k: errors.get(k, 0) for k in ("connect", "read", "write",
-                                                  "timeout") if errors.get(k)}
-        if failed:
-            reasons.append("wrk socket errors %s" % json.dumps(failed))
-    return reasons
+    """Why a run cannot be used (validity.py), with --max-lag-ms."""
+    return validity.judge_run(name, result, args.max_lag_ms)
 
 
 def save_config(srv, key, name, out_dir):
