@@ -1614,6 +1614,9 @@ def parse_args():
                         "the server's CPUs; rps-half: their lower half)")
     parser.add_argument("--no-strace", action="store_true",
                         help="skip the sampled strace -c -f runs")
+    parser.add_argument("--rate", type=int,
+                        help="the open-loop rate of rate, openloop and "
+                        "bursts (req/s; default: the profile's, scaled)")
     parser.add_argument("--warmup", type=float,
                         help="seconds of the same load before each measured "
                         "run, on the same server (default: the profile's)")
@@ -1667,6 +1670,8 @@ def profile_settings(args):
         prof["connections"] = args.connections
     if args.warmup is not None:
         prof["warmup"] = args.warmup
+    if args.rate:
+        prof["open_rate"] = args.rate
     if args.buckets is None:
         args.buckets = ncpus if prof.get("buckets") == "cpus" else 4
     prof["buckets"] = args.buckets
