@@ -788,9 +788,12 @@ def write_report(doc, out_dir, name="report.md"):
     for scenario in scenarios:
         lines += ["", "## %s" % scenario, ""]
         lines += scenario_table(doc, scenario, out_dir)
+        # A published folder's NAME.report.md adds no chart beside the
+        # published ones.
         for chart in (chart_throughput(doc, scenario, out_dir),
                       chart_cdf(doc, scenario, out_dir),
-                      chart_balance(doc, scenario, out_dir)):
+                      chart_balance(doc, scenario, out_dir)) \
+                if name == "report.md" else ():
             if chart:
                 charts.append(chart)
                 lines += ["", "![%s](%s)" % (chart, chart)]
@@ -813,7 +816,7 @@ def write_report(doc, out_dir, name="report.md"):
                 ", ".join("%s %.2f" % kv for kv in s.get("top", {}).items())))
     lines += invalid_section(doc)
     lines += host_state_lines(doc)
-    if not charts:
+    if not charts and name == "report.md":
         lines += ["", "(no charts: install gnuplot-nox)"]
     lines += ["", "Raw data: results.json, results.csv, every request's "
               "latency in latency/*.hist.gz (report.py rebuilds this report "
