@@ -1813,6 +1813,7 @@ def run_scenario(name, doc, keys, all_configs, args, prof, log, out_dir):
                 result.update({"scenario": name, "config": key,
                                "pair": pair + 1, "position": position})
                 doc["runs"].append(result)
+                save_progress(doc, out_dir)
                 print("%-16s pair %d  %-40s rps %8.1f  p99 %7.1f ms  "
                       "errors %s%s" % (name, pair + 1, cfg["label"][:40],
                                        result.get("rps", 0.0),
@@ -1822,6 +1823,15 @@ def run_scenario(name, doc, keys, all_configs, args, prof, log, out_dir):
                                            result["invalid"])
                                        if result["invalid"] else ""))
                 sys.stdout.flush()
+
+
+def save_progress(doc, out_dir):
+    """results.json after every run, so that a run cut short (a crash, a
+    lease that ends) keeps what it measured; report.py reads it."""
+    path = os.path.join(out_dir, "results.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(path + ".tmp", path)
 
 
 def stop_on_sigterm():
