@@ -212,8 +212,9 @@ SCENARIOS = ["static-close", "static-keepalive", "keepalive100",
 # A child that waited through more requests than this since its last
 # one serves cold (reuse_distance()).
 COLD_REUSE = 64
-# Warm-up seconds per child in the pool scenarios (see warm_up()).
-POOL_WARMUP_PER_CHILD = 0.004
+# The pool scenarios' warm-up lasts until nearly every child has served,
+# for at most this many seconds per child (warm_pool()).
+POOL_WARMUP_PER_CHILD = 0.015
 # Scenarios whose errors are the server's result, not a failed generator.
 FAULT_SCENARIOS = validity.FAULT_SCENARIOS
 # Requests per connection in keepalive100 and the TLS keep-alive scenario,
@@ -1423,7 +1424,7 @@ def one_run(name, key, cfg, args, prof, log, scene=None, out_dir=None,
             start_server(srv, cfg, plan)
             if cfg.get("away"):
                 pin_children_away(srv, args, log)
-            warm_up(name, srv, cfg, args, prof, scene, log)
+            warmed = warm_up(name, srv, cfg, args, prof, scene, log)
             if out_dir and pair <= 1:
                 save_config(srv, key, name, out_dir)
             use0 = server_usage(srv.proc.pid)
@@ -1435,6 +1436,7 @@ def one_run(name, key, cfg, args, prof, log, scene=None, out_dir=None,
             result = scenario_run(name, srv, cfg, args, prof, scene, log)
             elapsed = time.time() - started
             result["kernel"] = kernel.stop()
+            result["warmup"] = warmed
             cg1 = cgroup.usage()
             use1 = server_usage(srv.proc.pid)
             # The pool as the load left it, before idle children are reaped.
@@ -1556,19 +1558,41 @@ def save_config(srv, key, name, out_dir):
 def warm_up(name, srv, cfg, args, prof, scene, log):
     """The same load before the measured run, on the same server, not
     counted: the pool has grown and caches are warm (php: PHP's opcache
-    too).  Fault scenarios start cold: their faults are the load."""
+    too).  Fault scenarios start cold: their faults are the load.
+    Returns what the warm-up did, for the run's record."""
     warmup = php_settings(prof)["php_warmup"] if name == "php" \
         else prof.get("warmup", 0)
-    pool = re.fullmatch(r"pool(\d+)", name)
-    if pool and warmup:
-        # Every child's first requests pay for its copy-on-write faults
-        # and its pools' first allocations: a large pool needs a longer
-        # warm-up before its steady state shows (4 s per 1000 children).
-        warmup = max(warmup, int(pool.group(1)) * POOL_WARMUP_PER_CHILD)
     if not warmup or name in FAULT_SCENARIOS + ("graceful", "kills"):
-        return
+        return {}
+    pool = re.fullmatch(r"pool(\d+)", name)
+    if pool:
+        return warm_pool(int(pool.group(1)), name, srv, cfg, args, prof,
+                         scene, log, warmup)
     log.write("# warm-up, %s s, not counted\n" % warmup)
     scenario_run(name, srv, cfg, args, prof, scene, log, secs=warmup)
+    return {"seconds": warmup}
+
+
+def warm_pool(size, name, srv, cfg, args, prof, scene, log, warmup):
+    """A child's first requests pay for its copy-on-write faults and its
+    pools' first allocations (several ms each on the development VM): a
+    pool is warm once nearly every child has served (the access log's
+    pids), which a fixed time cannot promise at every machine's rate.
+    Loads in rounds of `warmup` seconds until 90 % of the children have
+    served, for at most POOL_WARMUP_PER_CHILD seconds per child."""
+    started = time.time()
+    cap = max(warmup, size * POOL_WARMUP_PER_CHILD)
+    served = 0
+    while True:
+        scenario_run(name, srv, cfg, args, prof, scene, log, secs=warmup)
+        served = len({l.split()[1] for l in srv.access_log_lines()
+                      if len(l.split()) > 2 and l.split()[1].isdigit()})
+        if served >= 0.9 * size or time.time() - started >= cap:
+            break
+    took = round(time.time() - started, 1)
+    log.write("# warm-up: %d of %d children served in %s s, not counted\n"
+              % (served, size, took))
+    return {"seconds": took, "children_served": served}
 
 
 def parse_args():
