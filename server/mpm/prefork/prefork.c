@@ -530,6 +530,7 @@ static void child_main(int child_num, int bucket_index)
     apr_pool_tag(ptrans, "transaction");
 
     child_init_process(bucket);
+    pf_close_child_init();
     ap_create_sb_handle(&sbh, pchild, my_child_num, 0);
     ap_update_child_status(sbh, SERVER_READY, NULL);
     if (bucket->num_listeners > 1) {

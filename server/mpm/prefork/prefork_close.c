@@ -39,6 +39,27 @@ APLOG_USE_MODULE(mpm_prefork);
 /* Set once the child logged that it lingers itself (per child). */
 static int lingering_here_logged;
 
+static void log_lingering_here(apr_status_t rv)
+{
+    if (lingering_here_logged) {
+        return;
+    }
+    lingering_here_logged = 1;
+    ap_log_error(APLOG_MARK, APLOG_WARNING, rv, ap_server_conf,
+                 PFBLOGNO(00120) "couldn't start the child's lingering "
+                 "thread; this child lingers on closing connections "
+                 "itself, as httpd's prefork does");
+}
+
+void pf_close_child_init(void)
+{
+    apr_status_t rv = pf_linger_start();
+
+    if (rv != APR_SUCCESS && rv != APR_ENOTIMPL) {
+        log_lingering_here(rv);
+    }
+}
+
 /* The descriptor now belongs to the lingering thread: the socket's pool
  * cleanup (when the transaction pool is cleared) must not close it. */
 static void forget_descriptor(apr_socket_t *csd)
@@ -77,12 +98,8 @@ void pf_close_connection(conn_rec *c)
         forget_descriptor(csd);
         return;
     }
-    if (rv != APR_EAGAIN && !lingering_here_logged) {
-        lingering_here_logged = 1;
-        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, ap_server_conf,
-                     PFBLOGNO(00120) "couldn't start the child's lingering "
-                     "thread; this child lingers on closing connections "
-                     "itself, as httpd's prefork does");
+    if (rv != APR_EAGAIN && rv != APR_ENOTIMPL) {
+        log_lingering_here(rv);
     }
     pf_linger_here(fd, short_linger);
     apr_socket_close(csd);

@@ -31,6 +31,12 @@
 #define PF_CLOSE_EXIT_WAIT      (2 * APR_INT64_C(1000000))
 
 /**
+ * In a new child, once: starts its lingering thread, or says once that
+ * this child lingers itself (PFB00120).
+ */
+void pf_close_child_init(void);
+
+/**
  * In place of ap_lingering_close(c): the pre-close hooks, the flush and
  * the shutdown for writing as httpd does them, then the socket is closed
  * at once when no response byte can be lost, else lingered on by the

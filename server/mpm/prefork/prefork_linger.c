@@ -30,10 +30,10 @@
  *   descriptors from children over SCM_RIGHTS, and the root parent must
  *   not trust what a child sends.
  * A thread blocked in epoll_wait() on the lingering sockets only, with
- * every signal blocked, costs nothing while nothing lingers and is never
- * started in a child whose clients are fast.  It touches nothing of httpd:
- * only these descriptors and this file's state, which is static so that
- * no pool's destruction frees it under the thread when the child exits.
+ * every signal blocked, costs no CPU while nothing lingers.  It touches
+ * nothing of httpd: only these descriptors and this file's state, which
+ * is static so that no pool's destruction frees it under the thread when
+ * the child exits.
  */
 
 #include "ap_config.h"
@@ -361,6 +361,26 @@ static apr_status_t start_thread(void)
     return APR_SUCCESS;
 }
 
+/* With the lock held: the thread, started once. */
+static apr_status_t start_once(void)
+{
+    if (lingerer.started == 0) {
+        lingerer.start_error = start_thread();
+        lingerer.started = lingerer.start_error == APR_SUCCESS ? 1 : -1;
+    }
+    return lingerer.started > 0 ? APR_SUCCESS : lingerer.start_error;
+}
+
+apr_status_t pf_linger_start(void)
+{
+    apr_status_t rv;
+
+    pthread_mutex_lock(&lingerer.lock);
+    rv = start_once();
+    pthread_mutex_unlock(&lingerer.lock);
+    return rv;
+}
+
 apr_status_t pf_linger_hand_off(int fd, int short_linger)
 {
     struct epoll_event ev;
@@ -369,11 +389,7 @@ apr_status_t pf_linger_hand_off(int fd, int short_linger)
     int i, wake = 0;
 
     pthread_mutex_lock(&lingerer.lock);
-    if (lingerer.started == 0) {
-        lingerer.start_error = start_thread();
-        lingerer.started = lingerer.start_error == APR_SUCCESS ? 1 : -1;
-    }
-    if (lingerer.started < 0) {
+    if (start_once() != APR_SUCCESS) {
         rv = lingerer.start_error;
         goto out;
     }
@@ -452,6 +468,11 @@ void pf_linger_finish(apr_int64_t max_wait)
 }
 
 #else /* !__linux__ */
+
+apr_status_t pf_linger_start(void)
+{
+    return APR_ENOTIMPL;
+}
 
 apr_status_t pf_linger_hand_off(int fd, int short_linger)
 {

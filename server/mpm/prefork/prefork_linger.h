@@ -34,9 +34,10 @@
  * set that a thread of the child reads and closes on httpd's schedule,
  * while the child goes back to accept().  The set is the child's own: no
  * other process is involved, the parent least of all, and the child's
- * blocking, exclusive accept() is untouched.  The thread is started on the
- * first socket that needs it, so a child whose clients are all fast never
- * has one.
+ * blocking, exclusive accept() is untouched.  The thread is started with
+ * the child (pf_linger_start), so that a child's threads and descriptors
+ * stay the same over its life, which monitoring and the soak test compare;
+ * idle, it costs a blocked thread, an epoll and an eventfd descriptor.
  *
  * This file needs libc, pthreads and APR's types only, so the unit tests
  * drive it with real loopback sockets; prefork_close.c is the httpd glue.
@@ -116,8 +117,16 @@ apr_int64_t pf_linger_now(void);
 void pf_linger_probe(int fd, pf_linger_probe_t *probe);
 
 /**
+ * Starts the child's lingering thread (once; later calls return the first
+ * call's result).
+ * @return APR_SUCCESS, or why the thread could not be started (the child
+ *         then lingers itself, as httpd does)
+ */
+apr_status_t pf_linger_start(void);
+
+/**
  * Hands @a fd, shut down for writing, to the child's lingering thread,
- * starting the thread the first time.  On APR_SUCCESS the thread owns the
+ * starting the thread if pf_linger_start() was not called.  On APR_SUCCESS the thread owns the
  * descriptor and closes it; otherwise the caller still does (APR_EAGAIN:
  * every slot is taken; other: the thread could not be started, and never
  * will be in this process).
