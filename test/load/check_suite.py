@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
 # Licensed under the Apache License, Version 2.0; see LICENSE.
-"""CI smoke test of the load suite (not a performance gate): runs
-`suite.py --quick` and checks that every configuration served every
-scenario it can run, and that the report, the model report, the CSV and the
-charts were written, and that no server with this project's MPM logged a
-warning its scenario does not provoke by design (suite.py's
-EXPECTED_LOG).
+"""CI smoke test of the load suite (not a performance gate): the unit
+tests of its pure helpers (test_helpers.py), then `suite.py --quick`,
+checking that every configuration served every scenario it can run,
+that the report, the model report, the CSV and the charts were written,
+and that no server with this project's MPM logged a warning its scenario
+does not provoke by design (suite.py's EXPECTED_LOG).
 
 Then one short pass over issue 14's scenarios, two configurations, one
 second each: the 16cpu profile's summary and an open-loop run at 50 % of
 stock event's req/s, mod_php (php) and the veth/RPS namespace (rps-half),
 where cpu steering must put every connection on the bucket of the one
 CPU that RPS sends packets to.  php and rps-half report themselves
-unavailable (without mod_php, or without root) rather than fail."""
+unavailable (without mod_php, or without root) rather than fail.
+
+Last, one second each of the anchors, the floor and the tuned peers at
+the fixed rate and in closed loop, TLS, and the smallest pool: every
+run's latency histogram is published and report.py rebuilds the report
+from those files, the anchors' table is there, and the strace sample
+shows no poll() in this MPM's close (its lingering close does not
+sleep), where the blocking anchor's httpd-style close polls."""
 
 import json
 import os
@@ -119,11 +126,72 @@ def check_issue14():
     return ran, problems
 
 
+def check_round3():
+    out = os.path.join(RESULTS, "ci-round3")
+    doc, ran, problems = run_suite(out, [
+        "--profile", "anchors", "--configs",
+        "anchor-blocking,pfb-floor,pfb-1,nginx-tuned",
+        "--scenarios", "rate,static-close,tls-close,pool64",
+        "--pairs", "1", "--seconds", "1", "--warmup", "0",
+        "--max-lag-ms", "1000"])
+    unavailable = doc.get("unavailable", {})
+    for name in unavailable:
+        print("bench smoke: %s not run: %s" % (name, unavailable[name]))
+    want = {"rate": 4, "static-close": 4, "tls-close": 3, "pool64": 2}
+    for name, count in want.items():
+        if name in unavailable:
+            continue
+        got = len([r for r in ran if r["scenario"] == name])
+        if got != count:
+            problems.append("%s: %d runs, expected %d" % (name, got, count))
+    for r in ran:
+        if not r.get("latency_file") or not os.path.exists(
+                os.path.join(out, r["latency_file"])):
+            problems.append("%s/%s: no latency file" % (r["scenario"],
+                                                        r["config"]))
+        if r.get("server_cpu_cgroup") is None and os.geteuid() == 0:
+            problems.append("%s/%s: no CPU from the server's cgroup"
+                            % (r["scenario"], r["config"]))
+    os.unlink(os.path.join(out, "report.md"))
+    rebuilt = subprocess.run([sys.executable, os.path.join(HERE, "report.py"),
+                              os.path.join(out, "results.json")],
+                             capture_output=True, text=True)
+    try:
+        with open(os.path.join(out, "report.md")) as f:
+            text = f.read()
+    except OSError:
+        text = ""
+        problems.append("report.py did not rebuild report.md: %s"
+                        % rebuilt.stderr[-500:])
+    for head in ("## Anchors, floors and servers side by side",
+                 "## Cost against the pool's size", "## Host state"):
+        if head not in text:
+            problems.append("report.md has no '%s'" % head)
+    floor = doc.get("syscalls", {}).get("pfb-floor", {})
+    if floor.get("poll_per_accept") is None or \
+            floor["poll_per_accept"] > 0.05:
+        problems.append("pfb-floor: %s poll() per accept in the strace "
+                        "sample; this MPM's close should not poll"
+                        % floor.get("poll_per_accept"))
+    return ran, problems
+
+
+def check_helpers():
+    """The suite's pure helpers (test_helpers.py): intervals, histograms,
+    invalid runs."""
+    rc = subprocess.run([sys.executable,
+                         os.path.join(HERE, "test_helpers.py")]).returncode
+    return [] if rc == 0 else ["test_helpers.py failed"]
+
+
 def main():
+    helper_problems = check_helpers()
     ran, problems = check_quick()
+    problems = helper_problems + problems
     ran2, problems2 = check_issue14()
-    ran += ran2
-    problems += problems2
+    ran3, problems3 = check_round3()
+    ran += ran2 + ran3
+    problems += problems2 + problems3
     for p in problems:
         print("bench smoke test: %s" % p)
     print("bench smoke: %d passed, %d failed" % (len(ran),

@@ -2,12 +2,23 @@
 """Writes the load suite's report.md and gnuplot charts from its results.
 
   python3 test/load/report.py bench-results/suite-.../results.json
+  python3 test/load/report.py docs/bench/DIR/NAME.results.json.gz
+      # -> docs/bench/DIR/NAME.report.md
+
+Every run's percentiles are taken again from its latency histogram
+(latency/*.hist.gz, see latency.py) where the folder has it, so a
+published folder's report can be rebuilt, and runs merged, from the raw
+latencies.  Runs marked invalid (their generator failed) are listed and
+left out of every median and ratio; medians come with distribution-free
+95 % confidence intervals (stats.py), and ratios to the baseline are
+taken per pair.
 
 Charts (PNG, when gnuplot is installed): throughput per configuration for
 each scenario, latency CDFs for each scenario, and accepted connections per
 bucket for the bucketed configurations.
 """
 
+import gzip
 import json
 import math
 import os
@@ -17,7 +28,49 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import latency  # noqa: E402
+import stats  # noqa: E402
+import validity  # noqa: E402
+
 METRICS = ("rps", "p50", "p90", "p99", "p99.9")
+PERCENTILE_KEYS = ("p50", "p90", "p99", "p99.9", "p99.99", "max")
+
+
+def mark_invalid(doc):
+    """Runs published before the suite marked them: the same rules."""
+    bound = doc.get("max_lag_ms", validity.MAX_LAG_MS)
+    for r in doc["runs"]:
+        if "skipped" not in r and "invalid" not in r:
+            r["invalid"] = validity.judge_run(r["scenario"], r, bound)
+
+
+def load(path):
+    """results.json, or a published results.json.gz."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+
+def refresh_percentiles(doc, out_dir):
+    """Each run's percentiles from its published latency file."""
+    for r in doc["runs"]:
+        path = r.get("latency_file")
+        if not path or not os.path.exists(os.path.join(out_dir, path)):
+            continue
+        summary = latency.summary(latency.read(os.path.join(out_dir, path)))
+        for k in PERCENTILE_KEYS:
+            r[k] = summary.get(k, r.get(k))
+
+
+def pooled_percentiles(doc, out_dir, scenario, config):
+    """Percentiles over every valid run's requests together, or None."""
+    hists = []
+    for r in runs_of(doc, scenario, config):
+        path = r.get("latency_file")
+        if path and os.path.exists(os.path.join(out_dir, path)):
+            hists.append(latency.read(os.path.join(out_dir, path)))
+    return latency.summary(latency.merge(hists)) if hists else None
 
 
 def median(values):
@@ -57,55 +110,121 @@ def child_jain(run):
 
 
 def runs_of(doc, scenario, config):
+    """The valid runs of a configuration in a scenario."""
     return [r for r in doc["runs"] if r["scenario"] == scenario
-            and r["config"] == config and "skipped" not in r]
+            and r["config"] == config and "skipped" not in r
+            and not r.get("invalid")]
 
 
-def scenario_table(doc, scenario):
-    lines = ["| configuration | req/s median (min–max) | p50 | p90 | p99 | "
-             "p99.9 ms | errors | server CPU s | loadgen CPU s | ctx sw. | "
-             "Jain buckets | Jain children | req/s ÷ stock | p99 ÷ stock | "
-             "CPU µs/req | children at end |",
-             "|---" * 16 + "|"]
+def invalid_runs(doc, scenario=None):
+    return [r for r in doc["runs"] if r.get("invalid") and
+            (scenario is None or r["scenario"] == scenario)]
+
+
+def per_request(run, key):
+    if not run.get("requests") or run.get(key) is None:
+        return None
+    return run[key] / float(run["requests"])
+
+
+def ctx_per_request(run):
+    return per_request(run, "ctx_switches")
+
+
+def ctx_cell(runs):
+    """Context switches per request: all (voluntary, the sleeps)."""
+    total = median([ctx_per_request(r) for r in runs])
+    vol = median([per_request(r, "ctx_voluntary") for r in runs])
+    if isinstance(vol, float) and math.isnan(vol):
+        return fmt(total, 2)
+    return "%s (%s)" % (fmt(total, 2), fmt(vol, 2))
+
+
+def ci_cell(runs, get, digits=1, scale=1.0):
+    return stats.fmt_ci(stats.median_ci([get(r) for r in runs]), digits,
+                        scale)
+
+
+def ratio_cell(doc, scenario, runs, get, digits=2):
+    """Per-pair ratio to the baseline's run of the same pair, with its
+    interval; n/a when the baseline has no valid run in those pairs."""
     base = runs_of(doc, scenario, doc["baseline"])
-    base_rps = median([r["rps"] for r in base]) if base else float("nan")
-    base_p99 = median([r.get("p99") for r in base]) if base else float("nan")
+    ratios = stats.paired_ratios(runs, base, get)
+    return stats.fmt_ci(stats.median_ci(ratios), digits) if ratios \
+        else "n/a"
+
+
+def kernel_sum(runs, table, key):
+    """Median over runs of one kernel counter (nstat or CPU time)."""
+    return median([r.get("kernel", {}).get(table, {}).get(key)
+                   for r in runs])
+
+
+def scenario_table(doc, scenario, out_dir=None):
+    """Two tables per scenario: the figures with their intervals, then
+    what the kernel and the generator saw."""
+    lines = ["| configuration | runs | req/s median [95 % CI] | × stock "
+             "prefork (per pair) | p50 ms | p99 ms [CI] | p99.9 ms | server "
+             "CPU µs/req [CI] | context switches/req (voluntary) | children "
+             "at end |", "|---" * 10 + "|"]
+    details = ["| configuration | errors | ListenOverflows | ListenDrops | "
+               "server CPUs softirq s | server CPUs idle s | generator CPU s "
+               "| generator lag p99 ms | p99 / p99.9 ms, all runs' requests "
+               "| minor faults/req | served by a cold child | Jain buckets | "
+               "Jain children |", "|---" * 13 + "|"]
     for key, label in doc["configs"].items():
         runs = runs_of(doc, scenario, key)
         skipped = [r for r in doc["runs"] if r["scenario"] == scenario
                    and r["config"] == key and "skipped" in r]
+        bad = [r for r in invalid_runs(doc, scenario) if r["config"] == key]
         if skipped:
             lines.append("| %s | skipped: %s |%s" % (
-                label, skipped[0]["skipped"], " |" * 14))
+                label, skipped[0]["skipped"], " |" * 8))
             continue
+        if not runs and not bad:
+            continue
+        count = "%d" % len(runs) + (" (+%d invalid)" % len(bad) if bad
+                                    else "")
         if not runs:
+            lines.append("| %s | %s | no valid run |%s" % (label, count,
+                                                           " |" * 7))
             continue
-        rps = [r["rps"] for r in runs]
-        errors = {}
-        for r in runs:
-            for k, v in r["errors"].items():
-                if v:
-                    errors[k] = errors.get(k, 0) + v
         dist = [r.get("distribution", {}) for r in runs]
-        m = {k: median([r.get(k) for r in runs]) for k in METRICS}
-        lines.append(
-            "| %s | %s (%s–%s) | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
-            " %s | %s | %s | %s | %s |" % (
-                label, fmt(m["rps"]), fmt(min(rps)), fmt(max(rps)),
-                fmt(m["p50"]), fmt(m["p90"]), fmt(m["p99"]),
-                fmt(m["p99.9"]),
-                ", ".join("%s %d" % kv for kv in sorted(errors.items()))
-                or "0",
-                fmt(median([r.get("server_cpu_s") for r in runs]), 2),
-                fmt(median([r.get("loadgen_cpu_s") for r in runs]), 2),
-                fmt(median([r.get("ctx_switches") for r in runs]), 0),
-                fmt(median([d.get("bucket_jain") for d in dist]), 4),
-                fmt(median([d.get("child_jain") for d in dist]), 4),
-                fmt(m["rps"] / base_rps, 3) if base_rps else "n/a",
-                fmt(m["p99"] / base_p99, 3) if base_p99 else "n/a",
-                fmt(median([cpu_us_per_request(r) for r in runs]), 0),
-                fmt(median([r.get("children_end") for r in runs]), 0)))
-    return lines
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            label, count, ci_cell(runs, lambda r: r["rps"], 0),
+            ratio_cell(doc, scenario, runs, lambda r: r["rps"]),
+            fmt(median([r.get("p50") for r in runs]), 2),
+            ci_cell(runs, lambda r: r.get("p99"), 2),
+            fmt(median([r.get("p99.9") for r in runs]), 2),
+            ci_cell(runs, cpu_us_per_request, 0), ctx_cell(runs),
+            pool_cell(runs)))
+        pooled = pooled_percentiles(doc, out_dir, scenario, key) \
+            if out_dir else None
+        details.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | "
+                       "%s | %s | %s |" % (
+                           label, error_cell(runs),
+                           fmt(kernel_sum(runs, "nstat",
+                                          "TcpExtListenOverflows"), 0),
+                           fmt(kernel_sum(runs, "nstat",
+                                          "TcpExtListenDrops"), 0),
+                           fmt(kernel_sum(runs, "cpu_server", "softirq"), 2),
+                           fmt(kernel_sum(runs, "cpu_server", "idle"), 2),
+                           fmt(median([r.get("loadgen_cpu_s")
+                                       for r in runs]), 2),
+                           fmt(median([r.get("send_lag_p99")
+                                       for r in runs]), 2),
+                           "%s / %s" % (fmt(pooled["p99"], 2),
+                                        fmt(pooled["p99.9"], 2))
+                           if pooled else "n/a",
+                           fmt(median([per_request(r, "minor_faults")
+                                       for r in runs]), 2),
+                           fmt(median([d.get("cold_share") for d in dist]),
+                               2),
+                           fmt(median([d.get("bucket_jain") for d in dist]),
+                               4),
+                           fmt(median([d.get("child_jain") for d in dist]),
+                               4)))
+    return lines + [""] + details
 
 
 def gnuplot(script, out_dir):
@@ -479,17 +598,186 @@ def rps_section(doc):
     return lines
 
 
-def write_report(doc, out_dir):
+# The anchors profile's differences: (what it isolates, the more costly
+# configuration, the cheaper one).
+DIFFERENCES = (
+    ("a process per connection", "anchor-blocking", "anchor-epoll"),
+    ("httpd's lingering close (blocking)", "anchor-blocking-linger",
+     "anchor-blocking"),
+    ("httpd's core (this MPM's floor)", "pfb-floor", "anchor-blocking"),
+    ("configuration (Debian's defaults, the file, the log, ExtendedStatus)",
+     "pfb-1", "pfb-floor"),
+    ("this MPM before the lingering-close change", "pfb-1-before", "pfb-1"),
+    ("serving away from the receiving CPU (the model's cross cost)",
+     "pfb-N-cpu-away", "pfb-N-cpu"),
+    ("nginx as shipped against tuned", "nginx", "nginx-tuned"),
+    ("this MPM against nginx tuned", "pfb-1", "nginx-tuned"),
+)
+
+
+def paired_differences(doc, scenario, a, b, get):
+    """get(run of a) - get(run of b), per pair."""
+    base = {r["pair"]: get(r) for r in runs_of(doc, scenario, b)}
+    diffs = []
+    for r in runs_of(doc, scenario, a):
+        x, y = get(r), base.get(r["pair"])
+        if x is not None and y is not None:
+            diffs.append(x - y)
+    return diffs
+
+
+def anchors_section(doc):
+    """Server CPU per request at the fixed rate, peak throughput and the
+    per-request counts, side by side, and the differences they isolate."""
+    keys = [k for k in doc["configs"] if k.startswith("anchor-")
+            or k in ("pfb-floor", "pfb-1-before")]
+    if not keys or not any(runs_of(doc, s, k) for k in keys
+                           for s in ("rate", "static-close")):
+        return []
+    rate = doc["settings"].get("open_rate")
+    lines = ["", "## Anchors, floors and servers side by side", "",
+             "Server CPU per request from each server's own cgroup at %s "
+             "req/s offered in open loop (scenario `rate`, below every "
+             "server's saturation), peak closed-loop req/s (`static-close`, "
+             "a connection per request) and keep-alive req/s "
+             "(`keepalive100`, 100 requests per connection); generator on "
+             "CPUs %s, servers on %s. Medians [95 %% CI] over valid runs." % (
+                 rate, ",".join(map(str, doc.get("client_cpus", []))),
+                 ",".join(map(str, doc.get("server_cpus", [])))), "",
+             "| configuration | CPU µs/req at %s req/s | context switches/req "
+             "(voluntary) | p99 ms at that rate | peak req/s, close | req/s, keep-alive "
+             "100 | system calls/req | poll per accept |" % rate,
+             "|---" * 8 + "|"]
+    for key, label in doc["configs"].items():
+        at_rate = runs_of(doc, "rate", key)
+        peak = runs_of(doc, "static-close", key)
+        keep = runs_of(doc, "keepalive100", key)
+        if not (at_rate or peak or keep):
+            continue
+        sc = doc.get("syscalls", {}).get(key, {})
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            label, ci_cell(at_rate, cpu_us_per_request, 1),
+            ctx_cell(at_rate),
+            fmt(median([r.get("p99") for r in at_rate]), 2),
+            ci_cell(peak, lambda r: r["rps"], 0),
+            ci_cell(keep, lambda r: r["rps"], 0),
+            sc.get("per_request", "n/a"),
+            fmt(sc.get("poll_per_accept"), 2)))
+    lines += ["", "Differences of server CPU µs per request at the fixed "
+              "rate, per pair (median [95 % CI]):", ""]
+    for what, a, b in DIFFERENCES:
+        diffs = paired_differences(doc, "rate", a, b, cpu_us_per_request)
+        if diffs:
+            lines.append("- %s: %s − %s = %s µs" % (
+                what, a, b, stats.fmt_ci(stats.median_ci(diffs), 1)))
+    return lines
+
+
+def crossnode_section(doc):
+    """The model's cross-node cost: server CPU per request with every
+    connection served away from the CPU that received it, minus served
+    on it (per pair), in the rps scenario."""
+    diffs = paired_differences(doc, "rps", "pfb-N-cpu-away", "pfb-N-cpu",
+                               cpu_us_per_request)
+    if not diffs:
+        return []
+    p99 = paired_differences(doc, "rps", "pfb-N-cpu-away", "pfb-N-cpu",
+                             lambda r: r.get("p99"))
+    return ["", "## Cost of serving away from the receiving CPU", "",
+            "Server CPU per request with cpu steering's children pinned "
+            "half the CPU list away from their bucket's CPU, minus with "
+            "them on it, per pair: %s µs (the model's cross cost: "
+            "`test/load/sim/twosocket.py --x-away-us`); p99 difference %s "
+            "ms." % (stats.fmt_ci(stats.median_ci(diffs), 1),
+                     stats.fmt_ci(stats.median_ci(p99), 2))]
+
+
+def pool_section(doc):
+    """Requests/s and CPU per request against the pool's size."""
+    sizes = sorted({int(r["scenario"][4:]) for r in doc["runs"]
+                    if re.fullmatch(r"pool\d+", r["scenario"])})
+    if not sizes:
+        return []
+    lines = ["", "## Cost against the pool's size (static close, %s "
+             "connections)" % doc["settings"].get("connections"), "",
+             "req/s median [95 % CI], server CPU µs per request and the "
+             "share of requests served by a cold child (one that had waited "
+             "through more than 64 others' requests since its last) for "
+             "each pool; the last column is the largest pool's req/s over "
+             "the smallest's, per pair.", "",
+             "| configuration | " + " | ".join(
+                 "%d children: req/s, CPU µs/req, cold" % n for n in sizes)
+             + " | %d ÷ %d |" % (sizes[-1], sizes[0]),
+             "|---" * (len(sizes) + 2) + "|"]
+    for key, label in doc["configs"].items():
+        cells = []
+        for n in sizes:
+            runs = runs_of(doc, "pool%d" % n, key)
+            cells.append("%s, %s, %s" % (
+                ci_cell(runs, lambda r: r["rps"], 0),
+                fmt(median([cpu_us_per_request(r) for r in runs]), 0),
+                fmt(median([r.get("distribution", {}).get("cold_share")
+                            for r in runs]), 2)) if runs else "n/a")
+        if all(c == "n/a" for c in cells):
+            continue
+        big = runs_of(doc, "pool%d" % sizes[-1], key)
+        small = runs_of(doc, "pool%d" % sizes[0], key)
+        ratios = stats.paired_ratios(big, small, lambda r: r["rps"])
+        lines.append("| %s | %s | %s |" % (
+            label, " | ".join(cells),
+            stats.fmt_ci(stats.median_ci(ratios), 2) if ratios else "n/a"))
+    return lines
+
+
+def invalid_section(doc):
+    bad = invalid_runs(doc)
+    if not bad:
+        return []
+    lines = ["", "## Invalid runs (left out of every median and ratio)", "",
+             "| scenario | configuration | pair | why |", "|---|---|---|---|"]
+    for r in bad:
+        lines.append("| %s | %s | %s | %s |" % (
+            r["scenario"], doc["configs"].get(r["config"], r["config"]),
+            r.get("pair"), "; ".join(r["invalid"])))
+    return lines
+
+
+def host_state_lines(doc):
+    state = doc.get("host_state")
+    if not state:
+        return []
+    lines = ["", "## Host state", "", "| | |", "|---|---|"]
+    for k, v in state.items():
+        if isinstance(v, dict):
+            v = "; ".join("%s: %s" % kv for kv in v.items())
+        lines.append("| %s | %s |" % (k, str(v).replace("|", "/")))
+    return lines
+
+
+def write_report(doc, out_dir, name="report.md"):
+    mark_invalid(doc)
+    refresh_percentiles(doc, out_dir)
     host = doc["host"]
     lines = ["# Load-test report", "",
-             "Command: `%s` (profile %s, %s pairs, %s s runs); took %s s."
-             % (doc.get("command", "suite.py"), doc["profile"],
-                doc["settings"]["pairs"], doc["settings"]["seconds"],
-                doc.get("elapsed_s", "?")), "",
-             "Configurations ran interleaved (A B C ... A B C ...), each run "
-             "on a freshly started server. Ratios compare medians with "
-             "Debian's stock prefork. On a small, shared machine only the "
-             "ratios within one run mean anything.", "", "## Host", "",
+             "Command: `%s` (profile %s, %s pairs, %s s runs after %s s of "
+             "warm-up each); took %s s. Project commit %s; run order seed "
+             "%s; httpd configurations with %s." % (
+                 doc.get("command", "suite.py"), doc["profile"],
+                 doc["settings"]["pairs"], doc["settings"]["seconds"],
+                 doc["settings"].get("warmup", 0), doc.get("elapsed_s", "?"),
+                 doc.get("host_state", {}).get("commit", "n/a"),
+                 doc.get("seed", "n/a"),
+                 "Debian's apache2.conf defaults" if doc.get("conf_base",
+                                                            "bare")
+                 == "debian" else "the harness's bare configuration"), "",
+             "Each pair runs every configuration once, in an order shuffled "
+             "for the pair, each on a freshly started, warmed-up server. "
+             "Medians carry distribution-free 95 % confidence intervals "
+             "(with fewer than 6 runs, min–max and its lower coverage in "
+             "parentheses); ratios to Debian's stock prefork are taken per "
+             "pair. Runs whose generator failed are listed at the end and "
+             "left out. On a small, shared machine only the ratios within "
+             "one run mean anything.", "", "## Host", "",
              "| | |", "|---|---|"]
     for k, v in host.items():
         lines.append("| %s | %s |" % (k, v))
@@ -500,13 +788,19 @@ def write_report(doc, out_dir):
             scenarios.append(r["scenario"])
     for scenario in scenarios:
         lines += ["", "## %s" % scenario, ""]
-        lines += scenario_table(doc, scenario)
+        lines += scenario_table(doc, scenario, out_dir)
+        # A published folder's NAME.report.md adds no chart beside the
+        # published ones.
         for chart in (chart_throughput(doc, scenario, out_dir),
                       chart_cdf(doc, scenario, out_dir),
-                      chart_balance(doc, scenario, out_dir)):
+                      chart_balance(doc, scenario, out_dir)) \
+                if name == "report.md" else ():
             if chart:
                 charts.append(chart)
                 lines += ["", "![%s](%s)" % (chart, chart)]
+    lines += anchors_section(doc)
+    lines += pool_section(doc)
+    lines += crossnode_section(doc)
     lines += steering_section(doc)
     lines += profile_16cpu_section(doc)
     lines += php_section(doc)
@@ -514,22 +808,30 @@ def write_report(doc, out_dir):
     if doc.get("syscalls"):
         lines += ["", "## System calls per request (sampled `strace -c -f`, "
                   "1000 requests, ab -c 4)", "",
-                  "| configuration | calls/request | most frequent |",
-                  "|---|---|---|"]
+                  "| configuration | calls/request | poll per accept | "
+                  "most frequent |", "|---|---|---|---|"]
         for key, s in doc["syscalls"].items():
-            lines.append("| %s | %s | %s |" % (
+            lines.append("| %s | %s | %s | %s |" % (
                 doc["configs"].get(key, key), s.get("per_request", "n/a"),
+                fmt(s.get("poll_per_accept"), 2),
                 ", ".join("%s %.2f" % kv for kv in s.get("top", {}).items())))
-    if not charts:
+    lines += invalid_section(doc)
+    lines += host_state_lines(doc)
+    if not charts and name == "report.md":
         lines += ["", "(no charts: install gnuplot-nox)"]
-    lines += ["", "Raw data: results.json, results.csv; commands and tool "
-              "output: raw.log.", ""]
-    with open(os.path.join(out_dir, "report.md"), "w") as f:
+    lines += ["", "Raw data: results.json, results.csv, every request's "
+              "latency in latency/*.hist.gz (report.py rebuilds this report "
+              "from them), the servers' configurations in configs/; "
+              "commands and tool output: raw.log.", ""]
+    with open(os.path.join(out_dir, name), "w") as f:
         f.write("\n".join(lines))
-    return os.path.join(out_dir, "report.md")
+    return os.path.join(out_dir, name)
 
 
 if __name__ == "__main__":
     path = sys.argv[1]
-    with open(path) as f:
-        print(write_report(json.load(f), os.path.dirname(path)))
+    # A published X.results.json.gz gets X.report.md beside it.
+    out_name = os.path.basename(path).replace(".results.json.gz",
+                                              ".report.md") \
+        if path.endswith(".results.json.gz") else "report.md"
+    print(write_report(load(path), os.path.dirname(path) or ".", out_name))

@@ -1,20 +1,30 @@
 #!/usr/bin/env bash
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 #
-# Issue 14's measurements on a many-core machine that has no network and
-# no Debian packages: the suite's 16cpu, php and rps profiles, run with
-# Debian 12's apache2, its modules, mod_php, nginx and wrk from an offline
-# kit (../shared/tools/make-offline-kit.sh) and this tree's built modules.
+# The suite's many-core profiles on a machine that has no network and no
+# Debian packages: 16cpu, php, rps, and the anchors, pool, workloads and
+# linger profiles, run with Debian 12's apache2, its modules (mod_ssl
+# too), mod_php, nginx and wrk from an offline kit
+# (../shared/tools/make-offline-kit.sh) and this tree's built modules and
+# anchors.
 #
 # Here (Debian 12, after make):
 #   bash test/load/run_16cpu.sh pack /tmp/pfb16
-#       -> /tmp/pfb16/kit (the kit, plus mod_php and its extensions),
-#          /tmp/pfb16/pfb (this tree with build/), /tmp/pfb16.tar.gz
+#       -> /tmp/pfb16/kit (the kit, plus mod_php and its extensions, and
+#          the TLS scenarios' test certificate), /tmp/pfb16/pfb (this tree
+#          with build/, and build-before/: the MPM of the commit before the
+#          lingering-close change, for the linger profile; BEFORE_REV picks
+#          another), /tmp/pfb16.tar.gz
 # There (as root; python3, taskset, ip and timeout from the host):
 #   tar xzf pfb16.tar.gz && cd pfb16/pfb
 #   bash test/load/run_16cpu.sh run ../kit            # 16cpu, php, rps
 #   bash test/load/run_16cpu.sh run ../kit 16cpu --pairs 5
 #   bash test/load/run_16cpu.sh run ../kit default    # the shipped .conf
+#   bash test/load/run_16cpu.sh run ../kit anchors    # server on 3/4 of
+#   bash test/load/run_16cpu.sh run ../kit pool       # the CPUs, the
+#   bash test/load/run_16cpu.sh run ../kit workloads  # generator on the
+#   bash test/load/run_16cpu.sh run ../kit linger     # rest (not pool)
+#   bash test/load/run_16cpu.sh run ../kit crossnode  # (root: a netns)
 #
 # `run` starts no server itself: suite.py starts and stops every server
 # and deletes the namespace it makes, also when it gets SIGTERM, which the
@@ -25,7 +35,7 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 PHP_API=20220829            # Debian 12's PHP 8.2 extension directory
 
 usage() {
-    echo "usage: $0 pack OUTDIR | run KITDIR [16cpu|php|rps|default|all] [suite args]" >&2
+    echo "usage: $0 pack OUTDIR | run KITDIR [16cpu|php|rps|default|anchors|pool|workloads|linger|crossnode|all] [suite args]" >&2
     exit 2
 }
 
@@ -49,11 +59,28 @@ pack() {
     else
         echo "no mod_php here: the php profile will report itself unavailable" >&2
     fi
-    mkdir -p "$out/pfb/build"
+    mkdir -p "$out/pfb/build/anchors"
     (cd "$TOP" && git ls-files -z -c -o --exclude-standard | tar --null -T - -cf -) | tar -xf - -C "$out/pfb"
     cp -L "$TOP"/build/*.so "$out/pfb/build/"
+    cp -L "$TOP"/build/anchors/anchor_* "$out/pfb/build/anchors/"
+    python3 "$TOP/test/load/suite.py" --make-cert "$out/kit/tls"
+    pack_before "$out/pfb/build-before"
     tar -czf "$out.tar.gz" -C "$(dirname "$out")" "$(basename "$out")"
     du -sh "$out.tar.gz"
+}
+
+# The MPM as it was before the lingering-close change (or at BEFORE_REV),
+# built in a scratch copy, for the linger profile's pfb-1-before.
+pack_before() {
+    local dest=$1 rev scratch
+    rev=${BEFORE_REV:-$(cd "$TOP" && git log --diff-filter=A --format=%H -- server/mpm/prefork/prefork_linger.c | tail -n 1)^}
+    scratch=$(mktemp -d)
+    (cd "$TOP" && git archive "$rev") | tar -xf - -C "$scratch"
+    (cd "$scratch" && autoconf >/dev/null && ./configure >/dev/null && make -s build/mod_mpm_prefork.so)
+    mkdir -p "$dest"
+    cp -L "$scratch/build/mod_mpm_prefork.so" "$dest/"
+    (cd "$TOP" && git rev-parse "$rev") > "$dest/REVISION"
+    rm -rf "$scratch"
 }
 
 suite_pid=
@@ -78,7 +105,7 @@ run() {
     kit=$(cd "$1" && pwd)
     what=${2:-all}
     case $what in
-    16cpu | php | rps | default | all) ;;
+    16cpu | php | rps | default | anchors | pool | workloads | linger | crossnode | all) ;;
     *) usage ;;
     esac
     shift $(($# >= 2 ? 2 : 1))
@@ -92,6 +119,8 @@ run() {
     fi
     # Debian's nginx creates its temp directories under these at start.
     mkdir -p /var/lib/nginx /var/log/nginx
+    # The TLS scenarios' certificate, made when the kit was packed.
+    [ -d "$kit/tls" ] && export PFB_BENCH_CERT_DIR=$kit/tls
     ncpus=$(nproc)
     [ "$ncpus" -ge 16 ] || echo "note: $ncpus CPUs; the 16cpu profile scales itself down" >&2
     stamp=$(date +%Y%m%d-%H%M%S)
@@ -117,6 +146,30 @@ run() {
         else
             suite --profile rps --out "bench-results/rps-$stamp" "$@"
         fi
+    fi
+    # The generator apart from the server: a quarter of the CPUs for it.
+    local apart=()
+    if [ "$ncpus" -ge 4 ]; then
+        apart=(--server-cpus "0-$((ncpus * 3 / 4 - 1))"
+               --client-cpus "$((ncpus * 3 / 4))-$((ncpus - 1))")
+    fi
+    if [ "$what" = anchors ] || [ "$what" = all ]; then
+        suite --profile anchors "${apart[@]}" --out "bench-results/anchors-$stamp" "$@"
+    fi
+    if [ "$what" = pool ] || [ "$what" = all ]; then
+        suite --profile pool --out "bench-results/pool-$stamp" "$@"
+    fi
+    if [ "$what" = workloads ] || [ "$what" = all ]; then
+        suite --profile workloads "${apart[@]}" --out "bench-results/workloads-$stamp" "$@"
+    fi
+    if [ "$what" = linger ] || [ "$what" = all ]; then
+        suite --profile linger "${apart[@]}" --mpm-before "$TOP/build-before/mod_mpm_prefork.so" \
+            --out "bench-results/linger-$stamp" "$@"
+    fi
+    if [ "$what" = crossnode ] || [ "$what" = all ]; then
+        # The model's cost of serving away from the receiving CPU: RPS on
+        # the server's CPUs, the generator in the namespace on the rest.
+        suite --profile crossnode "${apart[@]}" --out "bench-results/crossnode-$stamp" "$@"
     fi
     echo "results: $TOP/bench-results/*-$stamp/report.md"
 }

@@ -4,10 +4,14 @@
 --   WRK_CLOSE=1     "Connection: close": a new connection for every request
 --   WRK_EXP_MS=10   ask the test handler to sleep an exponentially
 --                   distributed time with this mean (/pfb-test?sleep=MS)
+--   WRK_HIST=FILE   write every request's latency there, as a histogram:
+--                   one line "<latency us> <requests>" per distinct value
+--                   (wrk keeps them at 1 us; the suite gzips the file)
 -- At the end it prints one line "WRK_JSON {...}" with the request count,
 -- errors by kind and latency percentiles (ms), including p99.9 and a CDF.
 local close = os.getenv("WRK_CLOSE") == "1"
 local exp_ms = tonumber(os.getenv("WRK_EXP_MS") or "")
+local hist = os.getenv("WRK_HIST")
 
 function init(args)
     math.randomseed(os.time() + (tonumber(tostring({}):sub(8), 16) or 0))
@@ -27,6 +31,15 @@ request = function()
 end
 
 done = function(summary, latency, requests)
+    if hist and hist ~= "" then
+        local f = assert(io.open(hist, "w"))
+        -- latency(i): the i-th distinct latency (us) and its count
+        for i = 1, #latency do
+            local us, count = latency(i)
+            f:write(string.format("%d %d\n", us, count))
+        end
+        f:close()
+    end
     local e = summary.errors
     local parts = {}
     local function add(k, v)

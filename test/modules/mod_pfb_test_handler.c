@@ -9,6 +9,12 @@
  *   ?spin=MS    burn CPU for MS milliseconds (0-60000)
  *   ?hold=MS    send "pid N" at once, then sleep MS milliseconds
  *
+ * "SetHandler pfb-fixed" answers the load suite's 100-byte body and nothing
+ * else, with no access-log line (it marks itself like the harness's probes,
+ * below): the floor of httpd's own per-request cost.  The URL /floor is
+ * mapped to no file at all (map_to_storage ends at once), so the floor
+ * makes no stat(), open() or mmap().
+ *
  * and "SetHandler pfb-scoreboard" answers with the scoreboard, one line per
  * slot in use, so the test harness can wait for children that finished
  * starting (SERVER_READY or later) rather than for processes that exist:
@@ -41,6 +47,7 @@
 #include "http_config.h"
 #include "http_log.h"
 #include "http_protocol.h"
+#include "http_request.h"
 #include "ap_mpm.h"
 #include "scoreboard.h"
 
@@ -116,6 +123,31 @@ static int pfb_test_handler(request_rec *r)
     return OK;
 }
 
+/* The load suite's static file (STATIC_BODY in test/load/suite.py). */
+static const char fixed_body[] =
+    "static file of one hundred bytes for the load suite "
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n";
+
+/* The floor's URL names no file: skip core's directory and file walks. */
+static int pfb_fixed_map_to_storage(request_rec *r)
+{
+    return strcmp(r->uri, "/floor") == 0 ? OK : DECLINED;
+}
+
+static int pfb_fixed_handler(request_rec *r)
+{
+    if (strcmp(r->handler, "pfb-fixed") != 0) {
+        return DECLINED;
+    }
+    apr_table_setn(r->subprocess_env, "pfb_probe", "1");
+    ap_set_content_type(r, "text/html");
+    ap_set_content_length(r, sizeof(fixed_body) - 1);
+    if (!r->header_only) {
+        ap_rwrite(fixed_body, sizeof(fixed_body) - 1, r);
+    }
+    return OK;
+}
+
 /* mod_status's letters for the worker states of scoreboard.h. */
 static char status_letter(int status)
 {
@@ -179,6 +211,9 @@ static void pfb_test_register_hooks(apr_pool_t *AP_MAYBE_UNUSED(p))
 {
     ap_hook_handler(pfb_test_handler, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(pfb_scoreboard_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_handler(pfb_fixed_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_map_to_storage(pfb_fixed_map_to_storage, NULL, NULL,
+                           APR_HOOK_FIRST);
 }
 
 /* clang-format off */

@@ -19,7 +19,9 @@ def http_get(host, port, path="/index.html", timeout=30, keepalive=False):
 
 
 def read_response(s):
-    """Reads one response with a Content-Length; returns (status, body)."""
+    """Reads one response; returns (status, body).  The body ends at its
+    Content-Length, or, in a response that closes the connection without
+    one (a large scoreboard), at the end of the connection."""
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = s.recv(65536)
@@ -30,9 +32,18 @@ def read_response(s):
     lines = head.decode(errors="replace").split("\r\n")
     status = int(lines[0].split()[1])
     length = None
+    closing = False
     for line in lines[1:]:
         if line.lower().startswith("content-length:"):
             length = int(line.split(":", 1)[1])
+        elif line.lower().replace(" ", "") == "connection:close":
+            closing = True
+    if length is None and closing:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return status, body
+            body += chunk
     if length is not None:
         while len(body) < length:
             chunk = s.recv(65536)

@@ -89,6 +89,7 @@
 #include "prefork_buckets.h"
 #include "prefork_bucketset.h"
 #include "prefork_children.h"
+#include "prefork_close.h"
 #include "prefork_policy.h"
 #include "prefork_steering_rules.h"
 #include "prefork_os.h"
@@ -545,6 +546,7 @@ static void child_main(int child_num, int bucket_index)
     apr_pool_tag(ptrans, "transaction");
 
     child_init_process(bucket);
+    pf_close_child_init();
     ap_create_sb_handle(&sbh, pchild, my_child_num, 0);
     ap_update_child_status(sbh, SERVER_READY, NULL);
     if (bucket->num_listeners > 1) {
@@ -586,10 +588,11 @@ static void child_main(int child_num, int bucket_index)
                                                 bucket_alloc);
         if (current_conn) {
             ap_process_connection(current_conn, csd);
-            ap_lingering_close(current_conn);
+            pf_close_connection(current_conn);
         }
     }
     child_in_accept_wait = 0;
+    pf_close_finish();
     ap_update_child_status(sbh, SERVER_GRACEFUL, NULL);
     clean_child_exit(0);
 }

@@ -19,6 +19,17 @@ What it models:
   in turn; a queued connection never moves to another bucket;
 - service time: exponential with the given mean, plus a fixed per-request
   overhead (accept, parse, log) calibrated against this machine;
+- a host of `nodes` NUMA nodes (bucket b on CPU b, CPUs numbered node
+  after node; the MPM's map comes from sysfs, so interleaved numbering
+  changes nothing here): each connection is received on a CPU chosen
+  uniformly (RSS), and a connection served on another node than the one
+  that received it costs cross_ms more.  Children of the "cpu" and
+  "local" modes are pinned to their bucket's CPU, so the bucket decides;
+  others run where the scheduler puts them, on another node with
+  probability sched_cross.  Steering "cpu" is the receiving CPU's bucket;
+  "local" (the mode that can borrow) is that bucket while it has an idle
+  child, else a bucket of the same node with one, else any bucket with
+  one, else the receiving CPU's bucket;
 - the MPM's per-bucket maintenance once a simulated second, decided by
   the MPM's own pf_decide_maintenance() (prefork_policy.c, built into
   build/libpfpolicy.so and called through ctypes; PFB_POLICY_LIB names
@@ -161,11 +172,39 @@ def percentile(sorted_values, p):
     return sorted_values[k]
 
 
+def node_of(bucket, nb, nodes):
+    """The node of a bucket's CPU: CPUs numbered node after node."""
+    return bucket * nodes // nb
+
+
+def local_choice(received, idle, nodes, rng):
+    """The steering mode that can borrow (one bucket per CPU): the
+    receiving CPU's bucket while it has an idle child, else a bucket of
+    the same node with one, else any bucket with one, else the receiving
+    CPU's (the connection waits there).  idle: idle children per bucket."""
+    nb = len(idle)
+    if idle[received]:
+        return received
+    home = node_of(received, nb, nodes)
+    same = [c for c in range(nb) if idle[c] and node_of(c, nb, nodes) == home]
+    if same:
+        return rng.choice(same)
+    others = [c for c in range(nb) if idle[c]]
+    return rng.choice(others) if others else received
+
+
 def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
              overhead_ms=0.2, requests=100000, warmup=5000, seed=1,
              steering="hash", start_children=None, min_spare_servers=None,
-             max_spare_servers=None, fork_ms=5.0, cpus=None, cpu_ms=0.0):
+             max_spare_servers=None, fork_ms=5.0, cpus=None, cpu_ms=0.0,
+             nodes=1, cross_ms=0.0, sched_cross=None):
     """Runs the model; returns a dict of figures (times in ms).
+
+    With nodes > 1, "cross_share" is the share of connections served on
+    another node than the one that received them, each of which took
+    cross_ms longer; sched_cross (default: (nodes - 1) / nodes, a
+    scheduler that ignores the receiving CPU) is that probability for
+    children that are not pinned.
 
     With cpus set, a request first needs cpu_ms of CPU (exponential) on one
     of that many CPUs, waiting its turn in one run queue, then mean_ms of
@@ -175,6 +214,10 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
     grow the pool under static load."""
     rng = random.Random(seed)
     nb = 1 if steering == "single" else buckets
+    pinned = steering in ("cpu", "local")
+    if sched_cross is None:
+        sched_cross = (nodes - 1) / float(nodes)
+    crossed = [0, 0, 0]         # on another node, another CPU, all
     start_children = workers if start_children is None else start_children
     min_total = min_spare_servers if min_spare_servers is not None \
         else max(1, workers // 8)
@@ -205,29 +248,42 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
         bs[b].children += 1
         push(at, "ready", (b, next_child[0]))
 
-    def service_time():
-        return overhead_ms + rng.expovariate(1.0 / mean_ms)
+    def service_time(cross):
+        return overhead_ms + rng.expovariate(1.0 / mean_ms) + \
+            (cross_ms if cross else 0.0)
 
     run_queue = collections.deque()
     running = [0]
     pool_samples = []
 
     def start(b, child, arrived, t):
+        arrived, received = arrived
         bs[b].accepted += 1
         child_count[child] += 1
+        cross = False
+        if nodes > 1:
+            cross = node_of(b, nb, nodes) != node_of(received, buckets,
+                                                     nodes) if pinned \
+                else rng.random() < sched_cross
+        crossed[0] += cross
+        crossed[1] += (b != received) if pinned else 1
+        crossed[2] += 1
+        extra = cross_ms if cross else 0.0
         if cpus is None:
-            push(t + service_time(), "done", (b, child, arrived))
+            push(t + service_time(cross), "done", (b, child, arrived))
         elif running[0] < cpus:
             running[0] += 1
-            push(t + rng.expovariate(1.0 / cpu_ms), "cpu", (b, child, arrived))
+            push(t + rng.expovariate(1.0 / cpu_ms) + extra, "cpu",
+                 (b, child, arrived))
         else:
-            run_queue.append((b, child, arrived))
+            run_queue.append(((b, child, arrived), extra))
 
     def cpu_done(data, t):
         wait = rng.expovariate(1.0 / mean_ms) if mean_ms > 0 else 0.0
         push(t + overhead_ms + wait, "done", data)
         if run_queue:
-            push(t + rng.expovariate(1.0 / cpu_ms), "cpu", run_queue.popleft())
+            queued, extra = run_queue.popleft()
+            push(t + rng.expovariate(1.0 / cpu_ms) + extra, "cpu", queued)
         else:
             running[0] -= 1
 
@@ -241,16 +297,25 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
             counts, nb, rng.getrandbits(32), rng.getrandbits(32),
             ctypes.byref(moved))
 
+    def local_steer(received):
+        return local_choice(received, [len(b.idle) for b in bs], nodes, rng)
+
     def arrive(t):
+        # The CPU whose softirq took the SYN (RSS spreads flows evenly).
+        received = rng.randrange(buckets) if buckets > 1 else 0
         if steering == "idle" and nb > 1:
             b = idle_steer()
+        elif steering == "cpu":
+            b = received
+        elif steering == "local":
+            b = local_steer(received)
         else:
             b = rng.randrange(nb) if nb > 1 else 0
         bucket = bs[b]
         if bucket.idle:
-            start(b, bucket.idle.pop(), t, t)
+            start(b, bucket.idle.pop(), (t, received), t)
         else:
-            bucket.queue.append(t)
+            bucket.queue.append((t, received))
         recount(b)
 
     def child_free(b, child, t):
@@ -320,6 +385,10 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
         "pool_mean": (sum(pool_samples) / len(pool_samples)
                       if pool_samples else float(total_children[0])),
         "pool_max": max(pool_samples) if pool_samples else total_children[0],
+        "cross_share": crossed[0] / float(crossed[2]) if crossed[2] else 0.0,
+        # Served on another CPU than the one that received the connection
+        # (pinned modes; unpinned children: all, as the model cannot say).
+        "away_share": crossed[1] / float(crossed[2]) if crossed[2] else 0.0,
     }
 
 
@@ -348,8 +417,13 @@ def main():
     parser.add_argument("--mean-ms", type=float, default=10.0)
     parser.add_argument("--overhead-ms", type=float, default=0.2)
     parser.add_argument("--requests", type=int, default=100000)
-    parser.add_argument("--steering", choices=("hash", "single", "idle"),
+    parser.add_argument("--steering", choices=("hash", "single", "idle",
+                                               "cpu", "local"),
                         default="hash")
+    parser.add_argument("--nodes", type=int, default=1)
+    parser.add_argument("--cross-ms", type=float, default=0.0,
+                        help="cost of serving a connection on another node "
+                        "than the one that received it")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--cpus", type=int, default=None,
                         help="CPUs the children share (default: no CPU "
@@ -374,7 +448,8 @@ def main():
                  seed=args.seed, steering=args.steering, cpus=args.cpus,
                  cpu_ms=args.cpu_ms, start_children=args.start,
                  min_spare_servers=args.min_spare,
-                 max_spare_servers=args.max_spare)
+                 max_spare_servers=args.max_spare, nodes=args.nodes,
+                 cross_ms=args.cross_ms)
     print(json.dumps(r, indent=1))
     return 0
 

@@ -14,6 +14,7 @@ disagree on a state, one of the two would fail.
 
 import ctypes
 import os
+import random
 import sys
 import unittest
 
@@ -105,6 +106,61 @@ class ModelRunsTheMpmsRules(unittest.TestCase):
         self.assertGreater(sum(r["children_end"]), 4)
         self.assertTrue(all(c >= 1 for c in r["children_end"]))
         self.assertGreater(r["rps"], 0)
+
+
+class TwoNodes(unittest.TestCase):
+    """The topology and the steering modes that know where a connection
+    was received (cpu, and local: the mode that can borrow)."""
+
+    def run_mode(self, steering, clients_per_cpu, mean_ms=10.0):
+        return bucketsim.simulate(
+            buckets=8, workers=64, clients=clients_per_cpu * 8,
+            mean_ms=mean_ms, requests=6000, warmup=600, steering=steering,
+            nodes=2, cross_ms=0.5)
+
+    def test_cpu_steering_serves_every_connection_where_it_arrived(self):
+        r = self.run_mode("cpu", 12)
+        self.assertEqual(r["cross_share"], 0.0)
+        self.assertEqual(r["away_share"], 0.0)
+
+    def test_local_keeps_connections_home_while_children_are_idle(self):
+        r = self.run_mode("local", 2)
+        self.assertLess(r["away_share"], 0.05)
+        self.assertLess(r["cross_share"], 0.01)
+
+    def test_local_choice_follows_table(self):
+        rng = random.Random(1)
+        # received CPU, idle children per bucket (8 buckets, 2 nodes of
+        # 4), the buckets allowed
+        table = [
+            (1, [0, 1, 0, 0, 1, 1, 1, 1], {1}),         # home has one
+            (1, [0, 0, 0, 1, 1, 1, 1, 1], {3}),         # own node first
+            (6, [1, 1, 0, 0, 0, 0, 0, 0], {0, 1}),      # then any node
+            (6, [0] * 8, {6}),                          # none: stay home
+            (0, [0, 2, 2, 0, 3, 0, 0, 0], {1, 2}),
+        ]
+        for received, idle, allowed in table:
+            for _ in range(20):
+                self.assertIn(bucketsim.local_choice(received, idle, 2, rng),
+                              allowed, (received, idle))
+
+    def test_local_borrows_from_its_own_node_first(self):
+        r = self.run_mode("local", 6)
+        self.assertGreater(r["away_share"], 0.01)
+        self.assertLess(r["cross_share"], r["away_share"] / 2)
+
+    def test_unpinned_children_cross_half_the_time_on_two_nodes(self):
+        r = self.run_mode("hash", 12)
+        self.assertAlmostEqual(r["cross_share"], 0.5, delta=0.05)
+
+    def test_cross_cost_lengthens_service(self):
+        near = bucketsim.simulate(buckets=8, workers=64, clients=96,
+                                  requests=6000, warmup=600,
+                                  steering="hash", nodes=2, cross_ms=0.0)
+        far = bucketsim.simulate(buckets=8, workers=64, clients=96,
+                                 requests=6000, warmup=600, steering="hash",
+                                 nodes=2, cross_ms=5.0)
+        self.assertGreater(far["p50"], near["p50"] + 1.0)
 
 
 if __name__ == "__main__":

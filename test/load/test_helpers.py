@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""Unit tests of the load suite's pure helpers: the confidence intervals
+(stats.py), the latency histograms (latency.py), which runs are invalid
+(suite.judge_run) and the per-pair ratios.  Run by check_suite.py first,
+or alone: python3 test/load/test_helpers.py"""
+
+import math
+import os
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import latency  # noqa: E402
+import stats  # noqa: E402
+
+
+class Intervals(unittest.TestCase):
+
+    def test_coverage_known_values(self):
+        # 1 - 2 * P(B(n, 1/2) < k)
+        self.assertAlmostEqual(stats.coverage(5, 1), 1 - 2 / 32.0)
+        self.assertAlmostEqual(stats.coverage(6, 1), 1 - 2 / 64.0)
+        self.assertAlmostEqual(stats.coverage(9, 2), 1 - 2 * 10 / 512.0)
+
+    def test_narrowest_interval_reaching_95(self):
+        table = [
+            # n, (index of low, index of high) in the sorted values
+            (6, (0, 5)), (8, (0, 7)), (9, (1, 7)), (12, (2, 9)),
+        ]
+        for n, (lo, hi) in table:
+            values = list(range(n))
+            med, low, high, cov = stats.median_ci(values)
+            self.assertEqual((low, high), (lo, hi), n)
+            self.assertGreaterEqual(cov, 0.95)
+            if lo + 1 <= hi - 1:
+                self.assertLess(stats.coverage(n, lo + 2), 0.95)
+
+    def test_five_runs_fall_short_and_say_so(self):
+        med, low, high, cov = stats.median_ci([5, 1, 4, 2, 3])
+        self.assertEqual((med, low, high), (3, 1, 5))
+        self.assertLess(cov, 0.95)
+        self.assertIn("94 %", stats.fmt_ci((med, low, high, cov)))
+
+    def test_nan_and_none_are_left_out(self):
+        self.assertEqual(stats.median_ci([None, float("nan"), 2.0])[0], 2.0)
+        self.assertIsNone(stats.median_ci([None]))
+
+    def test_ratios_are_per_pair(self):
+        runs = [{"pair": 1, "v": 10.0}, {"pair": 2, "v": 30.0},
+                {"pair": 3, "v": 5.0}]
+        base = [{"pair": 1, "v": 5.0}, {"pair": 2, "v": 10.0}]
+        self.assertEqual(sorted(stats.paired_ratios(runs, base,
+                                                    lambda r: r["v"])),
+                         [2.0, 3.0])
+
+
+class Histograms(unittest.TestCase):
+
+    def test_round_trip_and_merge(self):
+        hist = latency.from_latencies([0.001, 0.001, 0.0025, 0.1])
+        self.assertEqual(hist, {1000: 2, 2500: 1, 100000: 1})
+        with tempfile.TemporaryDirectory() as d:
+            path = latency.write(os.path.join(d, "x", "h.hist.gz"), hist)
+            self.assertEqual(latency.read(path), hist)
+        self.assertEqual(latency.merge([hist, {1000: 1}])[1000], 3)
+
+    def test_percentiles_nearest_rank(self):
+        hist = {us: 1 for us in range(1000, 101000, 1000)}   # 1..100 ms
+        s = latency.summary(hist)
+        self.assertEqual(s["p50"], 50.0)
+        self.assertEqual(s["p99"], 99.0)
+        self.assertEqual(s["p99.9"], 100.0)
+        self.assertEqual(s["max"], 100.0)
+        self.assertTrue(math.isnan(latency.summary({})["p50"]))
+
+
+class InvalidRuns(unittest.TestCase):
+
+    def setUp(self):
+        import validity
+        self.judge = validity.judge_run
+        self.args = 5.0
+
+    def test_wrk_socket_errors_invalidate_outside_fault_scenarios(self):
+        run = {"generator": "wrk", "requests": 100,
+               "errors": {"connect": 3, "read": 0}}
+        self.assertTrue(self.judge("static-close", run, self.args))
+        self.assertEqual(self.judge("graceful", run, self.args), [])
+
+    def test_generator_out_of_ports_invalidates(self):
+        run = {"generator": "openloop", "requests": 100, "send_lag_p99": 1,
+               "errors": {"EADDRNOTAVAIL": 83376}}
+        self.assertIn("EADDRNOTAVAIL", " ".join(self.judge("open50", run,
+                                                           self.args)))
+
+    def test_lag_beyond_the_bound_invalidates(self):
+        run = {"generator": "openloop", "requests": 100, "errors": {},
+               "send_lag_p99": 2700.0}
+        self.assertTrue(self.judge("open50", run, self.args))
+        run["send_lag_p99"] = 0.4
+        self.assertEqual(self.judge("open50", run, self.args), [])
+
+    def test_nothing_served_invalidates(self):
+        self.assertTrue(self.judge("static-close", {
+            "generator": "wrk", "requests": 0, "errors": {}}, self.args))
+
+
+class AwayCpu(unittest.TestCase):
+    """Where the crossnode profile moves a bucket's children."""
+
+    def setUp(self):
+        import suite
+        self.away = suite.away_cpu
+
+    def test_one_node_half_the_list_away(self):
+        cpus = [0, 1, 2, 3, 4, 5]
+        self.assertEqual([self.away(c, cpus, {}) for c in cpus],
+                         [3, 4, 5, 0, 1, 2])
+
+    def test_two_nodes_numbered_node_after_node(self):
+        cpus = list(range(8))
+        nodes = {c: c // 4 for c in cpus}
+        for c in cpus:
+            self.assertNotEqual(nodes[self.away(c, cpus, nodes)], nodes[c])
+        self.assertEqual(self.away(1, cpus, nodes), 5)
+
+    def test_two_nodes_interleaved(self):
+        cpus = list(range(8))
+        nodes = {c: c % 2 for c in cpus}
+        for c in cpus:
+            self.assertNotEqual(nodes[self.away(c, cpus, nodes)], nodes[c])
+        self.assertEqual(self.away(2, cpus, nodes), 3)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,392 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE.
+ *
+ * The lingering close (prefork_linger.c): when a connection shut down for
+ * writing may be closed at once (a table), when httpd's lingering read
+ * gives up (a table), and the lingering thread on real loopback
+ * connections: a client that sends more after the response still gets the
+ * whole response, the thread closes each socket at the client's end of
+ * file or at the expiry, and every slot taken sends the caller to linger
+ * itself.
+ */
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#ifdef __linux__
+#include <linux/sockios.h>
+#endif
+
+#include "unit.h"
+#include "prefork_linger.h"
+
+#define SEC APR_INT64_C(1000000)
+/* How long a test waits for a state it expects (usec). */
+#define DEADLINE (60 * SEC)
+
+typedef struct {
+    const char *what;
+    pf_linger_read_e read;
+    int outq_known;
+    long outq;
+    pf_linger_action_e expected;
+} decide_case_t;
+
+static const decide_case_t decide_cases[] = {
+    {"all acknowledged, FIN too", PF_READ_NOTHING, 1, 0, PF_LINGER_CLOSE_NOW},
+    {"all data acknowledged, FIN in flight", PF_READ_NOTHING, 1, 1,
+     PF_LINGER_CLOSE_NOW},
+    {"one data byte unacknowledged", PF_READ_NOTHING, 1, 2, PF_LINGER_KEEP},
+    {"a large response in flight", PF_READ_NOTHING, 1, 262145,
+     PF_LINGER_KEEP},
+    {"SIOCOUTQ failed", PF_READ_NOTHING, 0, 0, PF_LINGER_KEEP},
+    {"client bytes pending, all acknowledged", PF_READ_DATA, 1, 1,
+     PF_LINGER_KEEP},
+    {"client bytes pending, response in flight", PF_READ_DATA, 1, 5000,
+     PF_LINGER_KEEP},
+    {"client closed, response in flight", PF_READ_EOF, 1, 5000,
+     PF_LINGER_CLOSE_NOW},
+    {"client closed, probe failed", PF_READ_EOF, 0, 0, PF_LINGER_CLOSE_NOW},
+    {"connection reset", PF_READ_ERROR, 1, 5000, PF_LINGER_CLOSE_NOW},
+};
+
+START_TEST(decide_follows_table)
+{
+    const decide_case_t *c = &decide_cases[_i];
+    pf_linger_probe_t probe;
+
+    probe.read = c->read;
+    probe.outq_known = c->outq_known;
+    probe.outq = c->outq;
+    ck_assert_msg(pf_linger_decide(&probe) == c->expected, "%s", c->what);
+}
+END_TEST
+
+typedef struct {
+    const char *what;
+    apr_int64_t started, first_data, last_data;
+    int short_linger;
+    apr_int64_t expected;
+} expiry_case_t;
+
+static const expiry_case_t expiry_cases[] = {
+    {"silent client: 2 s after the start", 100 * SEC, 0, 0, 0, 102 * SEC},
+    {"bytes 1 s in: 2 s after them", 100 * SEC, 101 * SEC, 101 * SEC, 0,
+     103 * SEC},
+    {"still sending at 29 s: the 30 s cap", 100 * SEC, 101 * SEC, 129 * SEC,
+     0, 131 * SEC},
+    {"sending all along: 30 s after the first bytes", 100 * SEC, 101 * SEC,
+     140 * SEC, 0, 131 * SEC},
+    {"short note: 2 s after the first bytes", 100 * SEC, 101 * SEC,
+     102 * SEC, 1, 103 * SEC},
+    {"short note, silent: 2 s after the start", 100 * SEC, 0, 0, 1,
+     102 * SEC},
+    {"bytes before the start (clock skew) count from the start", 100 * SEC,
+     99 * SEC, 99 * SEC, 0, 102 * SEC},
+};
+
+START_TEST(expiry_follows_table)
+{
+    const expiry_case_t *c = &expiry_cases[_i];
+    pf_linger_times_t t;
+
+    t.started = c->started;
+    t.first_data = c->first_data;
+    t.last_data = c->last_data;
+    t.short_linger = c->short_linger;
+    ck_assert_msg(pf_linger_expiry(&t) == c->expected, "%s: %lld", c->what,
+                  (long long)pf_linger_expiry(&t));
+}
+END_TEST
+
+/* A connected loopback pair; the client's receive buffer is set before
+ * the handshake (0: the kernel's default) so that its window stays that
+ * small. */
+static void connect_pair(int *server, int *client, int client_rcvbuf)
+{
+    struct sockaddr_in sin;
+    socklen_t len = sizeof(sin);
+    int lfd;
+
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    lfd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(lfd, 0);
+    ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    ck_assert_int_eq(listen(lfd, 4), 0);
+    ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&sin, &len), 0);
+    *client = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(*client, 0);
+    if (client_rcvbuf) {
+        ck_assert_int_eq(setsockopt(*client, SOL_SOCKET, SO_RCVBUF,
+                                    &client_rcvbuf, sizeof(client_rcvbuf)),
+                         0);
+    }
+    ck_assert_int_eq(connect(*client, (struct sockaddr *)&sin, sizeof(sin)),
+                     0);
+    *server = accept(lfd, NULL, NULL);
+    ck_assert_int_ge(*server, 0);
+    close(lfd);
+}
+
+/* Writes all of buf, however slowly the peer reads (the server's send
+ * buffer is made large enough for the tests' responses). */
+static void write_all(int fd, const char *buf, size_t len)
+{
+    ssize_t n;
+
+    while (len > 0) {
+        n = send(fd, buf, len, MSG_NOSIGNAL);
+        ck_assert_msg(n > 0, "send: %s", strerror(errno));
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Reads until end of file; returns the bytes read, or -errno on error. */
+static long read_to_eof(int fd)
+{
+    char buf[65536];
+    long total = 0;
+    ssize_t n;
+
+    for (;;) {
+        n = recv(fd, buf, sizeof(buf), 0);
+        if (n == 0) {
+            return total;
+        }
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -errno;
+        }
+        total += n;
+    }
+}
+
+/* Waits for the lingering thread to hold `count` sockets. */
+static int wait_pending(int count)
+{
+    apr_int64_t until = pf_linger_now() + DEADLINE;
+
+    while (pf_linger_pending() != count && pf_linger_now() < until) {
+        poll(NULL, 0, 5);
+    }
+    return pf_linger_pending();
+}
+
+static long outq_of(int fd)
+{
+    int outq = -1;
+
+    ck_assert_int_eq(ioctl(fd, SIOCOUTQ, &outq), 0);
+    return outq;
+}
+
+/* The client has every byte: the connection may close at once, and is
+ * closed at once with no reset. */
+START_TEST(acknowledged_response_closes_at_once)
+{
+    static const char response[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+                                   "Connection: close\r\n\r\nok";
+    pf_linger_probe_t probe;
+    apr_int64_t until = pf_linger_now() + DEADLINE;
+    int server, client;
+
+    connect_pair(&server, &client, 0);
+    write_all(server, response, sizeof(response) - 1);
+    ck_assert_int_eq(shutdown(server, SHUT_WR), 0);
+    /* Loopback acknowledges as it delivers; wait for the state anyway. */
+    while (outq_of(server) > 1 && pf_linger_now() < until) {
+        poll(NULL, 0, 5);
+    }
+    pf_linger_probe(server, &probe);
+    ck_assert_int_eq(probe.read, PF_READ_NOTHING);
+    ck_assert_int_eq(probe.outq_known, 1);
+    ck_assert_int_le(probe.outq, 1);
+    ck_assert_int_eq(pf_linger_decide(&probe), PF_LINGER_CLOSE_NOW);
+    close(server);
+    ck_assert_int_eq(read_to_eof(client), (long)sizeof(response) - 1);
+    close(client);
+}
+END_TEST
+
+/* A client whose window is nearly closed has most of the response still
+ * in the server's send queue: the probe sees it and keeps the socket; the
+ * client that then sends more (a pipelined request) and reads at leisure
+ * gets every byte, because the lingering thread reads what it sends. */
+START_TEST(pipelined_bytes_after_response_lose_nothing)
+{
+    static char body[256 * 1024];
+    int sndbuf = 1024 * 1024, server, client;
+    pf_linger_probe_t probe;
+
+    memset(body, 'x', sizeof(body));
+    connect_pair(&server, &client, 4096);
+    ck_assert_int_eq(setsockopt(server, SOL_SOCKET, SO_SNDBUF, &sndbuf,
+                                sizeof(sndbuf)), 0);
+    write_all(server, body, sizeof(body));
+    ck_assert_int_eq(shutdown(server, SHUT_WR), 0);
+    pf_linger_probe(server, &probe);
+    ck_assert_int_gt(probe.outq, 1);
+    ck_assert_int_eq(pf_linger_decide(&probe), PF_LINGER_KEEP);
+    ck_assert_int_eq(pf_linger_hand_off(server, 0), APR_SUCCESS);
+    ck_assert_int_eq(wait_pending(1), 1);
+    /* Closed now instead, the next send would be answered with RST and
+     * the unsent rest of the body dropped. */
+    write_all(client, "GET /next HTTP/1.1\r\nHost: x\r\n\r\n", 31);
+    ck_assert_int_eq(read_to_eof(client), (long)sizeof(body));
+    ck_assert_int_eq(pf_linger_pending(), 1);
+    close(client);
+    ck_assert_int_eq(wait_pending(0), 0);
+}
+END_TEST
+
+/* Bytes already waiting when the probe runs keep the socket too. */
+START_TEST(pending_client_bytes_keep_the_socket)
+{
+    int server, client;
+    pf_linger_probe_t probe;
+    apr_int64_t until = pf_linger_now() + DEADLINE;
+    int inq = 0;
+
+    connect_pair(&server, &client, 0);
+    write_all(client, "extra", 5);
+    while (inq < 5 && pf_linger_now() < until) {
+        ck_assert_int_eq(ioctl(server, SIOCINQ, &inq), 0);
+        poll(NULL, 0, 5);
+    }
+    ck_assert_int_eq(shutdown(server, SHUT_WR), 0);
+    pf_linger_probe(server, &probe);
+    ck_assert_int_eq(probe.read, PF_READ_DATA);
+    ck_assert_int_eq(pf_linger_decide(&probe), PF_LINGER_KEEP);
+    close(server);
+    close(client);
+}
+END_TEST
+
+/* A client that closed first: its end of file is seen, close at once. */
+START_TEST(client_closed_first_closes_at_once)
+{
+    int server, client;
+    pf_linger_probe_t probe;
+    apr_int64_t until = pf_linger_now() + DEADLINE;
+
+    connect_pair(&server, &client, 0);
+    close(client);
+    do {
+        pf_linger_probe(server, &probe);
+    } while (probe.read == PF_READ_NOTHING && pf_linger_now() < until
+             && poll(NULL, 0, 5) == 0);
+    ck_assert_int_eq(probe.read, PF_READ_EOF);
+    ck_assert_int_eq(pf_linger_decide(&probe), PF_LINGER_CLOSE_NOW);
+    close(server);
+}
+END_TEST
+
+/* A client that never answers: the thread gives up after httpd's quiet
+ * time, and the client sees an orderly end of file. */
+START_TEST(silent_client_is_closed_at_expiry)
+{
+    int server, client;
+    apr_int64_t handed;
+
+    connect_pair(&server, &client, 0);
+    write_all(server, "bye", 3);
+    ck_assert_int_eq(shutdown(server, SHUT_WR), 0);
+    handed = pf_linger_now();
+    ck_assert_int_eq(pf_linger_hand_off(server, 0), APR_SUCCESS);
+    ck_assert_int_eq(wait_pending(0), 0);
+    ck_assert_int_ge(pf_linger_now() - handed, PF_LINGER_QUIET_USEC);
+    ck_assert_int_eq(read_to_eof(client), 3);
+    close(client);
+}
+END_TEST
+
+/* Every slot taken: the caller is told to linger itself. */
+START_TEST(full_set_sends_the_caller_to_linger_itself)
+{
+    int server[PF_LINGER_SLOTS + 1], client[PF_LINGER_SLOTS + 1];
+    int i;
+
+    for (i = 0; i <= PF_LINGER_SLOTS; i++) {
+        connect_pair(&server[i], &client[i], 0);
+        ck_assert_int_eq(shutdown(server[i], SHUT_WR), 0);
+    }
+    for (i = 0; i < PF_LINGER_SLOTS; i++) {
+        ck_assert_int_eq(pf_linger_hand_off(server[i], 0), APR_SUCCESS);
+    }
+    ck_assert_int_eq(pf_linger_hand_off(server[PF_LINGER_SLOTS], 0),
+                     APR_EAGAIN);
+    close(server[PF_LINGER_SLOTS]);
+    /* The client's close ends each lingering socket at once. */
+    for (i = 0; i <= PF_LINGER_SLOTS; i++) {
+        close(client[i]);
+    }
+    ck_assert_int_eq(wait_pending(0), 0);
+}
+END_TEST
+
+/* An exiting child: pf_linger_finish() waits for the thread, then closes
+ * what is left, here at once. */
+START_TEST(finish_closes_what_is_left)
+{
+    int server, client;
+
+    connect_pair(&server, &client, 0);
+    ck_assert_int_eq(shutdown(server, SHUT_WR), 0);
+    ck_assert_int_eq(pf_linger_hand_off(server, 0), APR_SUCCESS);
+    ck_assert_int_eq(pf_linger_pending(), 1);
+    pf_linger_finish(0);
+    ck_assert_int_eq(pf_linger_pending(), 0);
+    ck_assert_int_eq(read_to_eof(client), 0);
+    close(client);
+}
+END_TEST
+
+/* Lingering in the caller's own thread ends at the client's close. */
+START_TEST(linger_here_ends_at_client_close)
+{
+    int server, client;
+
+    connect_pair(&server, &client, 0);
+    ck_assert_int_eq(shutdown(server, SHUT_WR), 0);
+    write_all(client, "more", 4);
+    ck_assert_int_eq(shutdown(client, SHUT_WR), 0);
+    pf_linger_here(server, 0);
+    close(server);
+    ck_assert_int_eq(read_to_eof(client), 0);
+    close(client);
+}
+END_TEST
+
+Suite *linger_suite(void)
+{
+    Suite *s = suite_create("linger");
+    TCase *tc = tcase_create("decision");
+    TCase *sockets = tcase_create("sockets");
+
+    tcase_add_loop_test(tc, decide_follows_table, 0,
+                        sizeof(decide_cases) / sizeof(decide_cases[0]));
+    tcase_add_loop_test(tc, expiry_follows_table, 0,
+                        sizeof(expiry_cases) / sizeof(expiry_cases[0]));
+    suite_add_tcase(s, tc);
+    tcase_add_test(sockets, acknowledged_response_closes_at_once);
+    tcase_add_test(sockets, pipelined_bytes_after_response_lose_nothing);
+    tcase_add_test(sockets, pending_client_bytes_keep_the_socket);
+    tcase_add_test(sockets, client_closed_first_closes_at_once);
+    tcase_add_test(sockets, silent_client_is_closed_at_expiry);
+    tcase_add_test(sockets, full_set_sends_the_caller_to_linger_itself);
+    tcase_add_test(sockets, finish_closes_what_is_left);
+    tcase_add_test(sockets, linger_here_ends_at_client_close);
+    tcase_set_timeout(sockets, 90);
+    suite_add_tcase(s, sockets);
+    return s;
+}
