@@ -88,12 +88,6 @@ static void reader_limits(const pfb_segment_t *seg, int *max_buckets,
                                                : server_limit;
 }
 
-static unsigned long long add_saturated(unsigned long long a,
-                                        unsigned long long b)
-{
-    return a > ~0ULL - b ? ~0ULL : a + b;
-}
-
 /* A listener address written by the MPM is printable ASCII ("host:port",
  * "[v6]:port"); anything else was written by a child, and would break the
  * line-based formats (?auto, both pages).  Every formatter gets the clean
@@ -185,7 +179,7 @@ static void copy_children(bs_snapshot_t *snap, reader_copy_t *rc,
             || (i = rc->bucket_of_record[record]) < 0) {
             continue;
         }
-        rc->accepted[i] = add_saturated(rc->accepted[i], accepted);
+        rc->accepted[i] = pfb_add_saturated(rc->accepted[i], accepted);
         if (stopping || generation != rc->header.generation) {
             continue;
         }

@@ -809,9 +809,11 @@ void pf_bucketset_forget_slot(pf_bucketset_t *bs, int slot)
     }
     sr = &bs->slots[slot];
     f = &bs->seg_slots[slot].f;
-    /* What the child wrote is only added up or tested for zero: a
-     * hostile value makes a report wrong and nothing else. */
-    bs->ids[sr->record].retired += apr_atomic_read64(&f->accepted);
+    /* What the child wrote is only added up (saturating) or tested for
+     * zero: a hostile value makes a report wrong and nothing else. */
+    bs->ids[sr->record].retired =
+        pfb_add_saturated(bs->ids[sr->record].retired,
+                          apr_atomic_read64(&f->accepted));
     bs->records[sr->record].f.retired = bs->ids[sr->record].retired;
     if (bs->ids[sr->record].children > 0) {
         bs->ids[sr->record].children--;
@@ -911,8 +913,9 @@ static void count_accepted(pf_bucketset_t *bs, int slots_used)
         int r = bs->slots[slot].record;
 
         if (r >= 0 && bs->ids[r].position >= 0) {
-            bs->records[r].f.accepted +=
-                apr_atomic_read64(&bs->seg_slots[slot].f.accepted);
+            bs->records[r].f.accepted = pfb_add_saturated(
+                bs->records[r].f.accepted,
+                apr_atomic_read64(&bs->seg_slots[slot].f.accepted));
         }
     }
 }
