@@ -25,6 +25,7 @@ int main(void)
     srunner_add_suite(runner, steer_suite());
     srunner_add_suite(runner, cgroup_suite());
     srunner_add_suite(runner, accept_suite());
+    srunner_add_suite(runner, respawn_suite());
     if (geteuid() == 0) {
         srunner_add_suite(runner, steer_kernel_suite());
     }

@@ -14,5 +14,6 @@ Suite *steer_suite(void);
 Suite *steer_kernel_suite(void);
 Suite *cgroup_suite(void);
 Suite *accept_suite(void);
+Suite *respawn_suite(void);
 
 #endif /* PREFORK_UNIT_H */
