@@ -197,6 +197,26 @@ START_TEST(children_dying_at_start_are_paced_with_back_off)
 }
 END_TEST
 
+START_TEST(a_child_older_than_the_deaths_ends_nothing)
+{
+    /* A hostile child that kills its siblings lives on in its own
+     * bucket: it is no sign that new children live. */
+    static const step_t steps[] = {
+        { 1000, 'E', 990, 0, 1, 1 },
+        { 1100, 'L', -60000, 0, 1, 1 },
+        { 1200, 'E', 1150, 0, 1, 1 },
+        { 2300, 'L', -60000, 0, 1, 1 },
+        { 2400, 'E', 2350, 0, 1, 1 },
+        { 3500, 'E', 3450, 1, 0, 0 },   /* the fourth: paced */
+        { 4000, 'L', -60000, 0, 0, 0 },
+        /* A child forked since the deaths began, a second old. */
+        { 4600, 'L', 1000, 1, 1, 1 },
+    };
+
+    run_steps(steps, sizeof(steps) / sizeof(steps[0]));
+}
+END_TEST
+
 START_TEST(recycled_and_stopped_children_pace_nothing)
 {
     static const step_t steps[] = {
@@ -329,6 +349,7 @@ Suite *respawn_suite(void)
     tcase_add_test(classify, delay_doubles_from_one_second_to_its_cap);
     tcase_add_test(pacing, an_admins_three_kills_are_replaced_at_once);
     tcase_add_test(pacing, children_dying_at_start_are_paced_with_back_off);
+    tcase_add_test(pacing, a_child_older_than_the_deaths_ends_nothing);
     tcase_add_test(pacing, recycled_and_stopped_children_pace_nothing);
     tcase_add_test(pacing, a_killer_gets_a_bounded_number_of_forks);
     tcase_add_test(pacing, recycling_gets_three_out_of_cycle_forks_a_second);

@@ -947,6 +947,9 @@ int pf_respawn_note_exit(pf_respawn_t *r, pf_exit_kind_e kind,
     case PF_EXIT_EARLY:
         /* Counted up to where the delay stops growing, so the count
          * cannot overflow however long an episode lasts. */
+        if (r->early_deaths == 0) {
+            r->since = child_started;
+        }
         if (pf_respawn_delay(r->early_deaths) < PF_RESPAWN_MAX_DELAY_US) {
             r->early_deaths++;
         }
@@ -954,11 +957,7 @@ int pf_respawn_note_exit(pf_respawn_t *r, pf_exit_kind_e kind,
         if (until > r->hold_until) {
             r->hold_until = until;
         }
-        if (r->early_deaths == PF_RESPAWN_FORGIVEN + 1) {
-            r->paced_since = now;
-            return 1;
-        }
-        return 0;
+        return r->early_deaths == PF_RESPAWN_FORGIVEN + 1;
     default:
         return 0;
     }
@@ -969,8 +968,8 @@ int pf_respawn_note_alive(pf_respawn_t *r, long long child_started,
 {
     int was_paced = pf_respawn_paced(r);
 
-    if (now - child_started < PF_RESPAWN_YOUNG_US
-        || (was_paced && child_started < r->paced_since)) {
+    if (r->early_deaths == 0 || now - child_started < PF_RESPAWN_YOUNG_US
+        || child_started < r->since) {
         return 0;
     }
     r->early_deaths = 0;

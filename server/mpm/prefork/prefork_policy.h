@@ -454,7 +454,7 @@ pf_exit_kind_e pf_classify_exit(long long lifetime_us, int told_to_stop,
 typedef struct {
     int early_deaths;           /**< deaths at start in a row */
     long long hold_until;       /**< no fork into the bucket before */
-    long long paced_since;      /**< when the bucket became paced */
+    long long since;            /**< when those deaths began */
     int out_of_cycle;           /**< out-of-cycle forks in the window */
     long long window_start;     /**< that window's start */
 } pf_respawn_t;
@@ -484,9 +484,9 @@ int pf_respawn_note_exit(pf_respawn_t *r, pf_exit_kind_e kind,
 /**
  * A child of the bucket, forked at @a child_started, is alive at @a now.
  * Once it has lived PF_RESPAWN_YOUNG_US the deaths in a row are over, but
- * only for a child forked since the bucket became paced: one that lived
- * through the episode (a hostile child killing its siblings, say) proves
- * nothing about the new ones.
+ * only for a child forked since they began: one that lived through them
+ * (a hostile child killing its siblings, say) proves nothing about the
+ * new ones.
  * @return 1 if this ends an episode
  */
 int pf_respawn_note_alive(pf_respawn_t *r, long long child_started,
