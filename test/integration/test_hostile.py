@@ -9,12 +9,14 @@ a loop) run until the test creates a stop file, so the test decides when
 they end by state, never by time.
 """
 
+import ctypes
 import errno
 import json
 import os
 import re
 import signal
 import socket
+import struct
 import threading
 import time
 import unittest
@@ -29,6 +31,8 @@ LOCATIONS = ("<Location /hostile>\n    SetHandler pfb-hostile\n</Location>\n"
              "</Location>\n")
 FOUR_BUCKETS = ("ListenBuckets 4\nStartServers 8\nMinSpareServers 4\n"
                 "MaxSpareServers 12\nMaxRequestWorkers 24\nServerLimit 24\n")
+SO_ATTACH_FILTER = 26
+SO_GET_FILTER = SO_ATTACH_FILTER
 # A ?auto line: "Name: value", the name a word, the value without
 # control characters.
 AUTO_LINE = re.compile(r"^[A-Za-z][A-Za-z0-9_ ]*:( [^\x00-\x1f\x7f]*)?$")
@@ -207,6 +211,307 @@ class StatusReaders(unittest.TestCase):
             # pass over each takes milliseconds.  The bound leaves room
             # for a loaded machine and for ASan.
             self.assertLess(slowest, 5.0)
+
+
+def every_bucket_served(srv, buckets):
+    """Every bucket socket of the first port listening and held by a live
+    child, and `buckets` of them."""
+    inodes = listening_inodes(srv.ports[0])
+    held = set()
+    for pid in srv.children():
+        try:
+            held.update(i for i in process_socket_fds(pid) if i in inodes)
+        except OSError:
+            continue                # gone meanwhile
+    return len(inodes) == buckets and held == set(inodes)
+
+
+def forks_logged(srv):
+    """Children the parent has forked so far (its debug start lines)."""
+    return srv.log_count("PFB00009")
+
+
+class FatalExit(unittest.TestCase):
+
+    def test_fatal_exit_after_serving_does_not_stop_the_server(self):
+        """A child that has started and served exits with
+        APEXIT_CHILDFATAL: httpd would stop; the child is replaced."""
+        with Server(extra=FOUR_BUCKETS + LOCATIONS,
+                    extra_modules=HOSTILE_LOAD,
+                    expect_log=("PFB00068",)) as srv:
+            srv.start()
+            srv.wait_ready(8)
+            status, body = get(srv, "/hostile?then=fatal")
+            self.assertEqual(status, 200)
+            pid = int(re.search(rb"pid (\d+)", body).group(1))
+            self.assertTrue(srv.wait_for(lambda: pid not in srv.children()))
+            self.assertTrue(srv.wait_for(
+                lambda: srv.log_count("PFB00068")
+                or srv.proc.poll() is not None))
+            self.assertIsNone(srv.proc.poll(), "the server stopped")
+            self.assertIn("child pid %d " % pid, srv.error_log())
+            self.assertTrue(srv.wait_for(lambda: every_bucket_served(srv, 4)))
+            for _ in range(20):
+                self.assertEqual(get(srv, "/index.html")[0], 200)
+            self.assertNotIn("AH00050", srv.error_log())
+
+    def test_fatal_exit_before_starting_still_stops_the_server(self):
+        """A child that cannot start (its child_init fails) stops the
+        server, as in httpd: more children would fail the same way."""
+        with Server(extra=FOUR_BUCKETS + "PfbHostileChildInit fatal\n",
+                    extra_modules=HOSTILE_LOAD,
+                    expect_log=("AH00050",)) as srv:
+            srv.start(expect_failure=True)
+            self.assertIn("AH00050", srv.error_log())
+            self.assertNotIn("PFB00068", srv.error_log())
+
+
+class SiblingKiller(unittest.TestCase):
+    """A child kills every other child of the parent, again and again
+    (they share a uid, so nothing stops it).  The parent replaces the
+    first few at once, then at maintenance pace with back-off."""
+
+    def killer(self, signal_name, extra=""):
+        with Server(extra=FOUR_BUCKETS + LOCATIONS + extra,
+                    extra_modules=HOSTILE_LOAD,
+                    expect_log=("PFB00066",)) as srv:
+            srv.start()
+            srv.wait_ready(8)
+            before = forks_logged(srv)
+            with Attack(srv, "kill=" + signal_name) as attack:
+                started = time.monotonic()
+                # A measurement window, not a wait for a state: the
+                # bound below grows with the time the attack ran, and a
+                # loaded machine only makes the parent fork less.
+                while time.monotonic() - started < 6:
+                    self.assertIsNone(srv.proc.poll(), "parent died")
+                    time.sleep(0.1)
+                forks = forks_logged(srv) - before
+                seconds = time.monotonic() - started
+            self.assertGreater(attack.count("kills"), 0, attack.summary)
+            print("%s killer: %d forks in %.1f s (%.1f a second), %d kills"
+                  % (signal_name, forks, seconds, forks / seconds,
+                     attack.count("kills")))
+            # Per bucket: the first replacement, three forgiven, what one
+            # maintenance cycle adds before the bucket is paced, then at
+            # most one a second.
+            self.assertLessEqual(forks, 4 * (6 + seconds))
+            self.assertTrue(srv.wait_log("PFB00066"), "no bucket was paced")
+            self.assertTrue(srv.wait_for(lambda: every_bucket_served(srv, 4)),
+                            "a bucket stays without a child")
+            self.assertTrue(srv.wait_log("PFB00067"))
+            for _ in range(20):
+                self.assertEqual(get(srv, "/index.html")[0], 200)
+
+    def test_a_child_sigkilling_its_siblings_gets_few_forks(self):
+        self.killer("KILL")
+
+    def test_a_child_sigterming_its_siblings_gets_few_forks(self):
+        # They exit with status 0 from the handler; with no
+        # MaxConnectionsPerChild nothing asked them to.
+        self.killer("TERM")
+
+
+def requests_per_bucket(srv, count):
+    """`count` requests, each on a new connection, counted per bucket by
+    the accept counters of /bucket-status (before and after)."""
+    def accepted():
+        status, body = get(srv, "/bucket-status?json")
+        assert status == 200, status
+        return [b["accepted"] for b in json.loads(body.decode())["buckets"]]
+    before = accepted()
+    for _ in range(count):
+        status, _ = get(srv, "/index.html")
+        assert status == 200, status
+    # The counters are published once a cycle: wait for all of them.
+    after = srv.wait_for(lambda: (lambda a: a if sum(a) - sum(before)
+                                  >= count + 1 else None)(accepted()))
+    return [a - b for a, b in zip(after, before)]
+
+
+def bucket_sockets(srv):
+    """The parent's bucket sockets on the first port, as sockets of ours
+    (pidfd_getfd): the same open file descriptions."""
+    inodes = listening_inodes(srv.ports[0])
+    found = []
+    for inode, fd in sorted(process_socket_fds(srv.proc.pid).items()):
+        if inode in inodes:
+            found.append(socket.socket(fileno=pidfd_getfd(srv.proc.pid, fd)))
+    return found
+
+
+def sockets_state(srv):
+    """(listening, backlog, non-blocking, receive timeout, filter) of each
+    bucket socket."""
+    state = []
+    for s in bucket_sockets(srv):
+        with s:
+            timeout = s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, 16)
+            try:
+                # SO_GET_FILTER: the length of a classic filter, 0 if none.
+                filt = s.getsockopt(socket.SOL_SOCKET, SO_GET_FILTER)
+            except OSError:
+                filt = -1
+            state.append((s.getsockopt(socket.SOL_SOCKET,
+                                       socket.SO_ACCEPTCONN),
+                          listening_inodes(srv.ports[0]).get(
+                              os.fstat(s.fileno()).st_ino, (0, 0))[1],
+                          not s.getblocking(), timeout != bytes(16), filt))
+    return state
+
+
+def hostile_sockets(srv, query):
+    """Runs a socket attack in one child: {sockets, ok, errno, pid}."""
+    status, body = get(srv, "/hostile?" + query)
+    if status != 200:
+        raise AssertionError("GET /hostile?%s: %d" % (query, status))
+    return {k: int(v) for k, v in re.findall(r"([a-z]+) (-?\d+)",
+                                             body.decode())}
+
+
+class BucketSocket(unittest.TestCase):
+    """What a child can do to the bucket socket it holds."""
+
+    def server(self, steering="", expect=()):
+        return Server(extra=FOUR_BUCKETS + LOCATIONS + steering,
+                      extra_modules=STATUS_LOAD + HOSTILE_LOAD,
+                      expect_log=expect)
+
+    def assert_spread(self, srv):
+        per_bucket = requests_per_bucket(srv, 200)
+        print("200 connections over the buckets: %s" % per_bucket)
+        self.assertEqual(len(per_bucket), 4)
+        # Hash over 4 buckets: about 50 each; 15 is five standard
+        # deviations below.
+        for count in per_bucket:
+            self.assertGreaterEqual(count, 15, per_bucket)
+
+    def steering_refused(self, steering):
+        with self.server(steering) as srv:
+            srv.start()
+            srv.wait_ready(8)
+            for query in ("sock=cbpf", "sock=cbpf&via=dup", "sock=ebpf",
+                          "sock=detach", "sock=detach&via=dup"):
+                got = hostile_sockets(srv, query)
+                self.assertEqual(got["sockets"], 1, query)
+                self.assertEqual(got["ok"], 0, query)
+                self.assertEqual(got["errno"], errno.EPERM, query)
+            self.assert_spread(srv)
+
+    def test_children_cannot_change_hash_steering(self):
+        self.steering_refused("")
+
+    def test_children_cannot_change_idle_steering(self):
+        self.steering_refused("ListenBucketSteering idle\n")
+
+    def test_children_cannot_lock_socket_filters(self):
+        """Locked, a socket would refuse the parent's own filter at a
+        graceful stop, and keep any filter, for its whole life."""
+        with self.server() as srv:
+            srv.start()
+            srv.wait_ready(8)
+            for query in ("sock=lock", "sock=lock&via=dup"):
+                got = hostile_sockets(srv, query)
+                self.assertEqual((got["ok"], got["errno"]), (0, errno.EPERM),
+                                 query)
+            self.assert_spread(srv)
+
+    def repaired(self, query, broken, extra_tags=()):
+        """A socket attack, then the state of every bucket socket back to
+        what the parent set, every bucket serving, and few forks."""
+        with self.server(expect=("PFB00060",) + extra_tags) as srv:
+            srv.start()
+            srv.wait_ready(8)
+            healthy = sockets_state(srv)
+            forks = forks_logged(srv)
+            got = hostile_sockets(srv, query)
+            self.assertEqual((got["sockets"], got["ok"]), (1, 1), got)
+            self.assertTrue(srv.wait_log("PFB00060"), "nothing repaired")
+            self.assertTrue(srv.wait_for(
+                lambda: sockets_state(srv) == healthy),
+                "%s: %s, was %s" % (query, sockets_state(srv), healthy))
+            self.assertTrue(srv.wait_for(lambda: every_bucket_served(srv, 4)))
+            self.assert_spread(srv)
+            self.assertLess(forks_logged(srv) - forks, 20)
+            self.assertIn(broken, srv.error_log())
+            self.assertIsNone(srv.proc.poll())
+
+    def test_shutdown_socket_listens_again(self):
+        # Its children's accept() fails at once (AH02179) and they leave.
+        self.repaired("sock=shutdown", "stopped listening", ("AH02179",))
+
+    def test_shutdown_socket_listens_again_through_a_dup(self):
+        self.repaired("sock=shutdown&via=dup", "stopped listening",
+                      ("AH02179",))
+
+    def test_socket_connected_elsewhere_is_replaced(self):
+        self.repaired("sock=connect", "was replaced", ("AH02179",))
+
+    def test_shrunk_backlog_is_restored(self):
+        self.repaired("sock=backlog", "backlog changed")
+
+    def test_nonblocking_socket_is_restored(self):
+        self.repaired("sock=nonblock", "O_NONBLOCK changed")
+
+    def test_fionbio_socket_is_restored(self):
+        self.repaired("sock=fionbio", "O_NONBLOCK changed")
+
+    def test_receive_timeout_is_removed(self):
+        self.repaired("sock=rcvtimeo", "receive timeout set")
+
+    def test_socket_filter_is_removed(self):
+        """A socket filter that drops every handshake: this kernel refuses
+        one to a process without privileges, others let a child attach
+        it.  The test attaches it as such a child would, through the
+        parent's own descriptor."""
+        with self.server(expect=("PFB00060",)) as srv:
+            srv.start()
+            srv.wait_ready(8)
+            healthy = sockets_state(srv)
+            with bucket_sockets(srv)[1] as s:
+                attach_drop_filter(s)
+            self.assertTrue(srv.wait_log("PFB00060"), "nothing repaired")
+            self.assertTrue(srv.wait_for(
+                lambda: sockets_state(srv) == healthy))
+            self.assertIn("socket filter attached", srv.error_log())
+            self.assert_spread(srv)
+
+    def test_reuseport_is_restored(self):
+        self.repaired("sock=noreuseport", "SO_REUSEPORT changed")
+
+    def test_siblings_do_not_spin_on_a_nonblocking_socket(self):
+        """O_NONBLOCK on the shared socket makes the siblings' blocking
+        accept() return EAGAIN at once; they wait in poll() instead of
+        spinning until the parent puts it back."""
+        with self.server(expect=("PFB00060",)) as srv:
+            srv.start()
+            siblings = srv.wait_ready(8)
+            got = hostile_sockets(srv, "sock=nonblock")
+            cpu_before = {p: cpu_seconds(p) for p in siblings
+                          if p != got["pid"]}
+            self.assertTrue(srv.wait_log("PFB00060"))
+            spent = sum(cpu_seconds(p) - t for p, t in cpu_before.items()
+                        if cpu_seconds(p) is not None)
+            print("siblings' CPU while the socket was non-blocking: %.2f s"
+                  % spent)
+            self.assertLess(spent, 0.5)
+
+
+def attach_drop_filter(s):
+    """SO_ATTACH_FILTER with a classic program that keeps nothing."""
+    program = ctypes.create_string_buffer(struct.pack("HBBI", 0x06, 0, 0, 0))
+    fprog = struct.pack("HL", 1, ctypes.addressof(program))
+    s.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
+
+
+def cpu_seconds(pid):
+    """User and system CPU time of a process, None when gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":

@@ -51,8 +51,9 @@
  *   sock=backlog     listen(fd, 1)
  *   sock=nonblock    O_NONBLOCK on the shared open file description
  *   sock=rcvtimeo    SO_RCVTIMEO of a microsecond
- *   sock=filter      a socket filter that drops every handshake
- *   sock=lock        SO_LOCK_FILTER after such a filter
+ *   sock=filter      a socket filter that drops every handshake (Linux
+ *                    6.18 refuses it to a process without privileges)
+ *   sock=lock        SO_LOCK_FILTER
  *   sock=noreuseport SO_REUSEPORT off
  *   via=dup          make each call through a dup() of the descriptor
  *
@@ -474,14 +475,15 @@ static int socket_attack(int fd, const char *how)
     else if (strcmp(how, "rcvtimeo") == 0) {
         rc = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     }
-    else if (strcmp(how, "filter") == 0 || strcmp(how, "lock") == 0) {
+    else if (strcmp(how, "filter") == 0) {
         prog.filter = drop_all;
         rc = setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog,
                         sizeof(prog));
-        if (rc == 0 && strcmp(how, "lock") == 0) {
-            rc = setsockopt(fd, SOL_SOCKET, SO_LOCK_FILTER, &one,
-                            sizeof(one));
-        }
+    }
+    else if (strcmp(how, "lock") == 0) {
+        /* With or without a filter: locked, no filter can be attached or
+         * removed for the socket's life, not even by root. */
+        rc = setsockopt(fd, SOL_SOCKET, SO_LOCK_FILTER, &one, sizeof(one));
     }
     else if (strcmp(how, "noreuseport") == 0) {
         rc = setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &zero, sizeof(zero));
