@@ -21,7 +21,8 @@ import threading
 import time
 import unittest
 
-from pfbtest import Server, Load, HOSTILE_SO, STATUS_LOAD, is_alive
+from pfbtest import (Server, HOSTILE_SO, STATUS_LOAD, free_port, is_alive,
+                     read_response)
 from pfbtest.sockets import (listening_inodes, pidfd_getfd,
                              process_socket_fds)
 
@@ -175,6 +176,51 @@ class StatusReaders(unittest.TestCase):
                     for b in board["buckets"]:
                         self.assertNotRegex(b["listener"],
                                             r"[\x00-\x1f\x7f]")
+
+    def test_status_pages_across_a_restart_that_adds_a_listen(self):
+        """Children of the old generation may read the segment after a
+        graceful restart gave it more buckets than they know of."""
+        with Server(extra=FOUR_BUCKETS + LOCATIONS,
+                    extra_modules=STATUS_LOAD + HOSTILE_LOAD) as srv:
+            srv.start()
+            srv.wait_ready(8)
+            stop = threading.Event()
+            answers = []
+
+            def read_pages():
+                # Keep-alive: the same (old) child answers until it goes.
+                while not stop.is_set():
+                    try:
+                        with socket.create_connection(
+                                ("127.0.0.1", srv.ports[0]), timeout=30) as c:
+                            for _ in range(50):
+                                c.sendall(b"GET /bucket-status?auto HTTP/1.1"
+                                          b"\r\nHost: t\r\n\r\n")
+                                answers.append(read_response(c)[0])
+                    except (OSError, ValueError):
+                        pass            # the old child left: a new one
+            readers = [threading.Thread(target=read_pages, daemon=True)
+                       for _ in range(3)]
+            for t in readers:
+                t.start()
+            try:
+                for _ in range(3):
+                    srv.ports.append(free_port())
+                    srv.write_conf()
+                    done = srv.log_count("PFB00017")
+                    srv.graceful()
+                    self.assertTrue(srv.wait_log("PFB00017", count=done + 1))
+                    count = len(answers)
+                    self.assertTrue(srv.wait_for(
+                        lambda: len(answers) > count + 20))
+            finally:
+                stop.set()
+                for t in readers:
+                    t.join(60)
+            self.assertGreater(len(answers), 60)
+            self.assertEqual(set(answers), {200})
+            status, body = get(srv, "/bucket-status?auto")
+            self.assertIn("BucketCount: 16", auto_lines(body))
 
     def test_oversized_header_under_a_large_server_limit(self):
         """Every count in the header at its largest, every slot a live
@@ -416,10 +462,11 @@ class BucketSocket(unittest.TestCase):
                                  query)
             self.assert_spread(srv)
 
-    def repaired(self, query, broken, extra_tags=()):
+    def repaired(self, query, broken, extra_tags=(), steering=""):
         """A socket attack, then the state of every bucket socket back to
         what the parent set, every bucket serving, and few forks."""
-        with self.server(expect=("PFB00060",) + extra_tags) as srv:
+        with self.server(steering,
+                         expect=("PFB00060",) + extra_tags) as srv:
             srv.start()
             srv.wait_ready(8)
             healthy = sockets_state(srv)
@@ -443,6 +490,10 @@ class BucketSocket(unittest.TestCase):
     def test_shutdown_socket_listens_again_through_a_dup(self):
         self.repaired("sock=shutdown&via=dup", "stopped listening",
                       ("AH02179",))
+
+    def test_shutdown_socket_listens_again_under_idle_steering(self):
+        self.repaired("sock=shutdown", "stopped listening", ("AH02179",),
+                      steering="ListenBucketSteering idle\n")
 
     def test_socket_connected_elsewhere_is_replaced(self):
         self.repaired("sock=connect", "was replaced", ("AH02179",))

@@ -1197,6 +1197,12 @@ static void guard_bucket(pf_bucketset_t *bs, int b, server_rec *s)
                 failed |= PF_GUARD_NOT_LISTENING;
             }
         }
+        if ((fixed & PF_GUARD_NOT_LISTENING) && bs->steer.socks_fd >= 0) {
+            /* The kernel took the socket out of the steering's socket map
+             * when it stopped listening: it goes back under its bucket
+             * number, as fill_socket_map() put it. */
+            pf_os_bpf_set_socket(bs->steer.socks_fd, b, lr->sd);
+        }
         found |= fixed | failed;
         unfixed |= failed;
     }
