@@ -108,6 +108,10 @@ class Attack:
         self.thread.join(90)
         return False
 
+    def wait(self):
+        """Until the attack ends by itself."""
+        self.thread.join(90)
+
     def count(self, word):
         m = re.search(r"%s (\d+)" % word, self.summary or "")
         return int(m.group(1)) if m else None
@@ -352,10 +356,27 @@ class SiblingKiller(unittest.TestCase):
     def test_a_child_sigkilling_its_siblings_gets_few_forks(self):
         self.killer("KILL")
 
-    def test_a_child_sigterming_its_siblings_gets_few_forks(self):
-        # They exit with status 0 from the handler; with no
-        # MaxConnectionsPerChild nothing asked them to.
-        self.killer("TERM")
+    def test_a_child_cannot_stop_its_siblings(self):
+        """SIGTERM, SIGHUP or the graceful signal from a sibling would make
+        a child exit cleanly, which the parent cannot tell from recycling
+        (MaxConnectionsPerChild is set here): children obey stop signals
+        from their parent only."""
+        extra = "MaxConnectionsPerChild 1000\n"
+        with Server(extra=FOUR_BUCKETS + LOCATIONS + extra,
+                    extra_modules=HOSTILE_LOAD) as srv:
+            srv.start()
+            before = set(srv.wait_ready(8))
+            forks = forks_logged(srv)
+            for name in ("TERM", "HUP", "USR1"):
+                with Attack(srv, "kill=%s&rounds=20" % name) as attack:
+                    attack.wait()
+                # Every sibling signalled 20 times.
+                self.assertGreaterEqual(attack.count("kills"),
+                                        20 * (len(before) - 1), name)
+            self.assertEqual(forks_logged(srv), forks)
+            self.assertLessEqual(before, set(srv.children()))
+            for _ in range(20):
+                self.assertEqual(get(srv, "/index.html")[0], 200)
 
 
 def requests_per_bucket(srv, count):

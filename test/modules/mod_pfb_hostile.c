@@ -35,8 +35,10 @@
  *                    and every slot pointing at valid records
  *   segment=ctrl     every bucket's listener name with control
  *                    characters and "?auto" lines in it
- *   kill=KILL|TERM   sends that signal to every other child of the
+ *   kill=KILL|TERM|HUP|USR1
+ *                    sends that signal to every other child of the
  *                    parent, again and again ("kills N")
+ *   rounds=N         kill: stop after N rounds, without waiting for stop=
  *   stop=PATH        the file that ends the attack
  *
  * Attacks on the bucket socket(s) this child holds (every listening
@@ -396,13 +398,18 @@ static int kill_siblings(int sig)
     return killed;
 }
 
-static long kill_attack(const char *which, const char *stop_file)
+static long kill_attack(const char *which, const char *stop_file,
+                        long rounds)
 {
-    int sig = strcmp(which, "TERM") == 0 ? SIGTERM : SIGKILL;
+    int sig = strcmp(which, "TERM") == 0   ? SIGTERM
+              : strcmp(which, "HUP") == 0  ? SIGHUP
+              : strcmp(which, "USR1") == 0 ? SIGUSR1
+                                           : SIGKILL;
     time_t started = time(NULL);
-    long kills = 0;
+    long kills = 0, round;
 
-    while (!time_is_up(stop_file, started)) {
+    for (round = 0; (rounds <= 0 || round < rounds)
+                    && !time_is_up(stop_file, started); round++) {
         kills += kill_siblings(sig);
         usleep(2000);
     }
@@ -558,6 +565,7 @@ static int pfb_hostile_handler(request_rec *r)
     unsigned int seed = 1;
     const char *then = "", *segment_how = NULL, *kill_how = NULL;
     const char *sock_how = NULL, *stop_file = NULL;
+    long kill_rounds = 0;
     char *args, *word, *state;
     size_t seg_bytes = 0, bpf_bytes = 0;
     int slots = 0, mappings = 0, fds, changes, own_quiescing = 0;
@@ -587,6 +595,9 @@ static int pfb_hostile_handler(request_rec *r)
         else if (strncmp(word, "kill=", 5) == 0) {
             kill_how = word + 5;
         }
+        else if (strncmp(word, "rounds=", 7) == 0) {
+            kill_rounds = strtol(word + 7, NULL, 10);
+        }
         else if (strncmp(word, "sock=", 5) == 0) {
             sock_how = word + 5;
         }
@@ -608,7 +619,7 @@ static int pfb_hostile_handler(request_rec *r)
         ap_rprintf(r, "running pid %ld\n", (long)getpid());
         ap_rflush(r);
         rounds = segment_how ? segment_attack(seg, segment_how, stop_file)
-                             : kill_attack(kill_how, stop_file);
+                             : kill_attack(kill_how, stop_file, kill_rounds);
         ap_rprintf(r, "%s %ld\n", segment_how ? "rounds" : "kills", rounds);
         return OK;
     }

@@ -300,13 +300,37 @@ static void stop_accepting(void)
     }
 }
 
+/* Whether a stop signal comes from someone allowed to stop this child:
+ * the parent, or the kernel.  Children share a uid, so any of them may
+ * signal the others; a sibling's SIGTERM, SIGHUP or graceful signal would
+ * make a child exit cleanly, which the parent cannot tell from recycling,
+ * and a child that did so in a loop would make the parent fork in one.
+ * In the one-process mode there is no parent: anyone may. */
+static int from_parent(const siginfo_t *info)
+{
+    if (one_process || info == NULL) {
+        return 1;
+    }
+    switch (info->si_code) {
+    case SI_USER:
+    case SI_QUEUE:
+    case SI_TKILL:
+        return info->si_pid == getppid();
+    default:
+        return 1;
+    }
+}
+
 /* AP_SIG_GRACEFUL: finish the connection in hand, then exit. */
-static void child_graceful_handler(int AP_MAYBE_UNUSED(sig))
+static void child_graceful_handler(int AP_MAYBE_UNUSED(sig), siginfo_t *info,
+                                   void *AP_MAYBE_UNUSED(context))
 {
     int saved_errno = errno;
 
-    child_die_now = 1;
-    stop_accepting();
+    if (from_parent(info)) {
+        child_die_now = 1;
+        stop_accepting();
+    }
     errno = saved_errno;
 }
 
@@ -315,8 +339,13 @@ static void child_graceful_handler(int AP_MAYBE_UNUSED(sig))
  * may sit in a blocking read for the whole Timeout, and a stop must not
  * wait that long, so it exits from the handler the way httpd's own
  * children do. */
-static void child_terminate_handler(int AP_MAYBE_UNUSED(sig))
+static void child_terminate_handler(int AP_MAYBE_UNUSED(sig),
+                                    siginfo_t *info,
+                                    void *AP_MAYBE_UNUSED(context))
 {
+    if (!from_parent(info)) {
+        return;
+    }
     child_die_now = 1;
     if (child_in_accept_wait) {
         stop_accepting();
@@ -332,11 +361,11 @@ static void child_install_signals(void)
     memset(&sa, 0, sizeof(sa));
     sigemptyset(&sa.sa_mask);
     /* No SA_RESTART: a blocking accept() must return EINTR on a signal. */
-    sa.sa_flags = 0;
-    sa.sa_handler = child_terminate_handler;
+    sa.sa_flags = SA_SIGINFO;
+    sa.sa_sigaction = child_terminate_handler;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    sa.sa_handler = child_graceful_handler;
+    sa.sa_sigaction = child_graceful_handler;
     sigaction(AP_SIG_GRACEFUL, &sa, NULL);
     /* Ctrl-C on a foreground server goes to the parent, which stops the
      * children in order. */
