@@ -11,6 +11,7 @@ they end by state, never by time.
 
 import ctypes
 import errno
+import itertools
 import json
 import os
 import re
@@ -63,9 +64,12 @@ class Attack:
     """A lasting attack in one child: started by a request whose answer
     begins with "running pid P", ended by the stop file."""
 
+    numbers = itertools.count()
+
     def __init__(self, srv, query):
         self.srv = srv
-        self.stop_file = os.path.join(srv.root, "stop-%d" % id(self))
+        self.stop_file = os.path.join(srv.root,
+                                      "stop-%d" % next(Attack.numbers))
         self.query = "%s&stop=%s" % (query, self.stop_file)
         self.pid = None
         self.summary = None
