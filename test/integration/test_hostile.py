@@ -553,7 +553,7 @@ class BucketSocket(unittest.TestCase):
             self.assert_spread(srv)
 
     def test_reuseport_is_restored(self):
-        self.repaired("sock=noreuseport", "SO_REUSEPORT changed")
+        self.repaired("sock=noreuseport", "SO_REUSEPORT turned off")
 
     def test_siblings_do_not_spin_on_a_nonblocking_socket(self):
         """O_NONBLOCK on the shared socket makes the siblings' blocking

@@ -30,6 +30,7 @@
 #endif
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "ap_config.h"
 #include "httpd.h"
@@ -66,7 +67,8 @@ typedef struct {
     int children;               /* live children forked for it */
     int backlog;                /* its sockets' accept-queue limit when the
                                    parent first saw them, before any child
-                                   could change it */
+                                   could change it... */
+    apr_ino_t backlog_inode;    /* ...read from this socket */
     int guard_logged;           /* what pf_bucketset_guard() has said about
                                    its sockets in the present episode */
 } identity_t;
@@ -386,11 +388,20 @@ static apr_status_t bucket_socket(pf_bucketset_t *bs, identity_t *rec,
 }
 
 /* The backlog an identity's sockets must keep, read the first time the
- * parent puts them in service: children cannot have touched them yet. */
+ * parent puts a socket in service: children cannot have touched it yet.
+ * A socket kept across restarts keeps what was read then; a new one (a
+ * Listen removed and added again, a replacement) is read again. */
 static void note_backlog(identity_t *rec, apr_socket_t *sd)
 {
-    if (rec->backlog <= 0) {
+    apr_os_sock_t fd;
+    struct stat st;
+
+    if (apr_os_sock_get(&fd, sd) != APR_SUCCESS || fstat(fd, &st) != 0) {
+        return;
+    }
+    if (rec->backlog <= 0 || rec->backlog_inode != (apr_ino_t)st.st_ino) {
         rec->backlog = pf_guard_backlog(sd);
+        rec->backlog_inode = (apr_ino_t)st.st_ino;
     }
 }
 

@@ -216,15 +216,15 @@ int pf_guard_backlog(apr_socket_t *sd)
                                                                      : 0;
 }
 
-/* SO_REUSEPORT goes first: listen() again joins the group only with it. */
+/* SO_REUSEPORT goes first: listen() again joins the group only with it.
+ * Only ever set: a socket kept from a generation that ran buckets may
+ * carry it where the present one does not, and nothing a child does with
+ * it there matters (only root can join a root's group). */
 static int check_reuseport(int fd, const pf_guard_want_t *want)
 {
 #ifdef SO_REUSEPORT
-    int on = int_option(fd, SOL_SOCKET, SO_REUSEPORT);
-
-    if (on >= 0 && (on != 0) != (want->reuseport != 0)
-        && set_int_option(fd, SOL_SOCKET, SO_REUSEPORT,
-                          want->reuseport != 0) == 0) {
+    if (want->reuseport && int_option(fd, SOL_SOCKET, SO_REUSEPORT) == 0
+        && set_int_option(fd, SOL_SOCKET, SO_REUSEPORT, 1) == 0) {
         return PF_GUARD_REUSEPORT;
     }
 #else
@@ -347,7 +347,7 @@ char *pf_guard_describe(int bits, char *buf, apr_size_t len)
         { PF_GUARD_NONBLOCK, "O_NONBLOCK changed" },
         { PF_GUARD_RCVTIMEO, "receive timeout set" },
         { PF_GUARD_FILTER, "socket filter attached" },
-        { PF_GUARD_REUSEPORT, "SO_REUSEPORT changed" },
+        { PF_GUARD_REUSEPORT, "SO_REUSEPORT turned off" },
     };
     apr_size_t i, used = 0;
 

@@ -82,7 +82,7 @@ typedef struct {
     int backlog;                /**< accept queue limit, as TCP_INFO reports
                                      it (0: unknown, not checked) */
     int nonblock;               /**< O_NONBLOCK (children poll several) */
-    int reuseport;              /**< SO_REUSEPORT */
+    int reuseport;              /**< SO_REUSEPORT must be on */
     int keep_filter;            /**< a socket filter of the parent's own is
                                      on (a graceful stop): leave it */
 } pf_guard_want_t;
