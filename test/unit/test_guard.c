@@ -135,6 +135,7 @@ START_TEST(a_shut_down_socket_listens_again)
         ck_assert_int_eq(failed, 0);
         ck_assert_int_eq(int_option(fd, SOL_SOCKET, SO_ACCEPTCONN), 1);
         ck_assert_int_eq(pf_guard_backlog(wrap(fd)), 128);
+        ck_assert_int_eq(pf_guard_local_port(wrap(fd)), port);
         ck_assert(accepts(fd, port));
         close(fd);
     }

@@ -1142,7 +1142,6 @@ static apr_status_t replace_socket(pf_bucketset_t *bs, ap_listen_rec *lr,
     apr_socket_t *fresh;
     apr_pool_t *tmp;
     apr_status_t rv;
-    int off = 0;
 
     if (apr_os_sock_get(&old_fd, lr->sd) != APR_SUCCESS || old_fd < 0) {
         return APR_EBADF;
@@ -1156,6 +1155,8 @@ static apr_status_t replace_socket(pf_bucketset_t *bs, ap_listen_rec *lr,
         apr_os_sock_get(&new_fd, fresh);
 #ifdef SO_REUSEPORT
         if (!want->reuseport) {
+            int off = 0;
+
             /* Joined nothing, and now nothing can join it. */
             setsockopt(new_fd, SOL_SOCKET, SO_REUSEPORT, &off, sizeof(off));
         }
@@ -1167,20 +1168,17 @@ static apr_status_t replace_socket(pf_bucketset_t *bs, ap_listen_rec *lr,
             rv = errno;
         }
     }
-    (void)off;
     /* Closes the new socket's first descriptor; the old number keeps it. */
     apr_pool_destroy(tmp);
     return rv;
 }
 
 /* Whether a socket that listens again does so on its own port: one bound
- * without a port lock would have picked another. */
+ * without a port lock would have picked another.  Asked of the kernel:
+ * APR's record is the address it was bound to. */
 static int on_its_port(ap_listen_rec *lr)
 {
-    apr_sockaddr_t *local;
-
-    return apr_socket_addr_get(&local, APR_LOCAL, lr->sd) == APR_SUCCESS
-           && local->port == lr->bind_addr->port;
+    return pf_guard_local_port(lr->sd) == (int)lr->bind_addr->port;
 }
 
 static void guard_bucket(pf_bucketset_t *bs, int b, server_rec *s)

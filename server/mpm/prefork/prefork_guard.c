@@ -26,6 +26,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #if APR_HAVE_UNISTD_H
 #include <unistd.h>
 #endif
@@ -214,6 +216,28 @@ int pf_guard_backlog(apr_socket_t *sd)
 
     return pf_os_listener_queue(sd, &queued, &limit) == APR_SUCCESS ? limit
                                                                      : 0;
+}
+
+int pf_guard_local_port(apr_socket_t *sd)
+{
+    struct sockaddr_storage addr;
+    socklen_t len = sizeof(addr);
+    apr_os_sock_t fd;
+
+    if (apr_os_sock_get(&fd, sd) != APR_SUCCESS
+        || getsockname(fd, (struct sockaddr *)&addr, &len) != 0) {
+        return -1;
+    }
+    switch (addr.ss_family) {
+    case AF_INET:
+        return ntohs(((struct sockaddr_in *)&addr)->sin_port);
+#if APR_HAVE_IPV6
+    case AF_INET6:
+        return ntohs(((struct sockaddr_in6 *)&addr)->sin6_port);
+#endif
+    default:
+        return -1;
+    }
 }
 
 /* SO_REUSEPORT goes first: listen() again joins the group only with it.

@@ -110,6 +110,9 @@ int pf_guard_check_socket(apr_socket_t *sd, const pf_guard_want_t *want,
 /** The accept-queue limit a listening socket has now, 0 if unknown. */
 int pf_guard_backlog(apr_socket_t *sd);
 
+/** The local port the kernel says the socket has now, -1 if unknown. */
+int pf_guard_local_port(apr_socket_t *sd);
+
 /**
  * Describes @a bits for the log: "stopped listening, backlog changed".
  * @return buf
