@@ -346,10 +346,11 @@ class SiblingKiller(unittest.TestCase):
             print("%s killer: %d forks in %.1f s (%.1f a second), %d kills"
                   % (signal_name, forks, seconds, forks / seconds,
                      attack.count("kills")))
-            # Per bucket: the first replacement, three forgiven, what one
-            # maintenance cycle adds before the bucket is paced, then at
-            # most one a second.
-            self.assertLessEqual(forks, 4 * (6 + seconds))
+            # Per bucket: four deaths at start before it is paced (three
+            # forgiven at once, one more from a maintenance cycle), the
+            # replacement of its child that had lived, then one fork per
+            # delay (1 s, 2 s, 4 s ...): at most 5 + seconds / 2.
+            self.assertLessEqual(forks, 4 * (5 + seconds / 2))
             self.assertTrue(srv.wait_log("PFB00066"), "no bucket was paced")
             self.assertTrue(srv.wait_for(lambda: every_bucket_served(srv, 4)),
                             "a bucket stays without a child")
@@ -360,27 +361,14 @@ class SiblingKiller(unittest.TestCase):
     def test_a_child_sigkilling_its_siblings_gets_few_forks(self):
         self.killer("KILL")
 
-    def test_a_child_cannot_stop_its_siblings(self):
-        """SIGTERM, SIGHUP or the graceful signal from a sibling would make
-        a child exit cleanly, which the parent cannot tell from recycling
-        (MaxConnectionsPerChild is set here): children obey stop signals
-        from their parent only."""
-        extra = "MaxConnectionsPerChild 1000\n"
-        with Server(extra=FOUR_BUCKETS + LOCATIONS + extra,
-                    extra_modules=HOSTILE_LOAD) as srv:
-            srv.start()
-            before = set(srv.wait_ready(8))
-            forks = forks_logged(srv)
-            for name in ("TERM", "HUP", "USR1"):
-                with Attack(srv, "kill=%s&rounds=20" % name) as attack:
-                    attack.wait()
-                # Every sibling signalled 20 times.
-                self.assertGreaterEqual(attack.count("kills"),
-                                        20 * (len(before) - 1), name)
-            self.assertEqual(forks_logged(srv), forks)
-            self.assertLessEqual(before, set(srv.children()))
-            for _ in range(20):
-                self.assertEqual(get(srv, "/index.html")[0], 200)
+    def test_a_child_sigterming_its_siblings_gets_few_forks(self):
+        # They exit from the handler.  MaxConnectionsPerChild is set, so a
+        # clean exit would pass for recycling; a stop signal from anyone
+        # but the parent makes a child leave with APEXIT_CHILDSICK.
+        self.killer("TERM", "MaxConnectionsPerChild 1000\n")
+
+    def test_a_child_sending_graceful_to_its_siblings_gets_few_forks(self):
+        self.killer("USR1", "MaxConnectionsPerChild 1000\n")
 
 
 def requests_per_bucket(srv, count):

@@ -82,13 +82,13 @@ END_TEST
 /* One step: at time `at` (ms), an exit ('E' early, 'V' lived, 'S'
  * stopped, 'R' recycled) of a child forked at `born` (ms), or a fork ('F'
  * in cycle, 'I' out of cycle), or a child forked at `born` seen alive
- * ('L'); then what pf_respawn_may_fork() must say in cycle and out of
- * it. */
+ * ('L'), or a look at a bucket with a live child ('Q'); then what
+ * pf_respawn_may_fork() must say in cycle and out of it. */
 typedef struct {
     long long at;
     char op;
     long long born;
-    int episode;                /* exits: starts one; 'L': ends one */
+    int episode;                /* exits: starts one; 'L', 'Q': end one */
     int may_in_cycle, may_out_of_cycle;
 } step_t;
 
@@ -133,6 +133,11 @@ static void run_steps(const step_t *steps, size_t n)
             break;
         case 'L':
             got = pf_respawn_note_alive(&r, born, now);
+            ck_assert_msg(got == steps[i].episode,
+                          "step %zu: ended %d", i, got);
+            break;
+        case 'Q':
+            got = pf_respawn_note_quiet(&r, now);
             ck_assert_msg(got == steps[i].episode,
                           "step %zu: ended %d", i, got);
             break;
@@ -211,6 +216,25 @@ START_TEST(a_child_older_than_the_deaths_ends_nothing)
         { 4000, 'L', -60000, 0, 0, 0 },
         /* A child forked since the deaths began, a second old. */
         { 4600, 'L', 1000, 1, 1, 1 },
+    };
+
+    run_steps(steps, sizeof(steps) / sizeof(steps[0]));
+}
+END_TEST
+
+START_TEST(a_quiet_bucket_is_paced_no_more)
+{
+    /* The killer stops; its bucket, where it lives on, needs no new
+     * child: a whole delay after the hold with no death ends it. */
+    static const step_t steps[] = {
+        { 0, 'E', -5, 0, 1, 1 },     { 10, 'E', 5, 0, 1, 1 },
+        { 20, 'E', 15, 0, 1, 1 },    { 30, 'E', 25, 1, 0, 0 },
+        { 1030, 'Q', 0, 0, 1, 0 },   /* free to fork; not yet quiet */
+        { 1500, 'F', 0, 0, 0, 0 },   /* a fork: held 1 s more */
+        { 1510, 'E', 1500, 0, 0, 0 }, /* killed: 2 s from here */
+        { 4509, 'Q', 0, 0, 1, 0 },
+        { 5510, 'Q', 0, 1, 1, 1 },   /* hold + delay, no death: over */
+        { 5600, 'Q', 0, 0, 1, 1 },   /* not paced: nothing to end */
     };
 
     run_steps(steps, sizeof(steps) / sizeof(steps[0]));
@@ -350,6 +374,7 @@ Suite *respawn_suite(void)
     tcase_add_test(pacing, an_admins_three_kills_are_replaced_at_once);
     tcase_add_test(pacing, children_dying_at_start_are_paced_with_back_off);
     tcase_add_test(pacing, a_child_older_than_the_deaths_ends_nothing);
+    tcase_add_test(pacing, a_quiet_bucket_is_paced_no_more);
     tcase_add_test(pacing, recycled_and_stopped_children_pace_nothing);
     tcase_add_test(pacing, a_killer_gets_a_bounded_number_of_forks);
     tcase_add_test(pacing, recycling_gets_three_out_of_cycle_forks_a_second);

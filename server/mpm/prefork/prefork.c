@@ -300,25 +300,36 @@ static void stop_accepting(void)
     }
 }
 
-/* Whether a stop signal comes from someone allowed to stop this child:
- * the parent, or the kernel.  Children share a uid, so any of them may
- * signal the others; a sibling's SIGTERM, SIGHUP or graceful signal would
- * make a child exit cleanly, which the parent cannot tell from recycling,
- * and a child that did so in a loop would make the parent fork in one.
- * In the one-process mode there is no parent: anyone may. */
-static int from_parent(const siginfo_t *info)
+/* Children share a uid, so any of them may signal the others.  A stop
+ * signal from a sibling (or anyone but the parent and the kernel) is
+ * obeyed, since it may have merged with one from the parent; but the
+ * child then leaves with APEXIT_CHILDSICK rather than 0, so that the
+ * parent does not take it for a child recycled by MaxConnectionsPerChild
+ * and paces its replacements.  In the one-process mode there is no
+ * parent. */
+static volatile sig_atomic_t stopped_by_another;
+
+static void note_sender(const siginfo_t *info)
 {
     if (one_process || info == NULL) {
-        return 1;
+        return;
     }
     switch (info->si_code) {
     case SI_USER:
     case SI_QUEUE:
     case SI_TKILL:
-        return info->si_pid == getppid();
+        if (info->si_pid != getppid()) {
+            stopped_by_another = 1;
+        }
+        break;
     default:
-        return 1;
+        break;
     }
+}
+
+static int stop_exit_code(void)
+{
+    return stopped_by_another ? APEXIT_CHILDSICK : 0;
 }
 
 /* AP_SIG_GRACEFUL: finish the connection in hand, then exit. */
@@ -327,10 +338,9 @@ static void child_graceful_handler(int AP_MAYBE_UNUSED(sig), siginfo_t *info,
 {
     int saved_errno = errno;
 
-    if (from_parent(info)) {
-        child_die_now = 1;
-        stop_accepting();
-    }
+    note_sender(info);
+    child_die_now = 1;
+    stop_accepting();
     errno = saved_errno;
 }
 
@@ -343,15 +353,13 @@ static void child_terminate_handler(int AP_MAYBE_UNUSED(sig),
                                     siginfo_t *info,
                                     void *AP_MAYBE_UNUSED(context))
 {
-    if (!from_parent(info)) {
-        return;
-    }
+    note_sender(info);
     child_die_now = 1;
     if (child_in_accept_wait) {
         stop_accepting();
         return;
     }
-    clean_child_exit(0);
+    clean_child_exit(stop_exit_code());
 }
 
 static void child_install_signals(void)
@@ -685,7 +693,7 @@ static void child_main(int child_num, int bucket_index)
     }
     child_in_accept_wait = 0;
     ap_update_child_status(sbh, SERVER_GRACEFUL, NULL);
-    clean_child_exit(0);
+    clean_child_exit(stop_exit_code());
 }
 
 /* ------------------------------------------------------------------ */
@@ -1024,8 +1032,9 @@ static void retire_idle_children(int bucket_index, int count)
     }
 }
 
-/* A paced bucket whose newest children live a second is paced no more;
- * the episode's one line gets its closing line once no bucket is. */
+/* A paced bucket whose newest children live a second, or where nothing
+ * died at start for a whole delay, is paced no more; the episode's one
+ * line gets its closing line once no bucket is. */
 static void end_respawn_episodes(server_rec *s)
 {
     apr_time_t now = apr_time_now();
@@ -1038,6 +1047,7 @@ static void end_respawn_episodes(server_rec *s)
             && cs->bucket < num_buckets
             && cs->generation == retained->mpm->my_generation) {
             pf_respawn_note_alive(&respawn[cs->bucket], cs->started, now);
+            pf_respawn_note_quiet(&respawn[cs->bucket], now);
         }
     }
     for (b = 0; b < num_buckets; b++) {

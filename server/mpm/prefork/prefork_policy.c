@@ -977,6 +977,17 @@ int pf_respawn_note_alive(pf_respawn_t *r, long long child_started,
     return was_paced;
 }
 
+int pf_respawn_note_quiet(pf_respawn_t *r, long long now)
+{
+    if (!pf_respawn_paced(r)
+        || now < r->hold_until + pf_respawn_delay(r->early_deaths)) {
+        return 0;
+    }
+    r->early_deaths = 0;
+    r->hold_until = 0;
+    return 1;
+}
+
 int pf_respawn_may_fork(const pf_respawn_t *r, int out_of_cycle,
                         long long now)
 {

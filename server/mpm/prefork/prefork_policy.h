@@ -493,6 +493,14 @@ int pf_respawn_note_alive(pf_respawn_t *r, long long child_started,
                           long long now);
 
 /**
+ * The bucket has a live child and is paced: once a whole delay has passed
+ * since it was free to fork again with no death at start (it needed no
+ * child, or the ones it got lived), the deaths in a row are over.
+ * @return 1 if this ends an episode
+ */
+int pf_respawn_note_quiet(pf_respawn_t *r, long long now);
+
+/**
  * Whether a child may be forked into the bucket now.  Never while the
  * bucket is held back.  Out of cycle (a replacement in the parent's
  * wake-up on an exit, rather than at maintenance): never while the bucket
