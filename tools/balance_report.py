@@ -25,9 +25,13 @@ def main(url):
              cpus["affinity"], cpus["quota"]))
     steering = doc.get("steering", "hash")
     line = "steering %s" % steering
-    if doc.get("steering_wanted", steering) != steering:
-        line += " (%s asked for and refused: see the error log)" \
-            % doc["steering_wanted"]
+    fallback = doc.get("steering_fallback", "none")
+    if fallback == "refused":
+        line += " (%s asked for and refused: see PFB00043 in the error " \
+            "log)" % doc["steering_wanted"]
+    elif fallback != "none":
+        line += " (%s asked for: nothing to steer with one bucket per " \
+            "Listen)" % doc["steering_wanted"]
     if steering == "idle":
         kept = sum(b["steering"]["kept"] for b in doc["buckets"])
         moved = sum(b["steering"]["moved"] for b in doc["buckets"])

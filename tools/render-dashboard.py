@@ -4,17 +4,20 @@
 
 Grafana is not in Debian 12, so this stands in for a screenshot: it starts
 this MPM with mod_bucket_status (4 buckets, idle steering, MaxRequestWorkers
-8), has Debian's Prometheus scrape /bucket-status?prometheus= every second,
-drives the server through four phases of load (light, overload, moderate,
-none) with the test handler's sleeping requests, then evaluates each time
-series panel's own queries from contrib/grafana/prefork-buckets.json over
-the run (Prometheus's query_range, $__rate_interval = 5s) and draws them.
+8), has Debian's Prometheus scrape /bucket-status?prometheus= every second
+and Debian's prometheus-apache-exporter (for the dashboard's apache_exporter
+row), drives the server through four phases of load (light, overload,
+moderate, none) with the test handler's sleeping requests, then evaluates
+each time series panel's own queries from contrib/grafana/prefork-buckets.json
+over the run (Prometheus's query_range; $job, $instance and $apache_job =
+all, $__rate_interval = 5s) and draws them.
 
   python3 tools/render-dashboard.py [--out docs/dashboard.png] [--quick]
 
 Takes about 3 minutes (--quick: 1).  Writes the PNG, and the series it drew
 as JSON beside it in build/.  Not part of CI.  Run as root (apache2 binds,
-then drops to www-data); needs prometheus and gnuplot-nox.
+then drops to www-data); needs prometheus, prometheus-apache-exporter and
+gnuplot-nox.
 """
 
 import argparse
@@ -32,6 +35,9 @@ import urllib.request
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "test", "package"))
 import pfbserver  # noqa: E402
+
+EXPORTER = os.environ.get("APACHE_EXPORTER",
+                          "/usr/bin/prometheus-apache-exporter")
 
 DASHBOARD = os.path.join(TOP, "contrib", "grafana", "prefork-buckets.json")
 SCRAPE_INTERVAL = "1s"
@@ -104,7 +110,34 @@ class Clients:
             t.join(35)
 
 
-def start_prometheus(workdir, target_port):
+def start_exporter(workdir, target_port):
+    """prometheus-apache-exporter on mod_status's ?auto; (proc, port)."""
+    for _ in range(5):
+        port = pfbserver.free_port()
+        proc = subprocess.Popen(
+            [EXPORTER, "--scrape_uri=http://127.0.0.1:%d/server-status?auto"
+             % target_port, "--telemetry.address=127.0.0.1:%d" % port],
+            stdout=open(os.path.join(workdir, "exporter.log"), "w"),
+            stderr=subprocess.STDOUT, start_new_session=True)
+
+        def ready():
+            if proc.poll() is not None:
+                return "exited"
+            try:
+                return pfbserver.http_get("http://127.0.0.1:%d/metrics"
+                                          % port, 2)[0] == 200
+            except OSError:
+                return False
+
+        if pfbserver.wait_for(ready, 30, 0.2) is True:
+            return proc, port
+        proc.kill()
+        proc.wait(10)
+    raise RuntimeError("prometheus-apache-exporter did not start: see %s"
+                       % workdir)
+
+
+def start_prometheus(workdir, target_port, exporter_port):
     config = os.path.join(workdir, "prometheus.yml")
     with open(config, "w") as f:
         f.write("global:\n  scrape_interval: %s\n  evaluation_interval: %s\n"
@@ -113,7 +146,10 @@ def start_prometheus(workdir, target_port):
                 "    metrics_path: /bucket-status\n"
                 "    params: {prometheus: [\"\"]}\n"
                 "    static_configs: [{targets: [\"127.0.0.1:%d\"]}]\n"
-                % (SCRAPE_INTERVAL, SCRAPE_INTERVAL, target_port))
+                "  - job_name: apache\n"
+                "    static_configs: [{targets: [\"127.0.0.1:%d\"]}]\n"
+                % (SCRAPE_INTERVAL, SCRAPE_INTERVAL, target_port,
+                   exporter_port))
     for _ in range(5):
         port = pfbserver.free_port()
         proc = subprocess.Popen(
@@ -164,13 +200,24 @@ def panel_series(prom_port, panel, start, end):
     would send them for instance=All."""
     out = []
     for target in panel["targets"]:
-        expr = target["expr"].replace("$instance", ".*") \
-            .replace("$__rate_interval", RATE_INTERVAL)
+        expr = target["expr"]
+        for variable in ("$instance", "$apache_job", "$job"):
+            expr = expr.replace(variable, ".*")
+        expr = expr.replace("$__rate_interval", RATE_INTERVAL)
+        # Grafana's overrides for this target: a dashed line on the right
+        # axis (the backlog beside the queue depths).
+        props = {p["id"]: p["value"]
+                 for o in panel["fieldConfig"].get("overrides", [])
+                 if o["matcher"] == {"id": "byFrameRefID",
+                                     "options": target["refId"]}
+                 for p in o["properties"]}
+        dashed = "custom.lineStyle" in props, \
+            props.get("custom.axisPlacement") == "right"
         for result in query_range(prom_port, expr, start, end):
             points = [(float(t) - start, float(v))
                       for t, v in result["values"] if v not in ("NaN",)]
             out.append((legend(target.get("legendFormat", ""),
-                               result["metric"]), points))
+                               result["metric"]), points, dashed))
     return out
 
 
@@ -179,21 +226,25 @@ def gnuplot_quote(text):
 
 
 def draw(panels, header, out_png, workdir, phase_marks):
+    rows = (len(panels) + 1) // 2
     script = [
-        "set terminal pngcairo size 1500,1700 font 'DejaVu Sans,10'",
+        "set terminal pngcairo size 1500,%d font 'DejaVu Sans,10'"
+        % (425 * rows),
         "set output %s" % gnuplot_quote(out_png),
-        "set multiplot layout 4,2 title %s font ',13'"
-        % gnuplot_quote(header),
+        "set multiplot layout %d,2 title %s font ',13'"
+        % (rows, gnuplot_quote(header)),
         "set grid lc rgb '#dddddd'",
         "set key bottom left horizontal font ',8' samplen 2",
         "set xlabel 'seconds'",
         "set border lc rgb '#666666'",
+        "set termoption noenhanced",
     ]
     for index, (panel, series) in enumerate(panels):
         stacked = panel["fieldConfig"]["defaults"]["custom"]["stacking"][
             "mode"] == "normal"
         unit = panel["fieldConfig"]["defaults"].get("unit", "")
-        ylabel = {"cps": "connections/s"}.get(unit, "")
+        ylabel = {"cps": "connections/s", "reqps": "requests/s",
+                  "percentunit": "fraction"}.get(unit, "")
         script.append("set title %s font ',11'"
                       % gnuplot_quote(panel["title"]))
         script.append("set ylabel %s" % gnuplot_quote(ylabel))
@@ -203,6 +254,11 @@ def draw(panels, header, out_png, workdir, phase_marks):
             0 if dmin is None else dmin,
             "*" if dmax is None else dmax * 1.05))
         script.append("unset arrow")
+        if any(right for _, _, (_, right) in series):
+            script.append("set y2tics")
+            script.append("set y2range [0:*]")
+        else:
+            script.append("unset y2tics")
         for mark in phase_marks:
             script.append("set arrow from %d, graph 0 to %d, graph 1 "
                           "nohead lc rgb '#bbbbbb' dt 2" % (mark, mark))
@@ -212,13 +268,13 @@ def draw(panels, header, out_png, workdir, phase_marks):
             script.append("unset label 1")
             continue
         data = os.path.join(workdir, "panel%d.dat" % index)
-        times = sorted({t for _, pts in series for t, _ in pts})
+        times = sorted({t for _, pts, _ in series for t, _ in pts})
         with open(data, "w") as f:
             if stacked:
                 # Grafana's normal stacking: each series on top of the
                 # previous ones.
                 totals = {t: 0.0 for t in times}
-                for _, pts in series:
+                for _, pts, _ in series:
                     values = dict(pts)
                     for t in times:
                         low = totals[t]
@@ -226,20 +282,23 @@ def draw(panels, header, out_png, workdir, phase_marks):
                         f.write("%g %g %g\n" % (t, low, totals[t]))
                     f.write("\n\n")
             else:
-                for _, pts in series:
+                for _, pts, _ in series:
                     for t, v in pts:
                         f.write("%g %g\n" % (t, v))
                     f.write("\n\n")
         plots = []
-        for i, (title, _) in enumerate(series):
+        for i, (title, _, (dashed, right)) in enumerate(series):
             if stacked:
                 plots.append("%s index %d using 1:2:3 with filledcurves "
                              "fs transparent solid 0.5 title %s"
                              % (gnuplot_quote(data), i, gnuplot_quote(title)))
             else:
-                plots.append("%s index %d using 1:2 with lines lw 1.5 "
+                plots.append("%s index %d using 1:2 %swith lines lw 1.5 %s"
                              "title %s"
-                             % (gnuplot_quote(data), i, gnuplot_quote(title)))
+                             % (gnuplot_quote(data), i,
+                                "axes x1y2 " if right else "",
+                                "dt 2 lc rgb 'red' " if dashed else "",
+                                gnuplot_quote(title)))
         script.append("plot [0:%d] " % phase_marks[-1] + ", ".join(plots))
     script.append("unset multiplot")
     path = os.path.join(workdir, "dashboard.gp")
@@ -258,11 +317,13 @@ def main():
         dashboard = json.load(f)
     phases = QUICK_PHASES if args.quick else PHASES
     workdir = tempfile.mkdtemp(prefix="pfb-dash-")
-    prom = None
+    prom = exporter = None
     try:
         with pfbserver.Server(extra=SERVER_CONF, handler=True) as server:
             server.start()
-            prom, prom_port = start_prometheus(workdir, server.port)
+            exporter, exporter_port = start_exporter(workdir, server.port)
+            prom, prom_port = start_prometheus(workdir, server.port,
+                                               exporter_port)
             pfbserver.wait_for(lambda: query_range(
                 prom_port, "httpd_bucket_data_available", time.time() - 5,
                 time.time()), 30, 0.5)
@@ -300,16 +361,19 @@ def main():
         series_out = os.path.join(TOP, "build", "dashboard-series.json")
         os.makedirs(os.path.dirname(series_out), exist_ok=True)
         with open(series_out, "w") as f:
-            json.dump({p["title"]: s for p, s in panels}, f)
+            json.dump({p["title"]: [(title, points) for title, points, _ in s]
+                       for p, s in panels}, f)
         print("wrote %s (series in %s)" % (args.out, series_out))
     finally:
-        if prom is not None:
-            prom.terminate()
+        for proc in (prom, exporter):
+            if proc is None:
+                continue
+            proc.terminate()
             try:
-                prom.wait(15)
+                proc.wait(15)
             except subprocess.TimeoutExpired:
-                prom.kill()
-                prom.wait(5)
+                proc.kill()
+                proc.wait(5)
         shutil.rmtree(workdir, ignore_errors=True)
     return 0
 

@@ -15,7 +15,8 @@ PACKAGES="apache2 apache2-dev apache2-utils libapr1-dev libaprutil1-dev check \
 autoconf pkg-config gcc libc6-dev linux-libc-dev libseccomp-dev make python3 curl wrk iproute2 procps valgrind strace \
 nginx-light gnuplot-nox prometheus libapache2-mod-php \
 build-essential debhelper dpkg-dev lintian prometheus-apache-exporter munin-plugins-core libwww-perl \
-libtool libtool-bin libpcre2-dev libpcre3-dev libexpat1-dev zlib1g-dev patch xz-utils shellcheck"
+libtool libtool-bin libpcre2-dev libpcre3-dev libexpat1-dev zlib1g-dev patch xz-utils shellcheck \
+libxml2-utils xsltproc python3-yaml"
 # Installed on their own, after the rest: their postinst changes the
 # system's apache2 configuration, which apt_keeping_apache_modules undoes.
 APACHE_MODULE_PACKAGES="libapache2-mod-php"

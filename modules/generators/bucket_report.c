@@ -359,6 +359,23 @@ static const char *text_or(const char *s, const char *fallback)
     return s != NULL ? s : fallback;
 }
 
+const char *bs_steering_fallback(const bs_snapshot_t *snap)
+{
+    const char *active = text_or(snap->steering, "hash");
+    const char *wanted = text_or(snap->steering_wanted, active);
+
+    if (strcmp(active, wanted) == 0) {
+        return "none";
+    }
+    /* The MPM attaches no program unless each Listen has several
+     * SO_REUSEPORT sockets to choose between. */
+    if (snap->mode == NULL || strcmp(snap->mode, "reuseport") != 0
+        || snap->buckets_per_listen < 2) {
+        return "one-bucket-per-listen";
+    }
+    return "refused";
+}
+
 /* ------------------------------------------------------------------ */
 /* HTML                                                                */
 
@@ -380,9 +397,13 @@ static void html_summary(bs_buf_t *buf, const bs_snapshot_t *snap)
                   reuseport_word(snap->so_reuseport));
     bs_buf_printf(buf, "<dt>Steering</dt><dd>%s", text_or(snap->steering,
                                                             "hash"));
-    if (snap->steering_wanted
-        && strcmp(text_or(snap->steering, "hash"), snap->steering_wanted)) {
+    if (strcmp(bs_steering_fallback(snap), "refused") == 0) {
         bs_buf_printf(buf, " (%s asked for; refused, see the error log)",
+                      snap->steering_wanted);
+    }
+    else if (strcmp(bs_steering_fallback(snap), "none") != 0) {
+        bs_buf_printf(buf, " (%s asked for; nothing to steer with one "
+                           "bucket per Listen)",
                       snap->steering_wanted);
     }
     bs_buf_printf(buf, "; BucketCPUAffinity %s</dd>\n",
@@ -539,6 +560,10 @@ void bs_format_html_page(bs_buf_t *buf, const bs_snapshot_t *snap,
 /* ------------------------------------------------------------------ */
 /* ?auto                                                               */
 
+/* Every name starts with "Bucket", so one prefix finds this module's lines
+ * among mod_status's; a bucket's own figures take httpd's indexed style,
+ * "Bucket[N]Name", as mod_proxy's ProxyBalancer[N]Worker[M]Name lines. */
+
 static void auto_balance(bs_buf_t *buf, const char *prefix,
                          const bs_balance_t *b)
 {
@@ -548,13 +573,37 @@ static void auto_balance(bs_buf_t *buf, const char *prefix,
     bs_buf_printf(buf, "%sBalanceMinMean: %.4f\n", prefix, b->min_over_mean);
 }
 
+static void auto_bucket(bs_buf_t *buf, const bs_snapshot_t *snap,
+                        const bs_bucket_t *b)
+{
+    bs_buf_printf(buf, "Bucket[%d]Listener: %s\n", b->id, b->listener);
+    bs_buf_printf(buf, "Bucket[%d]Children: %u\n", b->id, b->children);
+    bs_buf_printf(buf, "Bucket[%d]Idle: %u\n", b->id, b->idle);
+    bs_buf_printf(buf, "Bucket[%d]Busy: %u\n", b->id, b->busy);
+    bs_buf_printf(buf, "Bucket[%d]Starting: %u\n", b->id, b->starting);
+    bs_buf_printf(buf, "Bucket[%d]Stopping: %u\n", b->id, b->stopping);
+    bs_buf_printf(buf, "Bucket[%d]Accepted: %llu\n", b->id, b->accepted);
+    bs_buf_printf(buf, "Bucket[%d]Accepted10s: %llu\n", b->id,
+                  b->accepted_10s);
+    bs_buf_printf(buf, "Bucket[%d]QueueDepth: %u\n", b->id, b->queue_depth);
+    bs_buf_printf(buf, "Bucket[%d]Backlog: %u\n", b->id, b->backlog);
+    if (steering_counts(snap)) {
+        bs_buf_printf(buf, "Bucket[%d]SteerKept: %llu\n", b->id,
+                      b->steer_kept);
+        bs_buf_printf(buf, "Bucket[%d]SteerMoved: %llu\n", b->id,
+                      b->steer_moved);
+        bs_buf_printf(buf, "Bucket[%d]SteerIdle: %lld\n", b->id,
+                      b->steer_idle);
+    }
+}
+
 void bs_format_auto(bs_buf_t *buf, const bs_snapshot_t *snap)
 {
     int i;
 
     bs_buf_printf(buf, "BucketDataAvailable: %d\n", snap->available ? 1 : 0);
     if (!snap->available) {
-        buf_puts(buf, "BucketDataUnavailable: ");
+        buf_puts(buf, "BucketDataUnavailableReason: ");
         unavailable_reason(buf, snap);
         buf_putc(buf, '\n');
         return;
@@ -567,6 +616,8 @@ void bs_format_auto(bs_buf_t *buf, const bs_snapshot_t *snap)
                   text_or(snap->steering, "hash"));
     bs_buf_printf(buf, "BucketSteeringWanted: %s\n",
                   text_or(snap->steering_wanted, "hash"));
+    bs_buf_printf(buf, "BucketSteeringFallback: %s\n",
+                  bs_steering_fallback(snap));
     bs_buf_printf(buf, "BucketCPUAffinity: %d\n", snap->cpu_affinity);
     bs_buf_printf(buf, "BucketCount: %d\n", snap->num_buckets);
     bs_buf_printf(buf, "BucketsPerListen: %d\n", snap->buckets_per_listen);
@@ -577,29 +628,9 @@ void bs_format_auto(bs_buf_t *buf, const bs_snapshot_t *snap)
     bs_buf_printf(buf, "BucketRatio: %d\n", snap->ratio);
     bs_buf_printf(buf, "BucketExplicit: %d\n", snap->explicit_buckets);
     auto_balance(buf, "Bucket", &snap->over_buckets);
-    auto_balance(buf, "Child", &snap->over_children);
+    auto_balance(buf, "BucketChild", &snap->over_children);
     for (i = 0; i < snap->num_buckets; i++) {
-        const bs_bucket_t *b = &snap->buckets[i];
-
-        bs_buf_printf(buf, "Bucket%dListener: %s\n", b->id, b->listener);
-        bs_buf_printf(buf, "Bucket%dChildren: %u\n", b->id, b->children);
-        bs_buf_printf(buf, "Bucket%dIdle: %u\n", b->id, b->idle);
-        bs_buf_printf(buf, "Bucket%dBusy: %u\n", b->id, b->busy);
-        bs_buf_printf(buf, "Bucket%dStarting: %u\n", b->id, b->starting);
-        bs_buf_printf(buf, "Bucket%dStopping: %u\n", b->id, b->stopping);
-        bs_buf_printf(buf, "Bucket%dAccepted: %llu\n", b->id, b->accepted);
-        bs_buf_printf(buf, "Bucket%dAccepted10s: %llu\n", b->id,
-                      b->accepted_10s);
-        bs_buf_printf(buf, "Bucket%dQueueDepth: %u\n", b->id, b->queue_depth);
-        bs_buf_printf(buf, "Bucket%dBacklog: %u\n", b->id, b->backlog);
-        if (steering_counts(snap)) {
-            bs_buf_printf(buf, "Bucket%dSteerKept: %llu\n", b->id,
-                          b->steer_kept);
-            bs_buf_printf(buf, "Bucket%dSteerMoved: %llu\n", b->id,
-                          b->steer_moved);
-            bs_buf_printf(buf, "Bucket%dSteerIdle: %lld\n", b->id,
-                          b->steer_idle);
-        }
+        auto_bucket(buf, snap, &snap->buckets[i]);
     }
 }
 
@@ -633,7 +664,9 @@ void bs_format_json(bs_buf_t *buf, const bs_snapshot_t *snap)
         buf_puts(buf, "}\n");
         return;
     }
-    buf_puts(buf, "{\"available\": true, \"mode\": ");
+    buf_puts(buf, "{\"available\": true, \"version\": ");
+    bs_buf_json_string(buf, BS_VERSION);
+    buf_puts(buf, ", \"mode\": ");
     bs_buf_json_string(buf, snap->mode);
     buf_puts(buf, ", \"mode_reason\": ");
     bs_buf_json_string(buf, snap->reason);
@@ -641,10 +674,13 @@ void bs_format_json(bs_buf_t *buf, const bs_snapshot_t *snap)
     bs_buf_json_string(buf, text_or(snap->steering, "hash"));
     buf_puts(buf, ", \"steering_wanted\": ");
     bs_buf_json_string(buf, text_or(snap->steering_wanted, "hash"));
+    buf_puts(buf, ", \"steering_fallback\": ");
+    bs_buf_json_string(buf, bs_steering_fallback(snap));
     bs_buf_printf(buf, ", \"cpu_affinity\": %s",
                   snap->cpu_affinity ? "true" : "false");
     bs_buf_printf(buf,
                   ", \"so_reuseport\": %s, \"generation\": %d, "
+                  "\"start_time\": %.3f, "
                   "\"uptime_seconds\": %.1f, \"bucket_count\": %d, "
                   "\"buckets_per_listen\": %d, \"listeners\": %d,\n"
                   " \"cpus\": {\"online\": %d, \"affinity\": %d, \"quota\": "
@@ -654,7 +690,8 @@ void bs_format_json(bs_buf_t *buf, const bs_snapshot_t *snap)
                   snap->so_reuseport > 0   ? "true"
                   : snap->so_reuseport == 0 ? "false"
                                             : "null",
-                  snap->generation, snap->uptime, snap->num_buckets,
+                  snap->generation, snap->start_time, snap->uptime,
+                  snap->num_buckets,
                   snap->buckets_per_listen, snap->num_listeners,
                   snap->cpus_online, snap->cpus_affinity, snap->cpus_quota,
                   snap->cpus_usable, snap->ratio, snap->explicit_buckets,
@@ -700,11 +737,26 @@ void bs_format_json(bs_buf_t *buf, const bs_snapshot_t *snap)
 /* ------------------------------------------------------------------ */
 /* Prometheus                                                          */
 
+/* Names follow Prometheus' conventions: counters end in _total, the one
+ * time is in seconds, constant facts are labels of an _info gauge, and
+ * nothing is computed here that rate() computes better from a counter
+ * (no precomputed rate, no since-start balance: the recording rules in
+ * contrib/prometheus compute both over a window). */
+
 static void prom_family(bs_buf_t *buf, const char *name, const char *type,
                         const char *help)
 {
     bs_buf_printf(buf, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
                   type);
+}
+
+/* One label: name="value", escaped, with a comma before all but the first. */
+static void prom_label(bs_buf_t *buf, int first, const char *name,
+                       const char *value)
+{
+    bs_buf_printf(buf, "%s%s=\"", first ? "" : ",", name);
+    bs_buf_prom_label(buf, value);
+    buf_putc(buf, '"');
 }
 
 static void prom_bucket_labels(bs_buf_t *buf, const bs_bucket_t *b)
@@ -714,19 +766,24 @@ static void prom_bucket_labels(bs_buf_t *buf, const bs_bucket_t *b)
     buf_puts(buf, "\"");
 }
 
+typedef enum {
+    PROM_ACCEPTED,
+    PROM_QUEUE_DEPTH,
+    PROM_BACKLOG
+} prom_field_e;
+
 static void prom_per_bucket(bs_buf_t *buf, const bs_snapshot_t *snap,
                             const char *name, const char *type,
-                            const char *help, int field)
+                            const char *help, prom_field_e field)
 {
     int i;
 
     prom_family(buf, name, type, help);
     for (i = 0; i < snap->num_buckets; i++) {
         const bs_bucket_t *b = &snap->buckets[i];
-        unsigned long long v = field == 0   ? b->accepted
-                               : field == 1 ? b->accepted_10s
-                               : field == 2 ? b->queue_depth
-                                            : b->backlog;
+        unsigned long long v = field == PROM_ACCEPTED      ? b->accepted
+                               : field == PROM_QUEUE_DEPTH ? b->queue_depth
+                                                           : b->backlog;
 
         buf_puts(buf, name);
         prom_bucket_labels(buf, b);
@@ -734,86 +791,69 @@ static void prom_per_bucket(bs_buf_t *buf, const bs_snapshot_t *snap,
     }
 }
 
-static void prom_balance(bs_buf_t *buf, const bs_snapshot_t *snap,
-                         const char *name, const char *help, int which)
+/* Present whatever the MPM: which module build reads which server. */
+static void prom_build_info(bs_buf_t *buf, const bs_snapshot_t *snap)
 {
-    const bs_balance_t *sets[2];
-    const char *over[2] = { "buckets", "children" };
+    prom_family(buf, "httpd_bucket_build_info", "gauge",
+                "Always 1: mod_bucket_status's version, the running httpd "
+                "and its MPM");
+    buf_puts(buf, "httpd_bucket_build_info{");
+    prom_label(buf, 1, "version", BS_VERSION);
+    prom_label(buf, 0, "httpd", text_or(snap->server_version, "unknown"));
+    prom_label(buf, 0, "mpm", text_or(snap->mpm_name, "unknown"));
+    buf_puts(buf, "} 1\n");
+}
+
+static void prom_info(bs_buf_t *buf, const bs_snapshot_t *snap)
+{
+    prom_family(buf, "httpd_bucket_info", "gauge",
+                "Always 1: bucket mode and why, SO_REUSEPORT, steering in "
+                "force and asked for, why they differ, BucketCPUAffinity");
+    buf_puts(buf, "httpd_bucket_info{");
+    prom_label(buf, 1, "mode", snap->mode);
+    prom_label(buf, 0, "mode_reason", snap->reason);
+    prom_label(buf, 0, "so_reuseport", reuseport_word(snap->so_reuseport));
+    prom_label(buf, 0, "steering", text_or(snap->steering, "hash"));
+    prom_label(buf, 0, "steering_wanted",
+               text_or(snap->steering_wanted, "hash"));
+    prom_label(buf, 0, "steering_fallback", bs_steering_fallback(snap));
+    prom_label(buf, 0, "cpu_affinity", snap->cpu_affinity ? "on" : "off");
+    buf_puts(buf, "} 1\n");
+}
+
+static void prom_steering(bs_buf_t *buf, const bs_snapshot_t *snap)
+{
     int i;
 
-    sets[0] = &snap->over_buckets;
-    sets[1] = &snap->over_children;
-    prom_family(buf, name, "gauge", help);
-    for (i = 0; i < 2; i++) {
-        double v = which == 0   ? sets[i]->jain
-                   : which == 1 ? sets[i]->cv
-                   : which == 2 ? sets[i]->max_over_mean
-                                : sets[i]->min_over_mean;
+    prom_family(buf, "httpd_bucket_steered_connections_total", "counter",
+                "Connections the idle-steering program sent to the bucket: "
+                "kept where the hash chose, or moved in");
+    for (i = 0; i < snap->num_buckets; i++) {
+        const bs_bucket_t *b = &snap->buckets[i];
 
-        bs_buf_printf(buf, "%s{over=\"%s\"} %.6f\n", name, over[i], v);
+        buf_puts(buf, "httpd_bucket_steered_connections_total");
+        prom_bucket_labels(buf, b);
+        bs_buf_printf(buf, ",how=\"kept\"} %llu\n", b->steer_kept);
+        buf_puts(buf, "httpd_bucket_steered_connections_total");
+        prom_bucket_labels(buf, b);
+        bs_buf_printf(buf, ",how=\"moved\"} %llu\n", b->steer_moved);
+    }
+    prom_family(buf, "httpd_bucket_steering_idle", "gauge",
+                "Idle count the steering program reads: waiting children "
+                "minus connections sent and not yet accepted");
+    for (i = 0; i < snap->num_buckets; i++) {
+        buf_puts(buf, "httpd_bucket_steering_idle");
+        prom_bucket_labels(buf, &snap->buckets[i]);
+        bs_buf_printf(buf, "} %lld\n", snap->buckets[i].steer_idle);
     }
 }
 
-void bs_format_prometheus(bs_buf_t *buf, const bs_snapshot_t *snap)
+static void prom_children(bs_buf_t *buf, const bs_snapshot_t *snap)
 {
-    static const char *states[] = { "idle", "busy", "starting", "stopping" };
+    static const char *const states[] = { "idle", "busy", "starting",
+                                          "stopping" };
     int i, s;
 
-    prom_family(buf, "httpd_bucket_data_available", "gauge",
-                "1 if the running MPM publishes listener bucket data, else 0");
-    bs_buf_printf(buf, "httpd_bucket_data_available %d\n",
-                  snap->available ? 1 : 0);
-    if (!snap->available) {
-        return;
-    }
-    prom_family(buf, "httpd_bucket_info", "gauge",
-                "Bucket mode, how the count was derived and SO_REUSEPORT");
-    buf_puts(buf, "httpd_bucket_info{mode=\"");
-    bs_buf_prom_label(buf, snap->mode);
-    buf_puts(buf, "\",reason=\"");
-    bs_buf_prom_label(buf, snap->reason);
-    bs_buf_printf(buf, "\",so_reuseport=\"%s\",steering=\"%s\","
-                  "cpu_affinity=\"%s\"} 1\n",
-                  reuseport_word(snap->so_reuseport),
-                  text_or(snap->steering, "hash"),
-                  snap->cpu_affinity ? "on" : "off");
-    prom_family(buf, "httpd_bucket_buckets", "gauge", "Listener buckets");
-    bs_buf_printf(buf, "httpd_bucket_buckets %d\n", snap->num_buckets);
-    prom_family(buf, "httpd_bucket_cpus_usable", "gauge",
-                "CPUs the bucket count was based on");
-    bs_buf_printf(buf, "httpd_bucket_cpus_usable %d\n", snap->cpus_usable);
-    prom_per_bucket(buf, snap, "httpd_bucket_accepted_connections_total",
-                    "counter", "Connections accepted by the bucket's children",
-                    0);
-    prom_per_bucket(buf, snap, "httpd_bucket_accepted_connections_last_10s",
-                    "gauge", "Connections accepted in the last 10 seconds", 1);
-    prom_per_bucket(buf, snap, "httpd_bucket_queue_depth", "gauge",
-                    "Connections waiting in the bucket's accept queue", 2);
-    prom_per_bucket(buf, snap, "httpd_bucket_backlog", "gauge",
-                    "Limit of the bucket's accept queue", 3);
-    if (steering_counts(snap)) {
-        prom_family(buf, "httpd_bucket_steered_connections_total", "counter",
-                    "Connections the idle-steering program sent to the "
-                    "bucket: kept where the hash chose, or moved in");
-        for (i = 0; i < snap->num_buckets; i++) {
-            const bs_bucket_t *b = &snap->buckets[i];
-
-            buf_puts(buf, "httpd_bucket_steered_connections_total");
-            prom_bucket_labels(buf, b);
-            bs_buf_printf(buf, ",how=\"kept\"} %llu\n", b->steer_kept);
-            buf_puts(buf, "httpd_bucket_steered_connections_total");
-            prom_bucket_labels(buf, b);
-            bs_buf_printf(buf, ",how=\"moved\"} %llu\n", b->steer_moved);
-        }
-        prom_family(buf, "httpd_bucket_steering_idle", "gauge",
-                    "Idle count the steering program reads: waiting "
-                    "children minus connections sent and not yet accepted");
-        for (i = 0; i < snap->num_buckets; i++) {
-            buf_puts(buf, "httpd_bucket_steering_idle");
-            prom_bucket_labels(buf, &snap->buckets[i]);
-            bs_buf_printf(buf, "} %lld\n", snap->buckets[i].steer_idle);
-        }
-    }
     prom_family(buf, "httpd_bucket_children", "gauge",
                 "Children of the bucket by state");
     for (i = 0; i < snap->num_buckets; i++) {
@@ -830,13 +870,44 @@ void bs_format_prometheus(bs_buf_t *buf, const bs_snapshot_t *snap)
             bs_buf_printf(buf, ",state=\"%s\"} %u\n", states[s], values[s]);
         }
     }
-    prom_balance(buf, snap, "httpd_bucket_balance_jain",
-                 "Jain's fairness index of accepted connections (1 = even)",
-                 0);
-    prom_balance(buf, snap, "httpd_bucket_balance_cv",
-                 "Coefficient of variation of accepted connections", 1);
-    prom_balance(buf, snap, "httpd_bucket_balance_max_over_mean",
-                 "Largest accepted count over the mean", 2);
-    prom_balance(buf, snap, "httpd_bucket_balance_min_over_mean",
-                 "Smallest accepted count over the mean", 3);
+}
+
+void bs_format_prometheus(bs_buf_t *buf, const bs_snapshot_t *snap)
+{
+    prom_family(buf, "httpd_bucket_data_available", "gauge",
+                "1 if the running MPM publishes listener bucket data, else 0");
+    bs_buf_printf(buf, "httpd_bucket_data_available %d\n",
+                  snap->available ? 1 : 0);
+    prom_build_info(buf, snap);
+    if (!snap->available) {
+        return;
+    }
+    prom_info(buf, snap);
+    prom_family(buf, "httpd_bucket_generation", "gauge",
+                "The server's generation: graceful and full restarts since "
+                "it started");
+    bs_buf_printf(buf, "httpd_bucket_generation %d\n", snap->generation);
+    prom_family(buf, "httpd_bucket_start_time_seconds", "gauge",
+                "Unix time of the server's first start (restarts keep it)");
+    bs_buf_printf(buf, "httpd_bucket_start_time_seconds %.3f\n",
+                  snap->start_time);
+    prom_family(buf, "httpd_bucket_per_listen", "gauge",
+                "Buckets (SO_REUSEPORT sockets) each Listen is split into");
+    bs_buf_printf(buf, "httpd_bucket_per_listen %d\n",
+                  snap->buckets_per_listen);
+    prom_family(buf, "httpd_bucket_cpus_usable", "gauge",
+                "CPUs the bucket count was based on");
+    bs_buf_printf(buf, "httpd_bucket_cpus_usable %d\n", snap->cpus_usable);
+    prom_per_bucket(buf, snap, "httpd_bucket_accepted_connections_total",
+                    "counter", "Connections accepted by the bucket's children",
+                    PROM_ACCEPTED);
+    prom_per_bucket(buf, snap, "httpd_bucket_queue_depth", "gauge",
+                    "Connections waiting in the bucket's accept queue",
+                    PROM_QUEUE_DEPTH);
+    prom_per_bucket(buf, snap, "httpd_bucket_backlog", "gauge",
+                    "Limit of the bucket's accept queue", PROM_BACKLOG);
+    if (steering_counts(snap)) {
+        prom_steering(buf, snap);
+    }
+    prom_children(buf, snap);
 }

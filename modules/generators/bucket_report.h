@@ -30,6 +30,10 @@
 
 #include <stddef.h>
 
+/** This module's version: httpd_bucket_build_info's "version" label and
+ *  the JSON's "version".  The unit tests hold it equal to configure's. */
+#define BS_VERSION "0.1.0"
+
 /** Balance of a set of counts (accepted connections per bucket or per
  *  child).  With no traffic, or one element, everything counts as even:
  *  max/mean = min/mean = 1, CV = 0, Jain = 1. */
@@ -72,6 +76,7 @@ typedef struct {
 typedef struct {
     int available;              /**< 0: no bucket data (other MPM) */
     const char *mpm_name;       /**< the running MPM, for "unavailable" */
+    const char *server_version; /**< e.g. "Apache/2.4.62 (Debian)" */
     const char *mode;           /**< "reuseport", "per-listen", "single" */
     const char *reason;         /**< how the count was derived */
     const char *steering;       /**< ListenBucketSteering in force */
@@ -82,6 +87,7 @@ typedef struct {
     int ratio, explicit_buckets, buckets_per_listen, num_listeners;
     int generation, max_workers;
     double uptime;              /**< seconds since the first start */
+    double start_time;          /**< the first start, Unix seconds */
     int num_buckets;
     bs_bucket_t *buckets;
     int num_children;
@@ -92,6 +98,15 @@ typedef struct {
 
 /** Fills over_buckets and over_children from the bucket and child lists. */
 void bs_snapshot_balance(bs_snapshot_t *snap);
+
+/**
+ * Why the steering in force differs from the steering asked for:
+ * "none" (it does not differ), "one-bucket-per-listen" (there is nothing
+ * to choose between, so hash is all there is: not a fault) or "refused"
+ * (the kernel or the privileges refused the program: the error log's
+ * warning says which step).
+ */
+const char *bs_steering_fallback(const bs_snapshot_t *snap);
 
 /**
  * Connections accepted in the last @a window microseconds, from a ring of

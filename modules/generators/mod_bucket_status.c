@@ -233,6 +233,7 @@ static void take_snapshot(bs_snapshot_t *snap, apr_pool_t *p)
 
     memset(snap, 0, sizeof(*snap));
     snap->mpm_name = ap_show_mpm();
+    snap->server_version = ap_get_server_description();
     if (!pfb_segment_usable(seg)) {
         snap->available = 0;
         return;
@@ -259,6 +260,7 @@ static void take_snapshot(bs_snapshot_t *snap, apr_pool_t *p)
     /* In floating point: the start time is the segment's, and a child may
      * have written anything there. */
     snap->uptime = ((double)now - (double)h->started) / APR_USEC_PER_SEC;
+    snap->start_time = (double)h->started / APR_USEC_PER_SEC;
     copy_children(snap, &rc, seg, p);
     snap->num_buckets = rc.num_buckets;
     snap->buckets = apr_pcalloc(p, sizeof(bs_bucket_t)

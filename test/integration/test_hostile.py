@@ -37,7 +37,7 @@ SO_ATTACH_FILTER = 26
 SO_GET_FILTER = SO_ATTACH_FILTER
 # A ?auto line: "Name: value", the name a word, the value without
 # control characters.
-AUTO_LINE = re.compile(r"^[A-Za-z][A-Za-z0-9_ ]*:( [^\x00-\x1f\x7f]*)?$")
+AUTO_LINE = re.compile(r"^[A-Za-z][A-Za-z0-9_ \[\]]*:( [^\x00-\x1f\x7f]*)?$")
 
 
 def get(srv, path, timeout=30):

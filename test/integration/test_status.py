@@ -8,13 +8,14 @@ import random
 import re
 import shutil
 import subprocess
+import time
 import unittest
 import urllib.error
 import urllib.parse
 import urllib.request
 
-from pfbtest import (Server, Load, MPM_STATIC, STOCK_EVENT, STOCK_PREFORK,
-                     STATUS_LOAD)
+from pfbtest import (Server, Load, MPM_STATIC, NOBPF_SO, STOCK_EVENT,
+                     STOCK_PREFORK, STATUS_LOAD)
 
 LOAD_STATUS = STATUS_LOAD
 LOCATION = ("<Location /bucket-status>\n    SetHandler bucket-status\n"
@@ -107,9 +108,26 @@ def check_html(text):
     assert not parser.stack, "unclosed: %s" % parser.stack
 
 
+def promtool_check(test, body):
+    """`promtool check metrics` (Debian's prometheus) reports nothing."""
+    promtool = shutil.which("promtool")
+    test.assertIsNotNone(promtool, "promtool (Debian package prometheus) "
+                         "is part of the test setup")
+    checked = subprocess.run([promtool, "check", "metrics"], input=body,
+                             capture_output=True, text=True, timeout=30)
+    test.assertEqual((checked.returncode, checked.stdout + checked.stderr),
+                     (0, ""), body)
+
+
+# A bucket's own ?auto figures, in httpd's indexed style (mod_proxy's
+# ProxyBalancer[N]Worker[M]Name): Bucket[N]Name.
+AUTO_BUCKET_KEY = re.compile(r"^Bucket\[(\d+)\]([A-Za-z0-9]+)$")
+
+
 def parse_auto(text, mod_status=False):
     """'Name: value' lines.  mod_status's own ?auto starts with the bare
-    host name and has names with spaces ("Server Built"); ours have none."""
+    host name and has names with spaces ("Server Built"); ours have none,
+    all start with "Bucket", and a bucket's own take the indexed style."""
     values = {}
     lines = text.splitlines()
     if mod_status:
@@ -118,9 +136,13 @@ def parse_auto(text, mod_status=False):
         key, sep, value = line.partition(":")
         value = value.strip()
         assert sep and key, "bad ?auto line %r" % line
-        if not mod_status or key.startswith("Bucket") or \
-                key.startswith("Child"):
+        if not mod_status:
+            assert key.startswith("Bucket"), "bad ?auto name %r" % line
+        if key.startswith("Bucket"):
             assert " " not in key, "bad ?auto name %r" % line
+            assert not key[len("Bucket"):][:1].isdigit() \
+                and ("[" not in key or AUTO_BUCKET_KEY.match(key)), \
+                "?auto name not in the indexed style: %r" % line
         values[key] = value
     return values
 
@@ -178,7 +200,10 @@ class BucketStatus(unittest.TestCase):
             self.assertEqual(values["BucketDataAvailable"], "1")
             self.assertEqual(values["BucketCount"], "2")
             self.assertEqual(values["BucketMode"], "reuseport")
-            self.assertIn("Bucket1Accepted", values)
+            self.assertIn("Bucket[1]Accepted", values)
+            self.assertEqual(values["Bucket[0]Listener"],
+                             "127.0.0.1:%d" % srv.ports[0])
+            self.assertEqual(values["BucketSteeringFallback"], "none")
             float(values["BucketBalanceJain"])
             _, _, auto = fetch(srv, "/server-status?auto")
             values = parse_auto(auto, mod_status=True)
@@ -197,17 +222,46 @@ class BucketStatus(unittest.TestCase):
             self.assertEqual(status, 200)
             self.assertEqual(ctype, "text/plain; version=0.0.4; charset=utf-8")
             families = check_prometheus(body)
-            promtool = shutil.which("promtool")
-            self.assertIsNotNone(promtool, "promtool (Debian package "
-                                 "prometheus) is part of the test setup")
-            checked = subprocess.run([promtool, "check", "metrics"],
-                                     input=body, capture_output=True,
-                                     text=True, timeout=30)
-            self.assertEqual(checked.returncode, 0,
-                             checked.stdout + checked.stderr)
+            promtool_check(self, body)
             self.assertEqual(families["httpd_bucket_accepted_connections_total"],
                              "counter")
-            self.assertIn("httpd_bucket_buckets 4\n", body)
+            self.assertEqual(body.count(
+                "httpd_bucket_accepted_connections_total{"), 4)
+            self.assertIn("httpd_bucket_per_listen 4\n", body)
+            self.assertIn("httpd_bucket_generation ", body)
+            start = re.search(r"^httpd_bucket_start_time_seconds (\S+)$",
+                              body, re.M)
+            self.assertTrue(start, body)
+            self.assertLess(abs(float(start.group(1)) - time.time()), 3600)
+            self.assertRegex(body, r'httpd_bucket_build_info\{version="[^"]+'
+                             r'",httpd="Apache/2\.4\.[^"]*",mpm="prefork"\} 1')
+            self.assertIn('steering="hash",steering_wanted="hash",'
+                          'steering_fallback="none"', body)
+            # Gone: a precomputed rate and since-start balance gauges.
+            self.assertNotIn("_last_10s", body)
+            self.assertNotIn("httpd_bucket_balance", body)
+
+    def test_prometheus_output_under_idle_steering_and_its_fallback(self):
+        # Idle steering adds two families; refused (bpf(2) fails under the
+        # shim) it says so in httpd_bucket_info and ?auto.
+        for preload, fallback in ((None, "none"), (NOBPF_SO, "refused")):
+            env = {"LD_PRELOAD": preload} if preload else {}
+            expect = ("PFB00043",) if preload else ()
+            with self.server(extra="ListenBuckets 2\nStartServers 4\n"
+                             "ListenBucketSteering idle\n", env=env,
+                             expect_log=expect) as srv:
+                srv.start()
+                body = fetch(srv, "/bucket-status?prometheus=")[2]
+                check_prometheus(body)
+                promtool_check(self, body)
+                self.assertIn('steering_wanted="idle",steering_fallback="%s"'
+                              % fallback, body)
+                self.assertEqual(
+                    "httpd_bucket_steering_idle{" in body, preload is None)
+                values = parse_auto(fetch(srv, "/bucket-status?auto")[2])
+                self.assertEqual(values["BucketSteeringFallback"], fallback)
+                self.assertEqual("Bucket[1]SteerKept" in values,
+                                 preload is None)
 
     def test_html_page_is_well_formed_and_refreshes(self):
         with self.server() as srv:
@@ -252,10 +306,12 @@ class BucketStatus(unittest.TestCase):
         self.assertIn(phrase, doc["reason"])
         values = parse_auto(fetch(srv, "/bucket-status?auto")[2])
         self.assertEqual(values["BucketDataAvailable"], "0")
-        self.assertIn(phrase, values["BucketDataUnavailable"])
+        self.assertIn(phrase, values["BucketDataUnavailableReason"])
         prom = fetch(srv, "/bucket-status?prometheus")[2]
         check_prometheus(prom)
+        promtool_check(self, prom)
         self.assertIn("httpd_bucket_data_available 0\n", prom)
+        self.assertIn('mpm="%s"} 1\n' % mpm_word, prom)
         self.assertIn(phrase, fetch(srv, "/server-status")[2])
 
     def skip_if_mpm_is_built_in(self):

@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """Every query of the Grafana dashboard and of the alert rules names only
-metrics that the status module really exports.
+metrics that really exist.
 
-The exported names come from /bucket-status?prometheus of a running server
-(this MPM, 2 buckets, idle steering so the steering families appear), asked
-for as Prometheus asks (?prometheus=).  The dashboard must also have the
-panels the README promises.  Ends with 'dashboard: N passed, N failed'.
+The httpd_bucket_* names come from /bucket-status?prometheus of a running
+server (this MPM, 2 buckets, idle steering so the steering families
+appear), asked for as Prometheus asks (?prometheus=); the apache_* names of
+the dashboard's apache_exporter row from Debian's prometheus-apache-exporter
+scraping the same server's /server-status?auto; the recording rules' names
+from the rules file.  The dashboard must also have the panels
+docs/monitoring.md promises, filter every query by its job and instance
+variables, never add up series of different instances, and use only the
+data source variable it declares.  Ends with 'dashboard: N passed, N
+failed'.
 """
 
 import json
@@ -16,6 +22,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pfbserver  # noqa: E402
+import test_monitoring  # noqa: E402
 
 DASHBOARD = os.path.join(pfbserver.TOP, "contrib", "grafana",
                          "prefork-buckets.json")
@@ -30,15 +37,19 @@ KEYWORDS = {
 # Series that Prometheus itself makes for every target.
 PROMETHEUS_OWN = {"up", "scrape_duration_seconds", "scrape_samples_scraped"}
 
-# Panel title -> a metric it must query (the README's list of panels).
+# Panel title -> a metric it must query (docs/monitoring.md's list).
 REQUIRED_PANELS = {
     "Connections per bucket": "httpd_bucket_accepted_connections_total",
-    "Balance: Jain's index": "httpd_bucket_balance_jain",
-    "Balance: max / mean": "httpd_bucket_balance_max_over_mean",
-    "Accept-queue depth": "httpd_bucket_queue_depth",
+    "Balance: Jain's index": "httpd_bucket_accepted_connections_total",
+    "Balance: max / mean": "httpd_bucket_accepted_connections_total",
+    "Accept-queue depth and backlog": "httpd_bucket_backlog",
+    "Accept queue: depth / backlog": "httpd_bucket_queue_depth",
     "Children by state": "httpd_bucket_children",
+    "Idle children per bucket": "httpd_bucket_children",
     "Steering: kept / moved": "httpd_bucket_steered_connections_total",
+    "Requests per second (apache_exporter)": "apache_accesses_total",
 }
+AGGREGATIONS = r"\b(sum|count|max|min|avg|stddev|topk|bottomk|quantile)\b"
 STEERING_METRICS = {"httpd_bucket_steered_connections_total",
                     "httpd_bucket_steering_idle"}
 
@@ -88,17 +99,18 @@ def dashboard_queries(dashboard):
 
 
 def alert_queries(path):
-    """(where, expr) for every rule; the file is YAML, read without a YAML
-    library: each expr is a block scalar or a one-line value."""
+    """(where, expr) for every alert and recording rule; the file is YAML,
+    read without a YAML library: each expr is a block scalar or a one-line
+    value."""
     queries = []
     lines = open(path).read().splitlines()
     alert = None
     i = 0
     while i < len(lines):
         line = lines[i]
-        m = re.match(r"\s*- alert:\s*(\S+)", line)
+        m = re.match(r"\s*- (alert|record):\s*(\S+)", line)
         if m:
-            alert = m.group(1)
+            alert = "%s %s" % m.groups()
         m = re.match(r"(\s*)expr:\s*(.*)$", line)
         if m:
             indent, value = len(m.group(1)), m.group(2).strip()
@@ -110,11 +122,38 @@ def alert_queries(path):
                         or len(lines[i]) - len(lines[i].lstrip()) > indent):
                     body.append(lines[i])
                     i += 1
-                queries.append(("alert %s" % alert, "\n".join(body)))
+                queries.append((alert, "\n".join(body)))
                 continue
-            queries.append(("alert %s" % alert, value))
+            queries.append((alert, value))
         i += 1
     return queries
+
+
+def recorded_names(path):
+    """Names the rules file records (level:metric:operation)."""
+    return set(re.findall(r"^\s*- record:\s*(\S+)", open(path).read(), re.M))
+
+
+def selector_problems(expr):
+    """How a dashboard query breaks the dashboard's rules: each selector of
+    a bucket metric filters by $job and $instance, each apache_* one by
+    $apache_job, and each aggregation keeps the instance label."""
+    problems = []
+    for m in re.finditer(r"\b((?:httpd_bucket|apache)_\w+)(\{[^}]*\})?", expr):
+        name, matchers = m.group(1), m.group(2) or ""
+        wanted = ('job=~"$apache_job"',) if name.startswith("apache_") \
+            else ('job=~"$job"', 'instance=~"$instance"')
+        missing = [w for w in wanted if w not in matchers]
+        if missing:
+            problems.append("%s without %s" % (name, ", ".join(missing)))
+    for m in re.finditer(AGGREGATIONS + r"\s*(by|without)?\s*(\([^)]*\))?",
+                         expr):
+        how, labels = m.group(2), m.group(3) or ""
+        if how != "by" or "instance" not in labels:
+            problems.append("%s%s adds up instances"
+                            % (m.group(1), " %s %s" % (how, labels)
+                               if how else ""))
+    return problems
 
 
 def main():
@@ -130,7 +169,8 @@ def main():
                            (": " + detail) if detail and not ok else ""))
 
     with open(DASHBOARD) as f:
-        dashboard = json.load(f)
+        text = f.read()
+        dashboard = json.loads(text)
     with pfbserver.Server(extra="ListenBuckets 2\n"
                                 "ListenBucketSteering idle") as server:
         server.start()
@@ -138,11 +178,15 @@ def main():
             server.get("/")
         status, exposition = server.get("/bucket-status?prometheus=")
         _, info = server.get("/bucket-status?json")
+        apache_families, _, _ = test_monitoring.run_exporter(server)
         bad_log = server.unexpected_log_lines()
     check("scrape_as_prometheus_does", status == 200,
           "/bucket-status?prometheus= gave %d" % status)
     check("server_log_clean", not bad_log, "\n".join(bad_log))
+    check("apache_exporter_exports", "apache_up" in apache_families,
+          sorted(apache_families))
     exported = pfbserver.exported_metric_names(exposition)
+    exported |= set(apache_families) | recorded_names(ALERTS)
     steering = json.loads(info).get("steering")
     print("  exported: %s" % ", ".join(sorted(exported)))
     if steering != "idle":
@@ -154,6 +198,20 @@ def main():
 
     queries = dashboard_queries(dashboard)
     check("dashboard_has_queries", len(queries) >= len(REQUIRED_PANELS))
+    # The one data source is the variable the dashboard declares: an
+    # import-time input (__inputs, ${DS_...}) nothing fills is a dead end.
+    variables = {v["name"] for v in dashboard["templating"]["list"]}
+    used = set(re.findall(r"\$\{?(\w+)", text)) - {"__rate_interval"}
+    check("dashboard_uses_only_declared_variables",
+          "__inputs" not in dashboard and used <= variables,
+          "__inputs %s, undeclared %s" % (dashboard.get("__inputs"),
+                                           sorted(used - variables)))
+    check("dashboard_has_job_variable", "job" in variables)
+    for where, expr in queries:
+        if where.startswith("panel"):
+            problems = selector_problems(expr)
+            check("%s keeps to job, instance and per-instance sums" % where,
+                  not problems, "; ".join(problems) + " in %r" % expr)
     for where, expr in queries + alert_queries(ALERTS):
         names = metric_names(expr)
         unknown = sorted(names - exported - PROMETHEUS_OWN)

@@ -2,7 +2,8 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """Monitoring that admins already run must keep working.
 
-The status module adds Bucket* lines to mod_status's /server-status?auto.
+The status module adds Bucket* lines to mod_status's /server-status?auto,
+a bucket's own in httpd's indexed style (Bucket[N]Accepted).
 This runs Debian's prometheus-apache-exporter and munin's apache_* plugins
 (munin-plugins-core) against three servers and compares what they report:
 
@@ -121,7 +122,7 @@ def observe(name, kwargs):
         munin = run_munin(server)
         bad_log = server.unexpected_log_lines()
     bucket_lines = [line for line in auto.splitlines()
-                    if line.startswith(("Bucket", "ChildBalance"))]
+                    if line.startswith("Bucket")]
     print("  %s: /server-status?auto has %d lines, %d of them the status "
           "module's" % (name, len(auto.splitlines()), len(bucket_lines)))
     return dict(auto=auto, bucket_lines=bucket_lines, exporter=exporter,
@@ -195,9 +196,15 @@ def main():
             check("%s_munin_%s_values" % (name, plugin),
                   values and numeric, str(values))
     if "buckets" in seen:
+        lines = seen["buckets"]["bucket_lines"]
         check("buckets_auto_has_bucket_lines",
-              "BucketDataAvailable: 1" in seen["buckets"]["bucket_lines"],
-              "\n".join(seen["buckets"]["bucket_lines"][:5]))
+              "BucketDataAvailable: 1" in lines, "\n".join(lines[:5]))
+        # A bucket's own lines in httpd's indexed style, as mod_proxy's
+        # ProxyBalancer[N]Worker[M]Name, which these parsers already meet.
+        check("buckets_auto_lines_indexed",
+              any(line.startswith("Bucket[1]Accepted: ") for line in lines)
+              and not any(re.match(r"Bucket\d", line) for line in lines),
+              "\n".join(lines))
     if "unavailable" in seen:
         check("unavailable_auto_says_so",
               "BucketDataAvailable: 0" in seen["unavailable"]["bucket_lines"],

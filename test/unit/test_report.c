@@ -202,6 +202,7 @@ static void make_snapshot(bs_snapshot_t *snap, int available)
     memset(test_buckets, 0, sizeof(test_buckets));
     snap->available = available;
     snap->mpm_name = "event";
+    snap->server_version = "Apache/2.4.62 (Debian)";
     snap->mode = "reuseport";
     snap->reason = "explicit";
     snap->so_reuseport = 1;
@@ -284,7 +285,8 @@ START_TEST(steering_figures_in_every_format)
                 ck_assert_ptr_nonnull(strstr(buf.data, idle
                     ? "\"steering\": \"idle\""
                     : "\"steering\": \"hash\", \"steering_wanted\": "
-                      "\"idle\", \"cpu_affinity\": true"));
+                      "\"idle\", \"steering_fallback\": \"refused\", "
+                      "\"cpu_affinity\": true"));
                 ck_assert(!idle == !strstr(buf.data, "\"steering\": "
                           "{\"kept\": 70, \"moved\": 30, \"idle\": -2}"));
                 break;
@@ -294,13 +296,19 @@ START_TEST(steering_figures_in_every_format)
                     ? "BucketSteering: idle\n" : "BucketSteering: hash\n"));
                 ck_assert_ptr_nonnull(strstr(buf.data,
                                              "BucketCPUAffinity: 1\n"));
-                ck_assert(!idle == !strstr(buf.data, "Bucket0SteerMoved: 50\n"));
+                ck_assert(!idle == !strstr(buf.data,
+                                           "Bucket[0]SteerMoved: 50\n"));
+                ck_assert_ptr_nonnull(strstr(buf.data, idle
+                    ? "BucketSteeringFallback: none\n"
+                    : "BucketSteeringFallback: refused\n"));
                 break;
             case 2:
                 bs_format_prometheus(&buf, &snap);
                 ck_assert_ptr_nonnull(strstr(buf.data, idle
-                    ? "steering=\"idle\",cpu_affinity=\"on\"} 1"
-                    : "steering=\"hash\",cpu_affinity=\"on\"} 1"));
+                    ? "steering=\"idle\",steering_wanted=\"idle\","
+                      "steering_fallback=\"none\",cpu_affinity=\"on\"} 1"
+                    : "steering=\"hash\",steering_wanted=\"idle\","
+                      "steering_fallback=\"refused\",cpu_affinity=\"on\"} 1"));
                 ck_assert(!idle == !strstr(buf.data,
                     "httpd_bucket_steered_connections_total{bucket=\"0\","
                     "listener=\"127.0.0.1:8080\",how=\"kept\"} 250\n"));
@@ -329,7 +337,8 @@ START_TEST(auto_lines_are_name_colon_value)
     bs_buf_init(&buf);
     bs_format_auto(&buf, &snap);
     ck_assert_ptr_nonnull(strstr(buf.data, "BucketCount: 2\n"));
-    ck_assert_ptr_nonnull(strstr(buf.data, "Bucket0Accepted: 300\n"));
+    ck_assert_ptr_nonnull(strstr(buf.data, "Bucket[0]Accepted: 300\n"));
+    ck_assert_ptr_nonnull(strstr(buf.data, "BucketChildBalanceJain: "));
     ck_assert_ptr_nonnull(strstr(buf.data, "BucketBalanceJain: 0.8000\n"));
     for (line = strtok_r(buf.data, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save)) {
@@ -337,6 +346,10 @@ START_TEST(auto_lines_are_name_colon_value)
         char *p;
 
         ck_assert_msg(colon != NULL, "no ': ' in '%s'", line);
+        /* One prefix for the module's lines; a bucket's own figures in
+         * httpd's indexed style, Bucket[N]Name, never Bucket0Name. */
+        ck_assert_msg(strncmp(line, "Bucket", 6) == 0, "'%s'", line);
+        ck_assert_msg(!(line[6] >= '0' && line[6] <= '9'), "'%s'", line);
         for (p = line; p < colon; p++) {
             ck_assert_msg(*p != ' ', "space in name of '%s'", line);
         }
@@ -422,6 +435,8 @@ START_TEST(every_format_says_when_data_is_unavailable)
         case 2:
             bs_format_auto(&buf, &snap);
             ck_assert_ptr_nonnull(strstr(buf.data, "BucketDataAvailable: 0"));
+            ck_assert_ptr_nonnull(strstr(buf.data,
+                                         "BucketDataUnavailableReason: "));
             break;
         case 3:
             bs_format_json(&buf, &snap);
@@ -431,7 +446,11 @@ START_TEST(every_format_says_when_data_is_unavailable)
             bs_format_prometheus(&buf, &snap);
             ck_assert_ptr_nonnull(strstr(buf.data,
                                          "httpd_bucket_data_available 0\n"));
-            ck_assert_ptr_null(strstr(buf.data, "httpd_bucket_buckets"));
+            ck_assert_ptr_null(strstr(buf.data, "httpd_bucket_info"));
+            ck_assert_ptr_nonnull(strstr(buf.data,
+                                         "httpd_bucket_build_info{version=\""
+                                         BS_VERSION "\",httpd=\"Apache/2.4.62"
+                                         " (Debian)\",mpm=\"event\"} 1\n"));
             break;
         }
         if (format != 4) {
@@ -441,6 +460,110 @@ START_TEST(every_format_says_when_data_is_unavailable)
         }
         bs_buf_free(&buf);
     }
+}
+END_TEST
+
+typedef struct {
+    const char *steering, *wanted, *mode;
+    int per_listen;
+    const char *fallback;
+} fallback_row_t;
+
+static const fallback_row_t fallback_rows[] = {
+    { "idle", "idle", "reuseport", 4, "none" },
+    { "hash", "hash", "reuseport", 4, "none" },
+    { "cpu", "cpu", "reuseport", 2, "none" },
+    { NULL, NULL, "single", 1, "none" },
+    /* The kernel or the privileges refused the program (PFB00043). */
+    { "hash", "idle", "reuseport", 4, "refused" },
+    { "hash", "cpu", "reuseport", 2, "refused" },
+    /* Nothing to choose between (PFB00042): not a fault. */
+    { "hash", "idle", "reuseport", 1, "one-bucket-per-listen" },
+    { "hash", "idle", "per-listen", 1, "one-bucket-per-listen" },
+    { "hash", "cpu", "single", 1, "one-bucket-per-listen" },
+    { "hash", "idle", NULL, 4, "one-bucket-per-listen" },
+};
+
+START_TEST(steering_fallback_follows_table)
+{
+    const fallback_row_t *row = &fallback_rows[_i];
+    bs_snapshot_t snap;
+
+    memset(&snap, 0, sizeof(snap));
+    snap.steering = row->steering;
+    snap.steering_wanted = row->wanted;
+    snap.mode = row->mode;
+    snap.buckets_per_listen = row->per_listen;
+    ck_assert_str_eq(bs_steering_fallback(&snap), row->fallback);
+}
+END_TEST
+
+/* Counts the samples (non-comment lines) of an exposition. */
+static int prom_samples(const char *text)
+{
+    int n = 0;
+    const char *line = text;
+
+    while (line && *line) {
+        if (*line != '#') {
+            n++;
+        }
+        line = strchr(line, '\n');
+        line = line ? line + 1 : NULL;
+    }
+    return n;
+}
+
+/* The exposition keeps to the conventions: no precomputed rate and no
+ * since-start balance (rate() and the recording rules do those), a start
+ * time in seconds, the generation, build facts as labels, and the series
+ * count docs/monitoring.md gives: 7 for the server, 7 per bucket, 10 per
+ * bucket under idle steering. */
+START_TEST(prometheus_follows_the_conventions)
+{
+    bs_snapshot_t snap;
+    bs_buf_t buf;
+
+    make_snapshot(&snap, 1);
+    snap.generation = 3;
+    snap.start_time = 1795000000.25;
+    snap.steering = snap.steering_wanted = "hash";
+    snap.server_version = "Apache/2.4.62 \"quoted\"";
+    test_buckets[0].accepted_10s = 42;
+    bs_buf_init(&buf);
+    bs_format_prometheus(&buf, &snap);
+    ck_assert(!buf.failed);
+    ck_assert_ptr_null(strstr(buf.data, "_last_10s"));
+    ck_assert_ptr_null(strstr(buf.data, "balance"));
+    ck_assert_ptr_null(strstr(buf.data, "httpd_bucket_buckets"));
+    ck_assert_ptr_nonnull(strstr(buf.data, "httpd_bucket_generation 3\n"));
+    ck_assert_ptr_nonnull(strstr(buf.data, "httpd_bucket_start_time_seconds "
+                                           "1795000000.250\n"));
+    ck_assert_ptr_nonnull(strstr(buf.data, "httpd_bucket_per_listen 2\n"));
+    ck_assert_ptr_nonnull(strstr(buf.data,
+                                 "httpd=\"Apache/2.4.62 \\\"quoted\\\"\""));
+    ck_assert_ptr_nonnull(strstr(buf.data,
+                                 "httpd_bucket_info{mode=\"reuseport\","
+                                 "mode_reason=\"explicit\",so_reuseport="
+                                 "\"yes\",steering=\"hash\",steering_wanted="
+                                 "\"hash\",steering_fallback=\"none\","
+                                 "cpu_affinity=\"off\"} 1\n"));
+    ck_assert_int_eq(prom_samples(buf.data), 7 + 7 * 2);
+    bs_buf_free(&buf);
+
+    snap.steering = snap.steering_wanted = "idle";
+    bs_buf_init(&buf);
+    bs_format_prometheus(&buf, &snap);
+    ck_assert_int_eq(prom_samples(buf.data), 7 + 10 * 2);
+    bs_buf_free(&buf);
+}
+END_TEST
+
+/* configure's AC_INIT version reaches the unit build through DEFS; the
+ * module's own copy (the in-tree build has no DEFS of ours) must agree. */
+START_TEST(version_matches_configure)
+{
+    ck_assert_str_eq(BS_VERSION, PACKAGE_VERSION);
 }
 END_TEST
 
@@ -466,6 +589,11 @@ Suite *report_suite(void)
     tcase_add_test(format, prometheus_families_have_help_and_type);
     tcase_add_test(format, html_page_escapes_and_refreshes);
     tcase_add_test(format, every_format_says_when_data_is_unavailable);
+    tcase_add_loop_test(format, steering_fallback_follows_table, 0,
+                        (int)(sizeof(fallback_rows)
+                              / sizeof(fallback_rows[0])));
+    tcase_add_test(format, prometheus_follows_the_conventions);
+    tcase_add_test(format, version_matches_configure);
     tcase_set_timeout(balance, 10);
     tcase_set_timeout(query, 30);
     tcase_set_timeout(format, 10);

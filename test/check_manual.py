@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""The manual in docs/manual/mod matches the code and is rendered.
+
+- every module document is valid against docs/manual/style/modulesynopsis.dtd
+  (xmllint --valid);
+- every directive a module's command table registers (the AP_INIT_* entries
+  of the C file its <sourcefile> names) has one full entry, in its own
+  document or in mpm_common.xml with the module in its <modulelist>, and no
+  full entry names a directive the code does not register;
+- each full entry has a description, syntax (starting with its name),
+  default, context, compatibility and a status and module to show; each
+  reference (<directivesynopsis location="...">) leads to a full entry, and
+  each mpm_common entry of a module is referenced from the module's page;
+- the Markdown beside each document is what docs/manual/style/markdown.xsl
+  makes of it now (`make manual` rewrites it), and every relative link in
+  it and in docs/manual/README.md, docs/monitoring.md and
+  docs/log-messages.md leads to a file, and to a heading there.
+
+Ends with 'manual: N passed, N failed'.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MANUAL = os.path.join(TOP, "docs", "manual")
+MOD = os.path.join(MANUAL, "mod")
+STYLE = os.path.join(MANUAL, "style", "markdown.xsl")
+SOURCES = ("server", "modules")
+
+
+def registered_directives(path):
+    """Names of the AP_INIT_* entries of the file's command tables."""
+    text = open(path).read()
+    names = []
+    for table in re.finditer(r"command_rec\s+\w+\s*\[\s*\]\s*=\s*\{(.*?)\n\};",
+                             text, re.S):
+        names += re.findall(r'AP_INIT_\w+\(\s*"([^"]+)"', table.group(1))
+    return names
+
+
+def find_source(name):
+    for top in SOURCES:
+        for dirpath, _, files in os.walk(os.path.join(TOP, top)):
+            if name in files:
+                return os.path.join(dirpath, name)
+    return None
+
+
+def render(xml_path):
+    return subprocess.run(["xsltproc", STYLE, xml_path], capture_output=True,
+                          text=True, timeout=60, check=True).stdout
+
+
+def heading_anchors(path):
+    """GitHub's anchors of a Markdown file's headings."""
+    anchors = set()
+    for m in re.finditer(r"^#+\s+(.*)$", open(path).read(), re.M):
+        text = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower())
+        anchors.add(text.replace(" ", "-"))
+    return anchors
+
+
+def broken_links(md_path):
+    problems = []
+    text = open(md_path).read()
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    for m in re.finditer(r"\]\(([^)\s]+)\)", text):
+        target = m.group(1)
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        full = os.path.normpath(os.path.join(os.path.dirname(md_path), path)) \
+            if path else md_path
+        if not os.path.exists(full):
+            problems.append("%s: no file %s" % (target, path))
+        elif anchor and full.endswith(".md") \
+                and anchor not in heading_anchors(full):
+            problems.append("%s: no heading #%s in %s"
+                            % (target, anchor, os.path.relpath(full, TOP)))
+    return problems
+
+
+def main():
+    results = {}
+
+    def check(label, ok, detail=""):
+        results[label] = bool(ok)
+        print("%s %s%s" % ("ok  " if ok else "FAIL", label,
+                           (": " + detail) if detail and not ok else ""))
+
+    pages = sorted(f for f in os.listdir(MOD) if f.endswith(".xml"))
+    check("manual_has_pages", pages)
+    docs = {}
+    for page in pages:
+        path = os.path.join(MOD, page)
+        try:
+            run = subprocess.run(["xmllint", "--valid", "--noout", path],
+                                 capture_output=True, text=True, timeout=60)
+            ok, out = run.returncode == 0 and not run.stderr, run.stderr
+        except FileNotFoundError:
+            ok, out = False, "xmllint missing: apt-get install libxml2-utils"
+        check("%s_valid" % page, ok, out)
+        docs[page[:-4]] = ET.parse(path).getroot()
+
+    common = docs.get("mpm_common")
+    for name, root in sorted(docs.items()):
+        status = (root.findtext("status") or "").strip()
+        own = {d.findtext("name").strip(): d
+               for d in root.findall("directivesynopsis")
+               if d.get("location") is None}
+        refs = {d.findtext("name").strip(): d.get("location")
+                for d in root.findall("directivesynopsis")
+                if d.get("location") is not None}
+        check("%s_has_status" % name, status)
+        for directive, entry in sorted(own.items()):
+            where = "%s:%s" % (name, directive)
+            modules = [m.text.strip() for m in entry.findall("modulelist/module")]
+            for part in ("description", "syntax", "default", "compatibility"):
+                check("%s_has_%s" % (where, part),
+                      "".join(entry.find(part).itertext()).strip()
+                      if entry.find(part) is not None else False)
+            check("%s_has_context" % where,
+                  entry.findall("contextlist/context"))
+            check("%s_syntax_starts_with_name" % where,
+                  "".join(entry.find("syntax").itertext()).strip()
+                  .startswith(directive + " ")
+                  if entry.find("syntax") is not None else False)
+            check("%s_has_module" % where,
+                  modules or name != "mpm_common")
+        for directive, location in sorted(refs.items()):
+            target = docs.get(location)
+            check("%s:%s_reference_resolves" % (name, directive),
+                  target is not None and any(
+                      d.findtext("name").strip() == directive
+                      and d.get("location") is None
+                      for d in target.findall("directivesynopsis")),
+                  "no full entry in %s.xml" % location)
+
+        source_name = (root.findtext("sourcefile") or "").strip()
+        if not source_name:
+            continue
+        source = find_source(source_name)
+        check("%s_sourcefile_exists" % name, source, source_name)
+        if not source:
+            continue
+        registered = registered_directives(source)
+        documented = set(own)
+        in_common = set()
+        if common is not None:
+            for d in common.findall("directivesynopsis"):
+                if name in [m.text.strip()
+                            for m in d.findall("modulelist/module")]:
+                    in_common.add(d.findtext("name").strip())
+        documented |= in_common
+        missing = sorted(set(registered) - documented)
+        stale = sorted(documented - set(registered))
+        print("  %s: %d directives in %s, %d documented"
+              % (name, len(registered), os.path.relpath(source, TOP),
+                 len(documented)))
+        check("%s_every_directive_documented" % name, not missing,
+              "no entry for %s" % missing)
+        check("%s_no_stale_entry" % name, not stale,
+              "%s registers no %s" % (source_name, stale))
+        check("%s_both_places_not_twice" % name,
+              not (set(own) & in_common), sorted(set(own) & in_common))
+        unreferenced = sorted(d for d in in_common
+                              if refs.get(d) != "mpm_common")
+        check("%s_references_its_common_entries" % name, not unreferenced,
+              "add <directivesynopsis location=\"mpm_common\"> for %s"
+              % unreferenced)
+
+    for page in pages:
+        md = os.path.join(MOD, page[:-4] + ".md")
+        try:
+            rendered = render(os.path.join(MOD, page))
+        except (OSError, subprocess.CalledProcessError) as e:
+            check("%s_renders" % page, False, str(e))
+            continue
+        current = os.path.exists(md) and open(md).read() == rendered
+        check("%s_rendering_current" % page, current,
+              "docs/manual/mod/%s.md is not what the XML gives: make manual"
+              % page[:-4])
+        if current:
+            problems = broken_links(md)
+            check("%s_links_resolve" % page[:-4], not problems,
+                  "; ".join(problems))
+    index = os.path.join(MANUAL, "README.md")
+    check("manual_index_exists", os.path.exists(index))
+    # The pages the manual's pages and the alerts' runbook_url link into.
+    for doc in (index, os.path.join(TOP, "docs", "monitoring.md"),
+                os.path.join(TOP, "docs", "log-messages.md")):
+        if os.path.exists(doc):
+            problems = broken_links(doc)
+            check("%s_links_resolve" % os.path.relpath(doc, TOP),
+                  not problems, "; ".join(problems))
+
+    failed = sum(1 for ok in results.values() if not ok)
+    print("manual: %d passed, %d failed" % (len(results) - failed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
