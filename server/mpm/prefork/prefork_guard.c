@@ -16,6 +16,9 @@
 
 /* The bucket socket a child must hold; see prefork_guard.h. */
 
+/* First: in httpd's tree HAVE_LIBSECCOMP comes from ap_config_auto.h. */
+#include "ap_config.h"
+
 #include "apr.h"
 #include "apr_network_io.h"
 #include "apr_portable.h"
