@@ -346,6 +346,14 @@ static APR_INLINE int pfb_segment_slot_bucket(const pfb_segment_t *seg,
     return pfb_segment_bucket(seg, position) == rec ? position : -1;
 }
 
+/** a + b, or the largest value when that overflows: for sums of counters
+ *  that children write (a child may write anything there). */
+static APR_INLINE apr_uint64_t pfb_add_saturated(apr_uint64_t a,
+                                                 apr_uint64_t b)
+{
+    return a > ~(apr_uint64_t)0 - b ? ~(apr_uint64_t)0 : a + b;
+}
+
 /** Display names, stable: they appear in ?auto, JSON and Prometheus. */
 static APR_INLINE const char *pfb_mode_name(int mode)
 {

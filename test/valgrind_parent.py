@@ -10,8 +10,10 @@ it (a bpf(2) argument with uninitialised bytes, say).  Children are forked
 copies and are not checked (--child-silent-after-fork).  A third pass has
 a hostile child (test/modules/mod_pfb_hostile.c) write huge and random
 values over the scoreboard, the shared segment and the idle counts, and
-exit, before the graceful restart: memcheck then watches the parent use
-whatever a child can write."""
+exit, shut its bucket socket down and shrink its backlog, and exit with
+APEXIT_CHILDFATAL, before the graceful restart: memcheck then watches the
+parent use whatever a child can write, put the socket right and replace
+the children."""
 
 import os
 import re
@@ -25,7 +27,7 @@ from pfbtest import Server, HOSTILE_SO, http_get
 OURS = ("mod_mpm_prefork", "prefork.c", "prefork_os.c", "prefork_policy.c",
         "prefork_steering.c", "prefork_steering_rules.c",
         "prefork_steering_kernel.c", "prefork_bucketset.c",
-        "prefork_children.c")
+        "prefork_children.c", "prefork_guard.c")
 # libbpf's feature probes, which valgrind misreads (the file says how).
 SUPPRESSIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                             "valgrind-libbpf.supp")
@@ -45,6 +47,18 @@ def scribble(srv):
                                 "/hostile?" + query, timeout=120)
         if status != 200 or b"segment" not in body:
             raise SystemExit("valgrind: hostile child answered %d" % status)
+    # Its bucket socket shut down and its backlog shrunk, then a fatal
+    # exit after serving: the parent puts the socket right (PFB00060) and
+    # replaces the child (PFB00068).
+    for query, tag in (("sock=backlog", "PFB00060"),
+                       ("sock=shutdown", "PFB00060"),
+                       ("then=fatal", "PFB00068")):
+        seen = srv.log_count(tag)
+        status, _ = http_get("127.0.0.1", srv.ports[0], "/hostile?" + query,
+                             timeout=120)
+        if status != 200 or not srv.wait_log(tag, count=seen + 1,
+                                             timeout=120):
+            raise SystemExit("valgrind: %s: %d, no %s" % (query, status, tag))
 
 
 def main():
@@ -59,7 +73,8 @@ def check_parent(extra):
     modules = "LoadModule pfb_hostile_module %s\n" % HOSTILE_SO \
         if hostile else ""
     with Server(extra=extra, extra_modules=modules,
-                expect_log=("AH00052",)) as srv:
+                expect_log=("AH00052", "AH02179", "PFB00060",
+                            "PFB00068")) as srv:
         log = os.path.join(srv.root, "valgrind.log")
         srv.wrapper = ["valgrind", "--tool=memcheck", "--leak-check=full",
                        "--errors-for-leak-kinds=definite",

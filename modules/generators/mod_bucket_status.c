@@ -22,11 +22,14 @@
  * and answers "SetHandler bucket-status" with an HTML page (?refresh=N),
  * ?auto, ?json or ?prometheus.  It reads the MPM's state only through
  * include/prefork_buckets.h: one copy of the shared segment per request,
- * no lock, nothing on the accept path, every index bounded by the
- * segment's sizes as this process knows them (a child running untrusted
- * code can scribble on the segment but cannot move them).  With any other
- * MPM the optional function is absent and every format says that bucket
- * data is unavailable.
+ * no lock, nothing on the accept path.  A child running untrusted code can
+ * rewrite the segment at any moment, even while it is read, so the reader
+ * copies the header, the bucket table, each current bucket's record and
+ * each slot once, uses only the copies, bounds every count by what this
+ * process knows itself (the segment's sizes, ServerLimit) and cleans the
+ * listener names of control characters.  With any other MPM the optional
+ * function is absent and every format says that bucket data is
+ * unavailable.
  */
 
 #include "apr_atomic.h"
@@ -51,36 +54,154 @@ module AP_MODULE_DECLARE_DATA bucket_status_module;
 
 static APR_OPTIONAL_FN_TYPE(prefork_buckets_segment) *get_buckets_segment;
 
-/* Connections accepted by a bucket's children so far: those of children
- * that have exited, plus the live children's counters. */
-static unsigned long long bucket_accepted(const pfb_segment_t *seg, int r,
-                                          const pfb_bucket_t *in)
+/* The segment as this request sees it: every count taken once from one
+ * copy of the header and bounded by what this process knows itself, and
+ * every record and slot read once.  A child running hostile code can
+ * rewrite the segment at any moment; the copy cannot change under us. */
+typedef struct {
+    pfb_shm_t header;           /* one copy */
+    int num_buckets;            /* bounded: see reader_limits() */
+    int num_slots;
+    int *record_of_bucket;      /* the bucket table, copied */
+    int *bucket_of_record;      /* its inverse, -1 for none */
+    pfb_bucket_fields_t *records;   /* per bucket, its record copied */
+    unsigned long long *accepted;   /* per bucket, summed over slots */
+} reader_copy_t;
+
+/* How many buckets and slots this reader will look at.  Both come from
+ * this process: the segment's sizes (pfb_segment_t, set when the MPM made
+ * it) and ServerLimit, which is fixed for the server's life and so the
+ * same in every generation; each bucket needs a child, so there are never
+ * more buckets than ServerLimit.  The header only ever lowers them. */
+static void reader_limits(const pfb_segment_t *seg, int *max_buckets,
+                          int *max_slots)
 {
-    unsigned long long total = in->f.retired;
-    int slot, used = pfb_segment_slots_used(seg);
+    int server_limit = 0;
 
-    for (slot = 0; slot < used; slot++) {
-        const pfb_slot_t *s = pfb_segment_slot(seg, slot);
-
-        if (s->f.pid != 0 && s->f.record == r) {
-            total += apr_atomic_read64(
-                (volatile apr_uint64_t *)&s->f.accepted);
-        }
+    if (ap_mpm_query(AP_MPMQ_HARD_LIMIT_DAEMONS, &server_limit) != APR_SUCCESS
+        || server_limit < 1) {
+        server_limit = 1;
     }
-    return total;
+    *max_buckets = seg->num_records < server_limit ? seg->num_records
+                                                   : server_limit;
+    *max_slots = seg->num_slots < server_limit ? seg->num_slots
+                                               : server_limit;
 }
 
-static void copy_bucket(bs_bucket_t *out, const pfb_segment_t *seg, int b,
+/* A listener address written by the MPM is printable ASCII ("host:port",
+ * "[v6]:port"); anything else was written by a child, and would break the
+ * line-based formats (?auto, both pages).  Every formatter gets the clean
+ * string. */
+static void copy_listener(char *out, apr_size_t len, const char *in)
+{
+    apr_size_t i;
+
+    for (i = 0; i + 1 < len && in[i] != '\0'; i++) {
+        unsigned char c = (unsigned char)in[i];
+
+        out[i] = (c < 0x20 || c > 0x7e) ? '?' : (char)c;
+    }
+    out[i] = '\0';
+}
+
+/* Copies the header, the bucket table and the current buckets' records,
+ * once each. */
+static void copy_buckets(reader_copy_t *rc, const pfb_segment_t *seg,
+                         apr_pool_t *p)
+{
+    const apr_int32_t *table;
+    pfb_layout_t layout;
+    int max_buckets, max_slots, b, r, n = 0;
+
+    reader_limits(seg, &max_buckets, &max_slots);
+    memcpy(&rc->header, (const void *)seg->shm, sizeof(rc->header));
+    rc->num_buckets = rc->header.num_buckets > (apr_uint32_t)max_buckets
+                          ? max_buckets
+                          : (int)rc->header.num_buckets;
+    rc->num_slots = rc->header.slots_used < 0 ? 0
+                    : rc->header.slots_used > max_slots ? max_slots
+                                                        : rc->header.slots_used;
+    pfb_layout(seg->num_records, seg->num_slots, &layout);
+    table = (const apr_int32_t *)((const char *)seg->shm + layout.table);
+    rc->record_of_bucket = apr_palloc(p, sizeof(int)
+                                             * (apr_size_t)(rc->num_buckets
+                                                            + 1));
+    rc->records = apr_pcalloc(p, sizeof(*rc->records)
+                                     * (apr_size_t)(rc->num_buckets + 1));
+    rc->accepted = apr_pcalloc(p, sizeof(*rc->accepted)
+                                      * (apr_size_t)(rc->num_buckets + 1));
+    rc->bucket_of_record = apr_palloc(p, sizeof(int)
+                                             * (apr_size_t)seg->num_records);
+    for (r = 0; r < seg->num_records; r++) {
+        rc->bucket_of_record[r] = -1;
+    }
+    for (b = 0; b < rc->num_buckets; b++) {
+        const pfb_bucket_t *rec;
+
+        r = table[b];
+        if (r < 0 || r >= seg->num_records
+            || rc->bucket_of_record[r] >= 0) {
+            continue;           /* no record, or one named twice */
+        }
+        rec = (const pfb_bucket_t *)((const char *)seg->shm
+                                     + layout.records) + r;
+        memcpy(&rc->records[n], &rec->f, sizeof(rc->records[n]));
+        rc->record_of_bucket[n] = b;
+        rc->bucket_of_record[r] = n;
+        rc->accepted[n] = rc->records[n].retired;
+        n++;
+    }
+    rc->num_buckets = n;
+}
+
+/* One pass over the slots: each live child's counter goes to its bucket,
+ * and the current generation's children are listed. */
+static void copy_children(bs_snapshot_t *snap, reader_copy_t *rc,
+                          const pfb_segment_t *seg, apr_pool_t *p)
+{
+    const pfb_slot_t *slots;
+    pfb_layout_t layout;
+    int slot, n = 0;
+
+    pfb_layout(seg->num_records, seg->num_slots, &layout);
+    slots = (const pfb_slot_t *)((const char *)seg->shm + layout.slots);
+    snap->children = apr_pcalloc(p, sizeof(bs_child_t)
+                                        * (apr_size_t)(rc->num_slots + 1));
+    for (slot = 0; slot < rc->num_slots; slot++) {
+        const pfb_slot_fields_t *s = &slots[slot].f;
+        apr_int32_t pid = s->pid, record = s->record;
+        apr_int32_t generation = s->generation, stopping = s->stopping;
+        unsigned long long accepted =
+            apr_atomic_read64((volatile apr_uint64_t *)&s->accepted);
+        int i;
+
+        if (pid == 0 || record < 0 || record >= seg->num_records
+            || (i = rc->bucket_of_record[record]) < 0) {
+            continue;
+        }
+        rc->accepted[i] = pfb_add_saturated(rc->accepted[i], accepted);
+        if (stopping || generation != rc->header.generation) {
+            continue;
+        }
+        snap->children[n].slot = slot;
+        snap->children[n].pid = (long)pid;
+        snap->children[n].bucket = rc->record_of_bucket[i];
+        snap->children[n].accepted = accepted;
+        n++;
+    }
+    snap->num_children = n;
+}
+
+static void copy_bucket(bs_bucket_t *out, const reader_copy_t *rc, int i,
                         apr_time_t now)
 {
-    const pfb_bucket_t *in = pfb_segment_bucket(seg, b);
-    const pfb_bucket_fields_t *f = &in->f;
+    const pfb_bucket_fields_t *f = &rc->records[i];
     unsigned long long samples[PFB_RATE_SAMPLES];
     long long times[PFB_RATE_SAMPLES];
-    int i, r = (int)(in - pfb_segment_record(seg, 0));
+    int s;
 
-    out->id = b;
-    apr_cpystrn(out->listener, f->listener, sizeof(out->listener));
+    out->id = rc->record_of_bucket[i];
+    copy_listener(out->listener, sizeof(out->listener), f->listener);
     out->children = f->children;
     out->idle = f->idle;
     out->busy = f->busy;
@@ -91,51 +212,24 @@ static void copy_bucket(bs_bucket_t *out, const pfb_segment_t *seg, int b,
     out->steer_kept = f->steer_kept;
     out->steer_moved = f->steer_moved;
     out->steer_idle = f->steer_idle;
-    out->accepted = bucket_accepted(seg, r, in);
-    for (i = 0; i < PFB_RATE_SAMPLES; i++) {
-        samples[i] = f->accepted_sample[i];
-        times[i] = f->sample_time[i];
+    out->accepted = rc->accepted[i];
+    for (s = 0; s < PFB_RATE_SAMPLES; s++) {
+        samples[s] = f->accepted_sample[s];
+        times[s] = f->sample_time[s];
     }
     out->accepted_10s = bs_recent_accepted(out->accepted, samples, times,
                                            PFB_RATE_SAMPLES, now,
                                            apr_time_from_sec(10));
 }
 
-/* The live children of the current generation, from the segment's slot
- * records. */
-static void copy_children(bs_snapshot_t *snap, const pfb_segment_t *seg,
-                          apr_pool_t *p)
-{
-    int slot, n = 0;
-    int used = pfb_segment_slots_used(seg);
-
-    snap->children = apr_pcalloc(p, sizeof(bs_child_t)
-                                        * (apr_size_t)(used + 1));
-    for (slot = 0; slot < used; slot++) {
-        const pfb_slot_t *s = pfb_segment_slot(seg, slot);
-        int bucket = pfb_segment_slot_bucket(seg, slot);
-
-        if (bucket < 0 || s->f.stopping
-            || s->f.generation != seg->shm->generation) {
-            continue;
-        }
-        snap->children[n].slot = slot;
-        snap->children[n].pid = (long)s->f.pid;
-        snap->children[n].bucket = bucket;
-        snap->children[n].accepted =
-            apr_atomic_read64((volatile apr_uint64_t *)&s->f.accepted);
-        n++;
-    }
-    snap->num_children = n;
-}
-
 static void take_snapshot(bs_snapshot_t *snap, apr_pool_t *p)
 {
     const pfb_segment_t *seg = get_buckets_segment ? get_buckets_segment()
                                                    : NULL;
-    const pfb_shm_t *shm;
+    const pfb_shm_t *h;
+    reader_copy_t rc;
     apr_time_t now = apr_time_now();
-    int b;
+    int i;
 
     memset(snap, 0, sizeof(*snap));
     snap->mpm_name = ap_show_mpm();
@@ -144,38 +238,36 @@ static void take_snapshot(bs_snapshot_t *snap, apr_pool_t *p)
         snap->available = 0;
         return;
     }
-    shm = seg->shm;
+    copy_buckets(&rc, seg, p);
+    h = &rc.header;
     snap->available = 1;
-    snap->mode = pfb_mode_name(shm->mode);
-    snap->reason = pfb_reason_name(shm->reason);
-    snap->steering = pfb_steer_name(shm->steer_active);
-    snap->steering_wanted = pfb_steer_name(shm->steer_wanted);
-    snap->cpu_affinity = shm->cpu_affinity;
-    snap->so_reuseport = shm->so_reuseport;
-    snap->cpus_online = shm->cpus_online;
-    snap->cpus_affinity = shm->cpus_affinity;
-    snap->cpus_quota = shm->cpus_quota;
-    snap->cpus_usable = shm->cpus_usable;
-    snap->ratio = shm->ratio;
-    snap->explicit_buckets = shm->explicit_buckets;
-    snap->buckets_per_listen = shm->buckets_per_listen;
-    snap->num_listeners = (int)shm->num_listeners;
-    snap->generation = shm->generation;
-    snap->max_workers = shm->max_workers;
-    snap->uptime = (double)(now - shm->started) / APR_USEC_PER_SEC;
-    snap->start_time = (double)shm->started / APR_USEC_PER_SEC;
-    snap->num_buckets = 0;
+    snap->mode = pfb_mode_name(h->mode);
+    snap->reason = pfb_reason_name(h->reason);
+    snap->steering = pfb_steer_name(h->steer_active);
+    snap->steering_wanted = pfb_steer_name(h->steer_wanted);
+    snap->cpu_affinity = h->cpu_affinity;
+    snap->so_reuseport = h->so_reuseport;
+    snap->cpus_online = h->cpus_online;
+    snap->cpus_affinity = h->cpus_affinity;
+    snap->cpus_quota = h->cpus_quota;
+    snap->cpus_usable = h->cpus_usable;
+    snap->ratio = h->ratio;
+    snap->explicit_buckets = h->explicit_buckets;
+    snap->buckets_per_listen = h->buckets_per_listen;
+    snap->num_listeners = (int)h->num_listeners;
+    snap->generation = h->generation;
+    snap->max_workers = h->max_workers;
+    /* In floating point: the start time is the segment's, and a child may
+     * have written anything there. */
+    snap->uptime = ((double)now - (double)h->started) / APR_USEC_PER_SEC;
+    snap->start_time = (double)h->started / APR_USEC_PER_SEC;
+    copy_children(snap, &rc, seg, p);
+    snap->num_buckets = rc.num_buckets;
     snap->buckets = apr_pcalloc(p, sizeof(bs_bucket_t)
-                                       * (apr_size_t)(pfb_segment_num_buckets(
-                                                          seg)
-                                                      + 1));
-    for (b = 0; b < pfb_segment_num_buckets(seg); b++) {
-        if (pfb_segment_bucket(seg, b) == NULL) {
-            continue;
-        }
-        copy_bucket(&snap->buckets[snap->num_buckets++], seg, b, now);
+                                       * (apr_size_t)(rc.num_buckets + 1));
+    for (i = 0; i < rc.num_buckets; i++) {
+        copy_bucket(&snap->buckets[i], &rc, i, now);
     }
-    copy_children(snap, seg, p);
     bs_snapshot_balance(snap);
 }
 

@@ -17,23 +17,70 @@
  *   seed=N                                    for random
  *   own=quiescing                             only set its own slot's
  *                                             quiescing (and nothing else)
- *   then=exit|segv                            leave afterwards, cleanly or
- *                                             with a crash
+ *   then=exit|segv|fatal                      leave afterwards: cleanly,
+ *                                             with a crash, or with
+ *                                             APEXIT_CHILDFATAL
  *
  * The answer says what was written: "segment BYTES scoreboard SLOTS
- * bpf_mappings N bpf_bytes N bpf_fds N map_changes N".  It must never be
- * loaded outside tests.
+ * bpf_mappings N bpf_bytes N bpf_fds N map_changes N".
+ *
+ * Attacks that last (each sends "running pid P" at once, then repeats
+ * until the file named by stop= exists, at most 60 s, and ends with a
+ * summary line; the test creates the file):
+ *
+ *   segment=flip     the header's bucket count flips between 1 and the
+ *                    record count, the bucket table valid, while other
+ *                    children read the segment for status pages
+ *   segment=huge     every count in the header at its largest, the table
+ *                    and every slot pointing at valid records
+ *   segment=ctrl     every bucket's listener name with control
+ *                    characters and "?auto" lines in it
+ *   kill=KILL|TERM|HUP|USR1
+ *                    sends that signal to every other child of the
+ *                    parent, again and again ("kills N")
+ *   rounds=N         kill: stop after N rounds, without waiting for stop=
+ *   stop=PATH        the file that ends the attack
+ *
+ * Attacks on the bucket socket(s) this child holds (every listening
+ * socket it finds), once each; the answer is "sockets N ok N errno E"
+ * (E: the last failure's errno, 0 for none):
+ *
+ *   sock=cbpf        SO_ATTACH_REUSEPORT_CBPF, a program choosing socket 2
+ *   sock=ebpf        SO_ATTACH_REUSEPORT_EBPF (with no program to give)
+ *   sock=detach      SO_DETACH_REUSEPORT_BPF
+ *   sock=shutdown    shutdown(SHUT_RDWR): the socket stops listening
+ *   sock=connect     shutdown, then connect() the socket somewhere else
+ *   sock=backlog     listen(fd, 1)
+ *   sock=nonblock    O_NONBLOCK on the shared open file description
+ *   sock=rcvtimeo    SO_RCVTIMEO of a microsecond
+ *   sock=filter      a socket filter that drops every handshake (Linux
+ *                    6.18 refuses it to a process without privileges)
+ *   sock=lock        SO_LOCK_FILTER
+ *   sock=noreuseport SO_REUSEPORT off
+ *   via=dup          make each call through a dup() of the descriptor
+ *
+ * "PfbHostileChildInit fatal" makes every child exit with
+ * APEXIT_CHILDFATAL from its child_init hook, before it serves anything.
+ *
+ * It must never be loaded outside tests.
  */
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <linux/bpf.h>
+#include <linux/filter.h>
 
 #include "apr_optional.h"
 #include "apr_strings.h"
@@ -180,16 +227,349 @@ static int try_bpf_descriptors(int *changes)
     return found;
 }
 
-static int pfb_hostile_handler(request_rec *r)
+/* ------------------------------------------------------------------ */
+/* Attacks that last                                                   */
+
+/* The longest an attack runs, whatever the test does. */
+#define ATTACK_MAX_SECONDS 60
+
+static int time_is_up(const char *stop_file, time_t started)
+{
+    return (stop_file != NULL && access(stop_file, F_OK) == 0)
+           || time(NULL) - started > ATTACK_MAX_SECONDS;
+}
+
+/* Busy for about @a n loop turns, without a system call. */
+static void spin(unsigned int n)
+{
+    volatile unsigned int i;
+
+    for (i = 0; i < n; i++) {
+    }
+}
+
+static pfb_shm_t *writable_header(const pfb_segment_t *seg)
+{
+    return (pfb_shm_t *)(void *)seg->shm;
+}
+
+/* Points every bucket-table entry at a record that exists, so that a
+ * reader trusting the header's count finds a record for every bucket. */
+static void valid_table(const pfb_segment_t *seg)
+{
+    pfb_layout_t layout;
+    apr_int32_t *table;
+    int b;
+
+    pfb_layout(seg->num_records, seg->num_slots, &layout);
+    table = (apr_int32_t *)((char *)writable_header(seg) + layout.table);
+    for (b = 0; b < seg->num_records; b++) {
+        table[b] = b;
+    }
+}
+
+/* Every slot a live child of the current generation in a valid record,
+ * with a huge counter: a reader that trusts the header visits them all,
+ * for every bucket. */
+static void busy_slots(const pfb_segment_t *seg)
+{
+    pfb_layout_t layout;
+    pfb_slot_t *slots;
+    int slot;
+
+    pfb_layout(seg->num_records, seg->num_slots, &layout);
+    slots = (pfb_slot_t *)((char *)writable_header(seg) + layout.slots);
+    for (slot = 0; slot < seg->num_slots; slot++) {
+        slots[slot].f.pid = 1;
+        slots[slot].f.record = slot % seg->num_records;
+        slots[slot].f.generation = seg->shm->generation;
+        slots[slot].f.stopping = 0;
+        slots[slot].f.accepted = ~(apr_uint64_t)0 - (apr_uint64_t)slot;
+    }
+}
+
+/* Listener names with control characters, and lines that would parse as
+ * ?auto figures if a formatter copied them through. */
+static void control_listeners(const pfb_segment_t *seg)
+{
+    static const char name[] = "127.0.0.1:1\nTotal Accesses: 999\r\n"
+                               "BucketCount: 77\n\033[31m\x7f";
+    pfb_layout_t layout;
+    pfb_bucket_t *records;
+    int r;
+
+    pfb_layout(seg->num_records, seg->num_slots, &layout);
+    records = (pfb_bucket_t *)((char *)writable_header(seg)
+                               + layout.records);
+    for (r = 0; r < seg->num_records; r++) {
+        memcpy(records[r].f.listener, name, sizeof(name));
+    }
+}
+
+/* Rewrites the segment the way @a how says until told to stop; returns
+ * how many times. */
+static long segment_attack(const pfb_segment_t *seg, const char *how,
+                           const char *stop_file)
+{
+    pfb_shm_t *h = writable_header(seg);
+    time_t started = time(NULL);
+    long rounds = 0;
+    int i;
+
+    if (strcmp(how, "flip") == 0) {
+        unsigned int seed = (unsigned int)getpid();
+
+        valid_table(seg);
+        while (!time_is_up(stop_file, started)) {
+            /* A reader that reads the count twice sees 1 the first time
+             * and every record the second: a moment of 1, then a stretch
+             * of every record, of lengths that vary so that some match
+             * whatever the reader does in between. */
+            for (i = 0; i < 16; i++) {
+                unsigned int scale = 1u << (rand_r(&seed) % 4);
+
+                h->num_buckets = 1;
+                spin(100 * scale + rand_r(&seed) % 101);
+                h->num_buckets = (apr_uint32_t)seg->num_records;
+                spin(10000 * scale + rand_r(&seed) % 10001);
+            }
+            rounds++;
+        }
+        return rounds;
+    }
+    while (!time_is_up(stop_file, started)) {
+        if (strcmp(how, "huge") == 0) {
+            valid_table(seg);
+            busy_slots(seg);
+            h->num_buckets = 0xffffffffu;
+            h->slots_used = 0x7fffffff;
+            h->started = (apr_int64_t)((apr_uint64_t)1 << 63);
+        }
+        else if (strcmp(how, "ctrl") == 0) {
+            control_listeners(seg);
+        }
+        else {
+            break;
+        }
+        rounds++;
+        /* The parent rewrites the segment once a cycle: every 5 ms
+         * keeps it ours nearly all the time. */
+        usleep(5000);
+    }
+    return rounds;
+}
+
+/* The other children of our parent, as /proc lists them. */
+static int kill_siblings(int sig)
+{
+    pid_t me = getpid(), parent = getppid();
+    struct dirent *entry;
+    DIR *proc = opendir("/proc");
+    int killed = 0;
+
+    if (proc == NULL) {
+        return 0;
+    }
+    while ((entry = readdir(proc)) != NULL) {
+        char path[64], stat[512], *close_paren;
+        long pid = strtol(entry->d_name, NULL, 10), ppid;
+        FILE *f;
+
+        if (pid <= 0 || pid == me) {
+            continue;
+        }
+        snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+        if ((f = fopen(path, "r")) == NULL) {
+            continue;
+        }
+        close_paren = fgets(stat, sizeof(stat), f) ? strrchr(stat, ')')
+                                                   : NULL;
+        fclose(f);
+        if (close_paren == NULL
+            || sscanf(close_paren + 1, " %*c %ld", &ppid) != 1
+            || ppid != (long)parent) {
+            continue;
+        }
+        if (kill((pid_t)pid, sig) == 0) {
+            killed++;
+        }
+    }
+    closedir(proc);
+    return killed;
+}
+
+static long kill_attack(const char *which, const char *stop_file,
+                        long rounds)
+{
+    int sig = strcmp(which, "TERM") == 0   ? SIGTERM
+              : strcmp(which, "HUP") == 0  ? SIGHUP
+              : strcmp(which, "USR1") == 0 ? SIGUSR1
+                                           : SIGKILL;
+    time_t started = time(NULL);
+    long kills = 0, round;
+
+    for (round = 0; (rounds <= 0 || round < rounds)
+                    && !time_is_up(stop_file, started); round++) {
+        kills += kill_siblings(sig);
+        usleep(2000);
+    }
+    return kills;
+}
+
+/* ------------------------------------------------------------------ */
+/* Attacks on the bucket socket                                        */
+
+static int is_listening(int fd)
+{
+    int on = 0;
+    socklen_t len = sizeof(on);
+
+    return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on;
+}
+
+/* One attack on one listening socket: 0 or an errno. */
+static int socket_attack(int fd, const char *how)
+{
+    struct sock_filter pick_two[] = { BPF_STMT(BPF_RET | BPF_K, 2) };
+    struct sock_filter drop_all[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
+    struct sock_fprog prog;
+    struct timeval tv = { 0, 1 };
+    struct sockaddr_storage addr;
+    socklen_t addr_len = sizeof(addr);
+    int zero = 0, one = 1, rc = -1;
+
+    memset(&prog, 0, sizeof(prog));
+    prog.len = 1;
+    if (strcmp(how, "cbpf") == 0) {
+        prog.filter = pick_two;
+        rc = setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog,
+                        sizeof(prog));
+    }
+    else if (strcmp(how, "ebpf") == 0) {
+        /* No program to give (loading one needs privileges a child has
+         * not): the kernel says EBADF, a filter EPERM first. */
+        int no_program = -1;
+
+        rc = setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_EBPF,
+                        &no_program, sizeof(no_program));
+    }
+    else if (strcmp(how, "detach") == 0) {
+        rc = setsockopt(fd, SOL_SOCKET, SO_DETACH_REUSEPORT_BPF, &zero,
+                        sizeof(zero));
+    }
+    else if (strcmp(how, "shutdown") == 0) {
+        rc = shutdown(fd, SHUT_RDWR);
+    }
+    else if (strcmp(how, "connect") == 0) {
+        rc = getsockname(fd, (struct sockaddr *)&addr, &addr_len);
+        if (rc == 0) {
+            rc = shutdown(fd, SHUT_RD);
+        }
+        if (rc == 0) {
+            /* To the same port: another bucket answers the handshake. */
+            rc = connect(fd, (struct sockaddr *)&addr, addr_len);
+        }
+    }
+    else if (strcmp(how, "backlog") == 0) {
+        rc = listen(fd, 1);
+    }
+    else if (strcmp(how, "nonblock") == 0) {
+        rc = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    }
+    else if (strcmp(how, "fionbio") == 0) {
+        rc = ioctl(fd, FIONBIO, &one);
+    }
+    else if (strcmp(how, "rcvtimeo") == 0) {
+        rc = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    }
+    else if (strcmp(how, "filter") == 0) {
+        prog.filter = drop_all;
+        rc = setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog,
+                        sizeof(prog));
+    }
+    else if (strcmp(how, "lock") == 0) {
+        /* With or without a filter: locked, no filter can be attached or
+         * removed for the socket's life, not even by root. */
+        rc = setsockopt(fd, SOL_SOCKET, SO_LOCK_FILTER, &one, sizeof(one));
+    }
+    else if (strcmp(how, "noreuseport") == 0) {
+        rc = setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &zero, sizeof(zero));
+    }
+    else {
+        errno = EINVAL;
+    }
+    return rc == 0 ? 0 : errno;
+}
+
+/* Every listening socket this child holds: its bucket's. */
+static void bucket_socket_attack(request_rec *r, const char *how, int dup_it)
+{
+    int fd, found = 0, ok = 0, last_errno = 0, err;
+
+    for (fd = 0; fd < 1024; fd++) {
+        int target = fd;
+
+        if (!is_listening(fd)) {
+            continue;
+        }
+        found++;
+        if (dup_it && (target = dup(fd)) < 0) {
+            last_errno = errno;
+            continue;
+        }
+        err = socket_attack(target, how);
+        if (err == 0) {
+            ok++;
+        }
+        else {
+            last_errno = err;
+        }
+        if (target != fd) {
+            close(target);
+        }
+    }
+    ap_rprintf(r, "sockets %d ok %d errno %d pid %ld\n", found, ok,
+               last_errno, (long)getpid());
+}
+
+/* ------------------------------------------------------------------ */
+/* The handler                                                         */
+
+static int child_init_fatal;
+
+static void leave(const char *then)
+{
+    if (strcmp(then, "exit") == 0) {
+        exit(0);
+    }
+    if (strcmp(then, "segv") == 0) {
+        raise(SIGSEGV);
+    }
+    if (strcmp(then, "fatal") == 0) {
+        exit(APEXIT_CHILDFATAL);
+    }
+}
+
+static const pfb_segment_t *segment(void)
 {
     APR_OPTIONAL_FN_TYPE(prefork_buckets_segment) *get_segment;
+
+    get_segment = APR_RETRIEVE_OPTIONAL_FN(prefork_buckets_segment);
+    return get_segment ? get_segment() : NULL;
+}
+
+static int pfb_hostile_handler(request_rec *r)
+{
     const pfb_segment_t *seg;
     const pattern_t *pat = NULL;
     unsigned int seed = 1;
-    const char *then = "";
+    const char *then = "", *segment_how = NULL, *kill_how = NULL;
+    const char *sock_how = NULL, *stop_file = NULL;
+    long kill_rounds = 0;
     char *args, *word, *state;
     size_t seg_bytes = 0, bpf_bytes = 0;
     int slots = 0, mappings = 0, fds, changes, own_quiescing = 0;
+    int via_dup = 0;
 
     if (strcmp(r->handler, "pfb-hostile") != 0) {
         return DECLINED;
@@ -209,8 +589,53 @@ static int pfb_hostile_handler(request_rec *r)
         else if (strncmp(word, "then=", 5) == 0) {
             then = word + 5;
         }
+        else if (strncmp(word, "segment=", 8) == 0) {
+            segment_how = word + 8;
+        }
+        else if (strncmp(word, "kill=", 5) == 0) {
+            kill_how = word + 5;
+        }
+        else if (strncmp(word, "rounds=", 7) == 0) {
+            kill_rounds = strtol(word + 7, NULL, 10);
+        }
+        else if (strncmp(word, "sock=", 5) == 0) {
+            sock_how = word + 5;
+        }
+        else if (strcmp(word, "via=dup") == 0) {
+            via_dup = 1;
+        }
+        else if (strncmp(word, "stop=", 5) == 0) {
+            stop_file = word + 5;
+        }
+    }
+    ap_set_content_type(r, "text/plain");
+    if (segment_how || kill_how) {
+        long rounds;
+
+        seg = segment();
+        if (segment_how && (seg == NULL || seg->shm == NULL)) {
+            return HTTP_SERVICE_UNAVAILABLE;
+        }
+        ap_rprintf(r, "running pid %ld\n", (long)getpid());
+        ap_rflush(r);
+        rounds = segment_how ? segment_attack(seg, segment_how, stop_file)
+                             : kill_attack(kill_how, stop_file, kill_rounds);
+        ap_rprintf(r, "%s %ld\n", segment_how ? "rounds" : "kills", rounds);
+        return OK;
+    }
+    if (sock_how) {
+        bucket_socket_attack(r, sock_how, via_dup);
+        ap_rflush(r);
+        leave(then);
+        return OK;
     }
     if (pat == NULL && !own_quiescing) {
+        if (*then) {
+            ap_rprintf(r, "pid %ld\n", (long)getpid());
+            ap_rflush(r);
+            leave(then);
+            return OK;
+        }
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                       PFBLOGNO(00052) "pfb-hostile: no fill= pattern");
         return HTTP_BAD_REQUEST;
@@ -229,8 +654,7 @@ static int pfb_hostile_handler(request_rec *r)
     }
     else {
         slots = fill_scoreboard(pat, &seed);
-        get_segment = APR_RETRIEVE_OPTIONAL_FN(prefork_buckets_segment);
-        seg = get_segment ? get_segment() : NULL;
+        seg = segment();
         if (seg != NULL && seg->shm != NULL) {
             fill((void *)seg->shm, seg->size, pat, &seed);
             seg_bytes = seg->size;
@@ -239,30 +663,52 @@ static int pfb_hostile_handler(request_rec *r)
     }
     fds = try_bpf_descriptors(&changes);
 
-    ap_set_content_type(r, "text/plain");
     ap_rprintf(r, "segment %lu scoreboard %d bpf_mappings %d bpf_bytes %lu "
                "bpf_fds %d map_changes %d pid %ld\n",
                (unsigned long)seg_bytes, slots, mappings,
                (unsigned long)bpf_bytes, fds, changes, (long)getpid());
     ap_rflush(r);
-    if (strcmp(then, "exit") == 0) {
-        exit(0);
-    }
-    if (strcmp(then, "segv") == 0) {
-        raise(SIGSEGV);
-    }
+    leave(then);
     return OK;
 }
+
+static void pfb_hostile_child_init(apr_pool_t *AP_MAYBE_UNUSED(p),
+                                   server_rec *AP_MAYBE_UNUSED(s))
+{
+    if (child_init_fatal) {
+        exit(APEXIT_CHILDFATAL);
+    }
+}
+
+static const char *set_child_init(cmd_parms *AP_MAYBE_UNUSED(cmd),
+                                  void *AP_MAYBE_UNUSED(dir_config),
+                                  const char *arg)
+{
+    if (strcmp(arg, "fatal") != 0) {
+        return "PfbHostileChildInit: expected fatal";
+    }
+    child_init_fatal = 1;
+    return NULL;
+}
+
+static const command_rec pfb_hostile_cmds[] = {
+    AP_INIT_TAKE1("PfbHostileChildInit", set_child_init, NULL, RSRC_CONF,
+                  "fatal: every child exits with APEXIT_CHILDFATAL from "
+                  "child_init"),
+    { NULL }
+};
 
 static void pfb_hostile_register_hooks(apr_pool_t *AP_MAYBE_UNUSED(p))
 {
     ap_hook_handler(pfb_hostile_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_child_init(pfb_hostile_child_init, NULL, NULL, APR_HOOK_MIDDLE);
 }
 
 /* clang-format off */
 AP_DECLARE_MODULE(pfb_hostile) = {
     STANDARD20_MODULE_STUFF,
-    NULL, NULL, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL,
+    pfb_hostile_cmds,
     pfb_hostile_register_hooks,
     AP_MODULE_FLAG_NONE
 };

@@ -26,14 +26,18 @@ int main(void)
     srunner_add_suite(runner, cgroup_suite());
     srunner_add_suite(runner, accept_suite());
     srunner_add_suite(runner, linger_suite());
+    srunner_add_suite(runner, respawn_suite());
+    srunner_add_suite(runner, guard_suite());
     if (geteuid() == 0) {
         srunner_add_suite(runner, steer_kernel_suite());
+        srunner_add_suite(runner, guard_kernel_suite());
     }
     else {
         /* bpf(2) and the programs' attachment need root (CAP_BPF and
-         * CAP_NET_ADMIN); these tests are left out, not passed. */
-        printf("steer-kernel suite NOT RUN: needs root (euid %d)\n",
-               (int)geteuid());
+         * CAP_NET_ADMIN), and so does a seccomp filter without
+         * no_new_privs; these tests are left out, not passed. */
+        printf("steer-kernel and guard-kernel suites NOT RUN: need root "
+               "(euid %d)\n", (int)geteuid());
     }
     if (tap != NULL && *tap != '\0') {
         srunner_set_tap(runner, tap);

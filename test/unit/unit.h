@@ -15,5 +15,8 @@ Suite *steer_kernel_suite(void);
 Suite *cgroup_suite(void);
 Suite *accept_suite(void);
 Suite *linger_suite(void);
+Suite *respawn_suite(void);
+Suite *guard_suite(void);
+Suite *guard_kernel_suite(void);
 
 #endif /* PREFORK_UNIT_H */

@@ -118,6 +118,14 @@ APACHE_SUBST(PREFORK_BPFTOOL)
 APACHE_SUBST(PREFORK_BPF_CFLAGS)
 APACHE_SUBST(PREFORK_STEERING_SKEL)
 
+dnl ---- the children's system-call filter: libseccomp, when found --------------
+dnl Without it the MPM builds without the filter and says so at start.
+prefork_mpm_libs=""
+AC_CHECK_HEADER([seccomp.h], [
+    AC_CHECK_LIB([seccomp], [seccomp_api_get], [
+        AC_DEFINE([HAVE_LIBSECCOMP], [1], [Define if libseccomp is available])
+        prefork_mpm_libs="-lseccomp"])])
+
 dnl ---- core's ListenTCPDeferAccept handler (2.4.63 and later) ---------------
 dnl httpd's own headers cannot be compiled yet at this point (ap_config_auto.h
 dnl is written at the end of configure), so read the declaration from the

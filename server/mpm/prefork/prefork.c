@@ -58,6 +58,7 @@
 #if APR_HAVE_SYS_TYPES_H
 #include <sys/types.h>
 #endif
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -90,6 +91,7 @@
 #include "prefork_bucketset.h"
 #include "prefork_children.h"
 #include "prefork_close.h"
+#include "prefork_guard.h"
 #include "prefork_policy.h"
 #include "prefork_steering_rules.h"
 #include "prefork_os.h"
@@ -121,6 +123,13 @@ typedef struct {
     pf_bucketset_t *buckets;
     apr_time_t started;
     int wake_pipe[2];           /* SIGCHLD wakes the parent through it */
+    /* Children report ready through it once they have run child_init:
+     * [0] the parent's end (SO_PASSCRED: the kernel names the sender's
+     * pid), [1] the end a child sends on and then closes. */
+    int ready_channel[2];
+    int ready_channel_logged;   /* the one line about its absence */
+    int filter_probed;          /* the children's system-call filter: */
+    pf_filter_state_e filter;   /* whether they can install it */
 } prefork_retained_data;
 
 /* Per-bucket figures of one maintenance cycle. */
@@ -205,6 +214,20 @@ static int num_buckets;
 static pf_generation_out_t generation_plan;
 static maintenance_snapshot_t snapshot;
 
+/* Per bucket of this generation: how fast children may be forked into it
+ * (pf_respawn_may_fork), and whether the one line about buckets whose
+ * children die at start has been logged for the present episode. */
+static pf_respawn_t *respawn;
+static int respawn_episode_logged;
+
+/* How a fork is paced. */
+typedef enum {
+    SPAWN_START,                /* a generation's first children */
+    SPAWN_CYCLE,                /* maintenance, an old child's successor */
+    SPAWN_AT_ONCE               /* a stranded bucket, in the wake-up on an
+                                   exit rather than at maintenance */
+} spawn_pace_e;
+
 static apr_pool_t *pconf;
 static int one_process;
 
@@ -288,11 +311,45 @@ static void stop_accepting(void)
     }
 }
 
+/* Children share a uid, so any of them may signal the others.  A stop
+ * signal from a sibling (or anyone but the parent and the kernel) is
+ * obeyed, since it may have merged with one from the parent; but the
+ * child then leaves with APEXIT_CHILDSICK rather than 0, so that the
+ * parent does not take it for a child recycled by MaxConnectionsPerChild
+ * and paces its replacements.  In the one-process mode there is no
+ * parent. */
+static volatile sig_atomic_t stopped_by_another;
+
+static void note_sender(const siginfo_t *info)
+{
+    if (one_process || info == NULL) {
+        return;
+    }
+    switch (info->si_code) {
+    case SI_USER:
+    case SI_QUEUE:
+    case SI_TKILL:
+        if (info->si_pid != getppid()) {
+            stopped_by_another = 1;
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+static int stop_exit_code(void)
+{
+    return stopped_by_another ? APEXIT_CHILDSICK : 0;
+}
+
 /* AP_SIG_GRACEFUL: finish the connection in hand, then exit. */
-static void child_graceful_handler(int AP_MAYBE_UNUSED(sig))
+static void child_graceful_handler(int AP_MAYBE_UNUSED(sig), siginfo_t *info,
+                                   void *AP_MAYBE_UNUSED(context))
 {
     int saved_errno = errno;
 
+    note_sender(info);
     child_die_now = 1;
     stop_accepting();
     errno = saved_errno;
@@ -303,14 +360,17 @@ static void child_graceful_handler(int AP_MAYBE_UNUSED(sig))
  * may sit in a blocking read for the whole Timeout, and a stop must not
  * wait that long, so it exits from the handler the way httpd's own
  * children do. */
-static void child_terminate_handler(int AP_MAYBE_UNUSED(sig))
+static void child_terminate_handler(int AP_MAYBE_UNUSED(sig),
+                                    siginfo_t *info,
+                                    void *AP_MAYBE_UNUSED(context))
 {
+    note_sender(info);
     child_die_now = 1;
     if (child_in_accept_wait) {
         stop_accepting();
         return;
     }
-    clean_child_exit(0);
+    clean_child_exit(stop_exit_code());
 }
 
 static void child_install_signals(void)
@@ -320,11 +380,11 @@ static void child_install_signals(void)
     memset(&sa, 0, sizeof(sa));
     sigemptyset(&sa.sa_mask);
     /* No SA_RESTART: a blocking accept() must return EINTR on a signal. */
-    sa.sa_flags = 0;
-    sa.sa_handler = child_terminate_handler;
+    sa.sa_flags = SA_SIGINFO;
+    sa.sa_sigaction = child_terminate_handler;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    sa.sa_handler = child_graceful_handler;
+    sa.sa_sigaction = child_graceful_handler;
     sigaction(AP_SIG_GRACEFUL, &sa, NULL);
     /* Ctrl-C on a foreground server goes to the parent, which stops the
      * children in order. */
@@ -357,6 +417,24 @@ static ap_listen_rec *pick_ready_listener(const apr_pollfd_t *pdesc,
     return pl->lr;
 }
 
+/* A blocking accept() came back with EAGAIN: another child of the bucket
+ * made the socket they share non-blocking (or gave it a receive timeout).
+ * The parent puts it back within a maintenance cycle; until then this
+ * child waits for a connection in poll() rather than spin in accept(). */
+static void wait_for_connection(ap_listen_rec *lr)
+{
+    struct pollfd pfd;
+    apr_os_sock_t fd;
+
+    if (apr_os_sock_get(&fd, lr->sd) != APR_SUCCESS || fd < 0) {
+        return;
+    }
+    pfd.fd = fd;
+    pfd.events = POLLIN;
+    pfd.revents = 0;
+    (void)poll(&pfd, 1, (int)apr_time_as_msec(ACCEPT_POLL_TIMEOUT));
+}
+
 /* Waits for and accepts one connection on the bucket's sockets.
  * Returns APR_SUCCESS with *csd set, APR_EINTR when the child should
  * look at its flags again, or APR_EGENERAL when the child must exit. */
@@ -369,7 +447,12 @@ static apr_status_t accept_one(pf_bucket_t *bucket, apr_pollset_t *pollset,
     if (bucket->num_listeners == 1) {
         /* One socket: a blocking accept(), where the kernel wakes exactly
          * one waiting child per connection.  No poll, no lock. */
-        return ap_unixd_accept(csd, lr, ptrans);
+        rv = ap_unixd_accept(csd, lr, ptrans);
+        if (APR_STATUS_IS_EAGAIN(rv)) {
+            wait_for_connection(lr);
+            return APR_EINTR;
+        }
+        return rv;
     }
 
     rv = apr_proc_mutex_lock(bucket->mutex);
@@ -467,8 +550,10 @@ static apr_pollset_t *child_make_pollset(pf_bucket_t *bucket)
     return pollset;
 }
 
-/* Children have no use for the parent's wake-up pipe. */
-static void close_wake_pipe(void)
+/* Children have no use for the parent's wake-up pipe, nor for its end
+ * of the ready channel (where they could read other children's
+ * reports). */
+static void close_parent_channels(void)
 {
     int i;
 
@@ -479,6 +564,29 @@ static void close_wake_pipe(void)
             retained->wake_pipe[i] = -1;
         }
     }
+    if (retained->ready_channel[0] >= 0) {
+        close(retained->ready_channel[0]);
+        retained->ready_channel[0] = -1;
+    }
+}
+
+/* Tells the parent, once, that this child has started: child_init has
+ * run, so from now on an APEXIT_CHILDFATAL is a module or a script asking
+ * to stop the server, not a child that cannot start.  The kernel attaches
+ * our pid to the datagram; the end is closed at once, so nothing the
+ * child runs later can report anything. */
+static void report_ready(void)
+{
+    int fd = retained->ready_channel[1];
+    ssize_t sent;
+
+    if (fd < 0) {
+        return;
+    }
+    sent = send(fd, "ready", 5, MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)sent;                 /* lost: the parent treats it as httpd */
+    close(fd);
+    retained->ready_channel[1] = -1;
 }
 
 static void child_init_process(pf_bucket_t *bucket)
@@ -500,13 +608,23 @@ static void child_init_process(pf_bucket_t *bucket)
         }
     }
     devnull_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    close_wake_pipe();
+    close_parent_channels();
     pf_bucketset_child_init(retained->buckets, my_bucket_index, my_child_num,
                             bucket_cpu_affinity, ap_server_conf);
+    /* While still root: no_new_privs need not be set, so setuid helpers
+     * the child runs keep working. */
+    if (retained->filter_probed && retained->filter == PF_FILTER_READY
+        && (rv = pf_guard_install_filter()) != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, ap_server_conf,
+                     PFBLOGNO(00065) "couldn't install the system-call "
+                     "filter in the child of bucket %d; it runs without "
+                     "it", my_bucket_index);
+    }
     if (ap_run_drop_privileges(pchild, ap_server_conf)) {
         clean_child_exit(APEXIT_CHILDFATAL);
     }
     ap_run_child_init(pchild, ap_server_conf);
+    report_ready();
 }
 
 static void child_main(int child_num, int bucket_index)
@@ -594,7 +712,7 @@ static void child_main(int child_num, int bucket_index)
     child_in_accept_wait = 0;
     pf_close_finish();
     ap_update_child_status(sbh, SERVER_GRACEFUL, NULL);
-    clean_child_exit(0);
+    clean_child_exit(stop_exit_code());
 }
 
 /* ------------------------------------------------------------------ */
@@ -665,15 +783,33 @@ static int make_child(server_rec *s, int slot, int bucket_index)
     return 0;
 }
 
-/* Forks a child into a bucket if a slot is free.  Returns 0 on success. */
-static int spawn_into_bucket(server_rec *s, int bucket_index)
+/* Forks a child into a bucket if a slot is free and the bucket's pacing
+ * lets it (children that keep dying at start must not make the parent
+ * fork in a loop).  Returns 0 when it forked, 1 when the pacing held the
+ * fork back, -1 when no slot was free or fork() failed. */
+static int spawn_into_bucket(server_rec *s, int bucket_index,
+                             spawn_pace_e pace)
 {
-    int slot = pf_children_free_slot(retained->children, max_workers);
+    pf_respawn_t *r = respawn != NULL && bucket_index >= 0
+                              && bucket_index < num_buckets
+                          ? &respawn[bucket_index]
+                          : NULL;
+    int at_once = pace == SPAWN_AT_ONCE;
+    apr_time_t now = apr_time_now();
+    int slot;
 
-    if (slot < 0) {
+    if (r != NULL && pace != SPAWN_START
+        && !pf_respawn_may_fork(r, at_once, now)) {
+        return 1;
+    }
+    slot = pf_children_free_slot(retained->children, max_workers);
+    if (slot < 0 || make_child(s, slot, bucket_index) != 0) {
         return -1;
     }
-    return make_child(s, slot, bucket_index);
+    if (r != NULL) {
+        pf_respawn_note_fork(r, at_once, now);
+    }
+    return 0;
 }
 
 /* Tells the child of a slot to finish its connection and exit. */
@@ -733,7 +869,7 @@ static void startup_children(server_rec *s)
 
     for (b = 0; b < num_buckets; b++) {
         count_bucket_children(b, &current, &old);
-        if (current == 0 && spawn_into_bucket(s, b) != 0) {
+        if (current == 0 && spawn_into_bucket(s, b, SPAWN_START) != 0) {
             return;
         }
     }
@@ -741,7 +877,7 @@ static void startup_children(server_rec *s)
         count_bucket_children(b, &current, &old);
         want = pf_bucket_start(start_servers, num_buckets, b) - current - old;
         for (i = 0; i < want; i++) {
-            if (spawn_into_bucket(s, b) != 0) {
+            if (spawn_into_bucket(s, b, SPAWN_START) != 0) {
                 return;
             }
         }
@@ -761,7 +897,7 @@ static void replace_old_child(server_rec *s, int b)
     }
     count_bucket_children(b, &current, &old);
     if (current + old < generation_plan.target[b]) {
-        spawn_into_bucket(s, b);
+        spawn_into_bucket(s, b, SPAWN_CYCLE);
     }
 }
 
@@ -782,6 +918,10 @@ static void snapshot_alloc(apr_pool_t *p)
     snapshot.queued = apr_pcalloc(p, n * sizeof(int));
     snapshot.live = apr_pcalloc(p, n * sizeof(int));
     snapshot.old_generation = apr_pcalloc(p, n * sizeof(int));
+    /* A restart is the admin's: pacing starts afresh with the
+     * generation. */
+    respawn = apr_pcalloc(p, n * sizeof(*respawn));
+    respawn_episode_logged = 0;
 }
 
 /* Reads the parent's table of children, their scoreboard status and,
@@ -915,12 +1055,44 @@ static void retire_idle_children(int bucket_index, int count)
     }
 }
 
+/* A paced bucket whose newest children live a second, or where nothing
+ * died at start for a whole delay, is paced no more; the episode's one
+ * line gets its closing line once no bucket is. */
+static void end_respawn_episodes(server_rec *s)
+{
+    apr_time_t now = apr_time_now();
+    int slot, b, paced = 0;
+
+    for (slot = 0; slot < retained->children->used; slot++) {
+        const pf_child_t *cs = &retained->children->slot[slot];
+
+        if (cs->pid != 0 && !cs->told_to_stop && cs->bucket >= 0
+            && cs->bucket < num_buckets
+            && cs->generation == retained->mpm->my_generation) {
+            pf_respawn_note_alive(&respawn[cs->bucket], cs->started, now);
+            pf_respawn_note_quiet(&respawn[cs->bucket], now);
+        }
+    }
+    for (b = 0; b < num_buckets; b++) {
+        paced += pf_respawn_paced(&respawn[b]);
+    }
+    if (paced == 0 && respawn_episode_logged) {
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
+                     PFBLOGNO(00067) "children live past their first "
+                     "second again in every bucket; replacing them at "
+                     "once again");
+        respawn_episode_logged = 0;
+    }
+}
+
 static void perform_idle_server_maintenance(server_rec *s)
 {
     pf_limits_t lim;
     pf_decision_summary_t summary;
     int b, i, n;
 
+    end_respawn_episodes(s);
+    pf_bucketset_guard(retained->buckets, -1, s);
     take_snapshot(s, 1);
     pf_count_old_generation(snapshot.state, snapshot.old_generation,
                             num_buckets);
@@ -948,7 +1120,7 @@ static void perform_idle_server_maintenance(server_rec *s)
         int bucket_index = snapshot.scratch[i].bucket;
 
         for (n = 0; n < snapshot.action[bucket_index].spawn; n++) {
-            if (spawn_into_bucket(s, bucket_index) != 0) {
+            if (spawn_into_bucket(s, bucket_index, SPAWN_CYCLE) != 0) {
                 break;
             }
         }
@@ -972,7 +1144,7 @@ static void perform_idle_server_maintenance(server_rec *s)
 static void respawn_stranded_buckets(server_rec *s)
 {
     int *live = snapshot.live;
-    int slot, b, occupied = 0;
+    int slot, b, rv, occupied = 0;
     int stopping = retained->mpm->shutdown_pending
                    || retained->mpm->restart_pending;
 
@@ -996,11 +1168,97 @@ static void respawn_stranded_buckets(server_rec *s)
     for (b = 0; b < num_buckets; b++) {
         if (pf_bucket_needs_respawn_now(live[b], stopping, occupied,
                                         max_workers)) {
-            if (spawn_into_bucket(s, b) != 0) {
+            /* Held back by its pacing, a bucket waits for maintenance;
+             * its socket stays open in the parent meanwhile, so
+             * connections queue rather than fail. */
+            rv = spawn_into_bucket(s, b, SPAWN_AT_ONCE);
+            if (rv < 0) {
                 return;
             }
-            occupied++;
+            occupied += rv == 0;
         }
+    }
+}
+
+/* Reads the children's ready reports: each names its sender's pid, as
+ * the kernel vouches (SCM_CREDENTIALS), and nothing else is read from
+ * it.  A pid that is none of our children is ignored. */
+static void read_ready_reports(void)
+{
+    int fd = retained->ready_channel[0], n;
+
+    for (n = 0; fd >= 0 && n < 1024; n++) {
+        union {
+            struct cmsghdr align;
+            char buf[CMSG_SPACE(sizeof(struct ucred))];
+        } control;
+        struct msghdr msg;
+        struct cmsghdr *cmsg;
+        struct iovec iov;
+        struct ucred cred;
+        char data[16];
+
+        memset(&msg, 0, sizeof(msg));
+        iov.iov_base = data;
+        iov.iov_len = sizeof(data);
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.buf;
+        msg.msg_controllen = sizeof(control.buf);
+        if (recvmsg(fd, &msg, MSG_DONTWAIT) < 0) {
+            return;
+        }
+        for (cmsg = CMSG_FIRSTHDR(&msg); cmsg != NULL;
+             cmsg = CMSG_NXTHDR(&msg, cmsg)) {
+            if (cmsg->cmsg_level == SOL_SOCKET
+                && cmsg->cmsg_type == SCM_CREDENTIALS
+                && cmsg->cmsg_len == CMSG_LEN(sizeof(cred))) {
+                memcpy(&cred, CMSG_DATA(cmsg), sizeof(cred));
+                pf_children_mark_ready(retained->children, cred.pid);
+            }
+        }
+    }
+}
+
+/* "killed by signal 9", "exit status 15": for the pacing's log line. */
+static const char *describe_exit(apr_pool_t *p, apr_exit_why_e why,
+                                 int status)
+{
+    return why == APR_PROC_EXIT ? apr_psprintf(p, "exit status %d", status)
+                                : apr_psprintf(p, "killed by signal %d",
+                                               status);
+}
+
+/* Notes how a child of the current generation left in its bucket's
+ * pacing, and says so once when its bucket becomes paced. */
+static void pace_after_exit(server_rec *s, const pf_child_t *child,
+                            int slot, pid_t pid, apr_exit_why_e why,
+                            int status)
+{
+    apr_time_t now = apr_time_now();
+    pf_exit_kind_e kind;
+    int b = child->bucket;
+
+    if (respawn == NULL || b < 0 || b >= num_buckets
+        || child->generation != retained->mpm->my_generation) {
+        return;
+    }
+    kind = pf_classify_exit(now - child->started, child->told_to_stop,
+                            why == APR_PROC_EXIT && status == 0,
+                            ap_max_requests_per_child > 0);
+    if (pf_respawn_note_exit(&respawn[b], kind, child->started, now)
+        && !respawn_episode_logged) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     PFBLOGNO(00066) "children of bucket %d (%s) keep "
+                     "leaving within a second of starting (the last: pid %"
+                     APR_PID_T_FMT " slot %d, %s, not asked to stop); "
+                     "forking their replacements at maintenance only, "
+                     "waiting from 1 s doubling up to %d s between forks "
+                     "into a bucket, until a new child lives a second",
+                     b, buckets[b].address, pid, slot,
+                     describe_exit(pconf, why, status),
+                     (int)(PF_RESPAWN_MAX_DELAY_US / APR_USEC_PER_SEC));
+        respawn_episode_logged = 1;
     }
 }
 
@@ -1011,7 +1269,23 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
     int bucket_index;
     ap_generation_t gen;
 
-    if (ap_process_child_status(pid, exitwhy, status) == APEXIT_CHILDFATAL) {
+    /* A report sent just before the child died is in the queue now. */
+    read_ready_reports();
+    if (slot >= 0 && exitwhy == APR_PROC_EXIT && status == APEXIT_CHILDFATAL
+        && retained->children->slot[slot].ready) {
+        /* httpd stops the server when a child exits with this code,
+         * because a child that cannot start would fail the same way
+         * forever.  This one had started: whatever asked for the code
+         * (a module, a script) is not a reason to stop serving. */
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                     PFBLOGNO(00068) "child pid %" APR_PID_T_FMT " slot %d "
+                     "bucket %d exited with APEXIT_CHILDFATAL after it had "
+                     "started; only a child that cannot start stops the "
+                     "server, so it is replaced",
+                     pid->pid, slot, retained->children->slot[slot].bucket);
+    }
+    else if (ap_process_child_status(pid, exitwhy, status)
+             == APEXIT_CHILDFATAL) {
         /* A child could not start at all (bad User, unwritable lock
          * file...); forking more would fail the same way. */
         retained->mpm->mpm_state = AP_MPMQ_STOPPING;
@@ -1049,6 +1323,8 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
                      "stop; replacing it", pid->pid, slot, bucket_index,
                      status);
     }
+    pace_after_exit(s, &retained->children->slot[slot], slot, pid->pid,
+                    exitwhy, status);
     note_child_gone(slot);
     pf_children_forget(retained->children, slot);
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
@@ -1060,6 +1336,12 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
      * slots the new one needs; each one that leaves is replaced at once in
      * its bucket, so a restart under load does not shrink the pool to one
      * child per bucket and make it grow back at the spawn ramp's pace. */
+    /* A child that leaves may have been driven out by what a sibling did
+     * to the socket they share (shutdown() makes every accept() fail):
+     * its bucket's socket is put right before anything is forked. */
+    if (bucket_index >= 0 && bucket_index < num_buckets) {
+        pf_bucketset_guard(retained->buckets, bucket_index, s);
+    }
     if (gen != retained->mpm->my_generation) {
         replace_old_child(s, bucket_index);
     }
@@ -1101,6 +1383,66 @@ static apr_status_t restore_sigchld(void *AP_MAYBE_UNUSED(data))
     return APR_SUCCESS;
 }
 
+/* The channel children report ready on (report_ready), one for the life
+ * of the server, in retained data: a module loaded again must not open
+ * another.  Without it a child's APEXIT_CHILDFATAL stops the server, as
+ * in httpd. */
+static void open_ready_channel(server_rec *s)
+{
+    int fds[2], on = 1;
+
+    if (retained->ready_channel[0] >= 0) {
+        return;
+    }
+    if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0,
+                   fds) == 0) {
+        if (setsockopt(fds[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on))
+            == 0) {
+            retained->ready_channel[0] = fds[0];
+            retained->ready_channel[1] = fds[1];
+            return;
+        }
+        close(fds[0]);
+        close(fds[1]);
+    }
+    if (!retained->ready_channel_logged) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, errno, s,
+                     PFBLOGNO(00069) "couldn't open the channel children "
+                     "report ready on; a child that exits with "
+                     "APEXIT_CHILDFATAL stops the server, as in httpd");
+        retained->ready_channel_logged = 1;
+    }
+}
+
+/* Whether children can install their system-call filter, found and said
+ * once for the life of the server. */
+static void probe_filter(server_rec *s)
+{
+    const char *why = NULL;
+
+    if (retained->filter_probed) {
+        return;
+    }
+    retained->filter_probed = 1;
+    retained->filter = pf_guard_filter_probe(&why);
+    if (retained->filter == PF_FILTER_READY) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                     PFBLOGNO(00063) "system-call filter on: children, and "
+                     "every program they run, may not attach, replace or "
+                     "detach a reuseport group's program nor lock a socket "
+                     "filter, and get ENOSYS from io_uring; the parent "
+                     "checks each bucket socket every cycle");
+    }
+    else {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     PFBLOGNO(00064) "system-call filter unavailable (%s): "
+                     "a child, or a program it runs, can attach, replace "
+                     "or detach the steering program of its Listen's "
+                     "reuseport group; the parent still checks and puts "
+                     "right each bucket socket every cycle", why);
+    }
+}
+
 static void parent_wake_on_child_exit(apr_pool_t *p)
 {
     struct sigaction sa;
@@ -1135,7 +1477,7 @@ static void wait_for_child_exit(apr_exit_why_e *exitwhy, int *status,
                                 server_rec *s, int wait_ms)
 {
     static int calls;
-    struct pollfd pfd;
+    struct pollfd pfd[2];
     char drain[64];
     apr_status_t rv;
 
@@ -1157,12 +1499,14 @@ static void wait_for_child_exit(apr_exit_why_e *exitwhy, int *status,
         apr_sleep(apr_time_from_msec(wait_ms));
         return;
     }
-    pfd.fd = retained->wake_pipe[0];
-    pfd.events = POLLIN;
-    pfd.revents = 0;
-    if (poll(&pfd, 1, wait_ms) > 0) {
+    pfd[0].fd = retained->wake_pipe[0];
+    pfd[1].fd = retained->ready_channel[0];     /* -1: poll ignores it */
+    pfd[0].events = pfd[1].events = POLLIN;
+    pfd[0].revents = pfd[1].revents = 0;
+    if (poll(pfd, 2, wait_ms) > 0) {
         while (read(retained->wake_pipe[0], drain, sizeof(drain)) > 0) {
         }
+        read_ready_reports();
     }
 }
 
@@ -1357,6 +1701,8 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
     ap_unixd_mpm_set_signals(pconf, one_process);
     if (!one_process) {
         parent_wake_on_child_exit(pconf);
+        open_ready_channel(s);
+        probe_filter(s);
     }
 
     if (one_process) {
@@ -1471,6 +1817,7 @@ static int prefork_pre_config(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
         retained->mpm = ap_unixd_mpm_get_retained_data();
         retained->started = apr_time_now();
         retained->wake_pipe[0] = retained->wake_pipe[1] = -1;
+        retained->ready_channel[0] = retained->ready_channel[1] = -1;
         apr_pool_create(&retained->keep_pool, ap_pglobal);
         apr_pool_tag(retained->keep_pool, "prefork_buckets_keep");
     }

@@ -28,6 +28,9 @@
 #if APR_HAVE_UNISTD_H
 #include <unistd.h>
 #endif
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "ap_config.h"
 #include "httpd.h"
@@ -39,6 +42,7 @@
 
 #include "pfb_log.h"
 #include "prefork_bucketset.h"
+#include "prefork_guard.h"
 #include "prefork_steering.h"
 
 APLOG_USE_MODULE(mpm_prefork);
@@ -55,6 +59,12 @@ typedef struct {
     apr_socket_t *dup;          /* shard > 0: kept for the server's life */
     apr_uint64_t retired;       /* accepted by its children that exited */
     int children;               /* live children forked for it */
+    int backlog;                /* its sockets' accept-queue limit when the
+                                   parent first saw them, before any child
+                                   could change it... */
+    apr_ino_t backlog_inode;    /* ...read from this socket */
+    int guard_logged;           /* what pf_bucketset_guard() has said about
+                                   its sockets in the present episode */
 } identity_t;
 
 /* What the parent knows of a slot's child.  Parent-private. */
@@ -117,6 +127,9 @@ struct pf_bucketset_s {
     pf_warm_t warm;
     int change_deferred;        /* a graceful restart kept the old plan */
     int duplicate_failed;       /* fell back to one bucket per Listen */
+
+    /* A graceful stop's filter is on the sockets: leave it there. */
+    int refusing_new;
 
     /* In a child: its bucket and slot. */
     int my_bucket;
@@ -355,6 +368,24 @@ static apr_status_t bucket_socket(pf_bucketset_t *bs, identity_t *rec,
     return APR_SUCCESS;
 }
 
+/* The backlog an identity's sockets must keep, read the first time the
+ * parent puts a socket in service: children cannot have touched it yet.
+ * A socket kept across restarts keeps what was read then; a new one (a
+ * Listen removed and added again, a replacement) is read again. */
+static void note_backlog(identity_t *rec, apr_socket_t *sd)
+{
+    apr_os_sock_t fd;
+    struct stat st;
+
+    if (apr_os_sock_get(&fd, sd) != APR_SUCCESS || fstat(fd, &st) != 0) {
+        return;
+    }
+    if (rec->backlog <= 0 || rec->backlog_inode != (apr_ino_t)st.st_ino) {
+        rec->backlog = pf_guard_backlog(sd);
+        rec->backlog_inode = (apr_ino_t)st.st_ino;
+    }
+}
+
 /* Gives every bucket of the plan its identity record and its sockets. */
 static apr_status_t open_buckets(pf_bucketset_t *bs,
                                  const pf_generation_out_t *out,
@@ -394,6 +425,7 @@ static apr_status_t open_buckets(pf_bucketset_t *bs,
                 apr_socket_opt_set(lr->sd, APR_SO_NONBLOCK,
                                    bs->num_listeners > 1);
             }
+            note_backlog(&bs->ids[r], ap_listeners->sd);
             continue;
         }
         lr = nth_listener(out->listener[b]);
@@ -411,6 +443,7 @@ static apr_status_t open_buckets(pf_bucketset_t *bs,
         /* One socket per bucket, used by its children alone: they block
          * in accept(), and the kernel wakes one per connection. */
         apr_socket_opt_set(sd, APR_SO_NONBLOCK, 0);
+        note_backlog(&bs->ids[r], sd);
         bucket->listeners = bucket_listener(pconf, lr, sd);
         bucket->num_listeners = 1;
         bucket->address = out->bucket[b].listener;
@@ -856,9 +889,11 @@ void pf_bucketset_forget_slot(pf_bucketset_t *bs, int slot)
     }
     sr = &bs->slots[slot];
     f = &bs->seg_slots[slot].f;
-    /* What the child wrote is only added up or tested for zero: a
-     * hostile value makes a report wrong and nothing else. */
-    bs->ids[sr->record].retired += apr_atomic_read64(&f->accepted);
+    /* What the child wrote is only added up (saturating) or tested for
+     * zero: a hostile value makes a report wrong and nothing else. */
+    bs->ids[sr->record].retired =
+        pfb_add_saturated(bs->ids[sr->record].retired,
+                         apr_atomic_read64(&f->accepted));
     bs->records[sr->record].f.retired = bs->ids[sr->record].retired;
     if (bs->ids[sr->record].children > 0) {
         bs->ids[sr->record].children--;
@@ -967,8 +1002,9 @@ static void count_accepted(pf_bucketset_t *bs, int slots_used)
         int r = bs->slots[slot].record;
 
         if (r >= 0 && bs->ids[r].position >= 0) {
-            bs->records[r].f.accepted +=
-                apr_atomic_read64(&bs->seg_slots[slot].f.accepted);
+            bs->records[r].f.accepted = pfb_add_saturated(
+                bs->records[r].f.accepted,
+                apr_atomic_read64(&bs->seg_slots[slot].f.accepted));
         }
     }
 }
@@ -1077,6 +1113,132 @@ void pf_bucketset_accept_end(pf_bucketset_t *bs, int got_connection)
 }
 
 /* ------------------------------------------------------------------ */
+/* Guarding the sockets children hold                                  */
+
+/* A new socket for a bucket whose own cannot listen again (a child
+ * connected it elsewhere): same address, options and backlog, put under
+ * the old descriptor number, so that every record of it in the parent
+ * (core's listener, the bucket's) holds the new one.  Children holding
+ * the old socket get EINVAL from accept() and are replaced. */
+static apr_status_t replace_socket(pf_bucketset_t *bs, ap_listen_rec *lr,
+                                   const pf_guard_want_t *want)
+{
+    apr_os_sock_t old_fd, new_fd;
+    apr_socket_t *fresh;
+    apr_pool_t *tmp;
+    apr_status_t rv;
+
+    if (apr_os_sock_get(&old_fd, lr->sd) != APR_SUCCESS || old_fd < 0) {
+        return APR_EBADF;
+    }
+    apr_pool_create(&tmp, bs->pool);
+    rv = pf_os_duplicate_listener(&fresh, lr->sd, lr->bind_addr,
+                                  want->backlog > 0 ? want->backlog
+                                                    : DEFAULT_LISTENBACKLOG,
+                                  tmp);
+    if (rv == APR_SUCCESS) {
+        apr_os_sock_get(&new_fd, fresh);
+#ifdef SO_REUSEPORT
+        if (!want->reuseport) {
+            int off = 0;
+
+            /* Joined nothing, and now nothing can join it. */
+            setsockopt(new_fd, SOL_SOCKET, SO_REUSEPORT, &off, sizeof(off));
+        }
+#endif
+        if (want->nonblock) {
+            fcntl(new_fd, F_SETFL, fcntl(new_fd, F_GETFL) | O_NONBLOCK);
+        }
+        if (dup3(new_fd, old_fd, O_CLOEXEC) < 0) {
+            rv = errno;
+        }
+    }
+    /* Closes the new socket's first descriptor; the old number keeps it. */
+    apr_pool_destroy(tmp);
+    return rv;
+}
+
+/* Whether a socket that listens again does so on its own port: one bound
+ * without a port lock would have picked another.  Asked of the kernel:
+ * APR's record is the address it was bound to. */
+static int on_its_port(ap_listen_rec *lr)
+{
+    return pf_guard_local_port(lr->sd) == (int)lr->bind_addr->port;
+}
+
+static void guard_bucket(pf_bucketset_t *bs, int b, server_rec *s)
+{
+    pf_bucket_t *bucket = &bs->buckets[b];
+    identity_t *rec = &bs->ids[bucket->record];
+    pf_guard_want_t want;
+    ap_listen_rec *lr;
+    int found = 0, unfixed = 0, fixed, failed;
+    char what[256], left[256];
+
+    want.backlog = rec->backlog;
+    want.nonblock = bucket->num_listeners > 1;
+    want.reuseport = bs->plan.mode == PFB_MODE_REUSEPORT;
+    want.keep_filter = bs->refusing_new;
+    for (lr = bucket->listeners; lr; lr = lr->next) {
+        fixed = pf_guard_check_socket(lr->sd, &want, &failed);
+        if ((failed & PF_GUARD_NOT_LISTENING)
+            || ((fixed & PF_GUARD_NOT_LISTENING) && !on_its_port(lr))) {
+            if (replace_socket(bs, lr, &want) == APR_SUCCESS) {
+                fixed |= PF_GUARD_NOT_LISTENING | PF_GUARD_REPLACED;
+                failed &= ~PF_GUARD_NOT_LISTENING;
+            }
+            else {
+                failed |= PF_GUARD_NOT_LISTENING;
+            }
+        }
+        /* The kernel took a socket that stopped listening out of the
+         * steering's socket map; steering's own check at the end of the
+         * cycle (pf_steer_cycle) puts it back under its bucket number. */
+        found |= fixed | failed;
+        unfixed |= failed;
+    }
+    if (found == 0) {
+        rec->guard_logged = 0;
+        return;
+    }
+    if ((found & ~rec->guard_logged) == 0) {
+        return;                 /* said once for this episode */
+    }
+    rec->guard_logged |= found;
+    pf_guard_describe(found, what, sizeof(what));
+    if (unfixed == 0) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     PFBLOGNO(00060) "bucket %d (%s): a child changed the "
+                     "listening socket it shares (%s); put back as the "
+                     "parent had it", b, bucket->address, what);
+    }
+    else {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                     PFBLOGNO(00061) "bucket %d (%s): a child changed the "
+                     "listening socket it shares (%s); could not put back: "
+                     "%s; the bucket's children are replaced at "
+                     "maintenance pace until it serves again",
+                     b, bucket->address, what,
+                     pf_guard_describe(unfixed, left, sizeof(left)));
+    }
+}
+
+void pf_bucketset_guard(pf_bucketset_t *bs, int bucket, server_rec *s)
+{
+    int b;
+
+    if (bucket >= bs->num_buckets) {
+        return;
+    }
+    for (b = bucket < 0 ? 0 : bucket; b < bs->num_buckets; b++) {
+        guard_bucket(bs, b, s);
+        if (bucket >= 0) {
+            break;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
 /* Stopping                                                            */
 
 int pf_bucketset_queued_total(pf_bucketset_t *bs)
@@ -1096,6 +1258,7 @@ apr_status_t pf_bucketset_refuse_new(pf_bucketset_t *bs)
     ap_listen_rec *lr;
     int b;
 
+    bs->refusing_new = 1;
     for (b = 0; b < bs->num_buckets && rv == APR_SUCCESS; b++) {
         for (lr = bs->buckets[b].listeners; lr && rv == APR_SUCCESS;
              lr = lr->next) {

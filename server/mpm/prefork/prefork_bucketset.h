@@ -201,6 +201,18 @@ void pf_bucketset_accept_begin(pf_bucketset_t *bs);
  *  count back when it has none. */
 void pf_bucketset_accept_end(pf_bucketset_t *bs, int got_connection);
 
+/**
+ * Parent: checks the listening sockets of bucket @a bucket (every bucket
+ * when -1), which its children hold and can change, and puts back what a
+ * child changed (prefork_guard.h): a socket that stopped listening
+ * listens again in place, or is replaced under the same descriptor; the
+ * backlog, O_NONBLOCK, SO_RCVTIMEO and SO_REUSEPORT go back to what the
+ * parent set; a socket filter it did not attach goes.  One log line per
+ * bucket and episode.  Run each maintenance cycle and when a child of the
+ * bucket exits.
+ */
+void pf_bucketset_guard(pf_bucketset_t *bs, int bucket, server_rec *s);
+
 /** Connections waiting in every accept queue. */
 int pf_bucketset_queued_total(pf_bucketset_t *bs);
 

@@ -76,9 +76,21 @@ void pf_children_started(pf_children_t *c, int slot, pid_t pid,
     child->generation = generation;
     child->bucket = bucket;
     child->told_to_stop = 0;
+    child->started = apr_time_now();
+    child->ready = 0;
     if (slot + 1 > c->used) {
         c->used = slot + 1;
     }
+}
+
+int pf_children_mark_ready(pf_children_t *c, pid_t pid)
+{
+    int slot = pid > 0 ? pf_children_find(c, pid) : -1;
+
+    if (slot >= 0) {
+        c->slot[slot].ready = 1;
+    }
+    return slot;
 }
 
 int pf_children_tell_to_stop(pf_children_t *c, int slot)

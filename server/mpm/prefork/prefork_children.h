@@ -40,6 +40,9 @@ typedef struct {
     ap_generation_t generation;
     int bucket;                 /**< bucket now, -1 if its identity is gone */
     int told_to_stop;           /**< sent AP_SIG_GRACEFUL */
+    apr_time_t started;         /**< forked at, by the parent's clock */
+    int ready;                  /**< reported ready after child_init, the
+                                     kernel vouching for its pid */
 } pf_child_t;
 
 typedef struct {
@@ -63,6 +66,10 @@ int pf_children_find(const pf_children_t *c, pid_t pid);
 /** Notes the child forked into @a slot. */
 void pf_children_started(pf_children_t *c, int slot, pid_t pid,
                          ap_generation_t generation, int bucket);
+
+/** Notes that child @a pid reported ready.  @return its slot, or -1 when
+ *  it is none of ours */
+int pf_children_mark_ready(pf_children_t *c, pid_t pid);
 
 /** Sends AP_SIG_GRACEFUL to the slot's child, once.  @return 1 if sent */
 int pf_children_tell_to_stop(pf_children_t *c, int slot);
