@@ -187,9 +187,11 @@ class StatusReaders(unittest.TestCase):
 
     def test_status_pages_across_a_restart_that_adds_a_listen(self):
         """Children of the old generation may read the segment after a
-        graceful restart gave it more buckets than they know of."""
+        graceful restart gave it more buckets than they know of.  Each
+        added Listen takes the buckets past MinSpareServers (PFB00091)."""
         with Server(extra=FOUR_BUCKETS + LOCATIONS,
-                    extra_modules=STATUS_LOAD + HOSTILE_LOAD) as srv:
+                    extra_modules=STATUS_LOAD + HOSTILE_LOAD,
+                    expect_log=("PFB00091",)) as srv:
             srv.start()
             srv.wait_ready(8)
             stop = threading.Event()

@@ -290,7 +290,7 @@ class DaemonLogging(unittest.TestCase):
     def test_daemon_and_apachectl_log_what_the_foreground_logs(self):
         foreground, _ = self.start_lines(False)
         tags = [tag for _, tag, _ in foreground]
-        self.assertEqual(tags, ["PFB00083", "PFB00091", "PFB00026",
+        self.assertEqual(tags, ["PFB00083", "PFB00091", "PFB00026", "PFB00063",
                                 "PFB00101", "PFB00017"], foreground)
         for launcher in (True, "apachectl"):
             with self.subTest(launcher=launcher):

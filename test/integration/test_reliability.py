@@ -30,6 +30,19 @@ def report(scenario, load, faults=0, **figures):
              dict(load.errors), faults, extra))
 
 
+def child_age(pid):
+    """Seconds since @pid was forked, from /proc (0 if it is gone)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+    except (OSError, IndexError, ValueError):
+        return 0.0
+    # Field 22 (starttime) is the 20th after the command's ")".
+    return uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
 class Reliability(unittest.TestCase):
 
     def test_ten_graceful_restarts_under_load_lose_nothing(self):
@@ -78,7 +91,10 @@ class Reliability(unittest.TestCase):
 
     def test_random_child_killed_under_load(self):
         # Each kill can fail only the connection that child held at the
-        # time, and every bucket gets a child again.
+        # time, and every bucket gets a child again.  Only children that
+        # lived a second are killed: children killed younger, four in a row
+        # in one bucket, are a respawn storm (PFB00066, test_respawn.py),
+        # not the sporadic crash this test is about.
         with Server(extra=BUCKETS4, expect_log=("PFB00035",)) as srv:
             srv.start()
             rng = random.Random(7)
@@ -88,7 +104,9 @@ class Reliability(unittest.TestCase):
             try:
                 for _ in range(10):
                     self.assertTrue(load.wait_served(200), load.errors)
-                    kids = srv.children()
+                    kids = srv.wait_for(lambda: [
+                        pid for pid in srv.children()
+                        if child_age(pid) >= 1.5])
                     if kids:
                         os.kill(rng.choice(kids), signal.SIGKILL)
                         kills += 1

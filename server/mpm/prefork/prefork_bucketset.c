@@ -1166,13 +1166,15 @@ static int on_its_port(ap_listen_rec *lr)
     return pf_guard_local_port(lr->sd) == (int)lr->bind_addr->port;
 }
 
-static void guard_bucket(pf_bucketset_t *bs, int b, server_rec *s)
+/* Returns whether a socket of the bucket listens again (in place or
+ * replaced): it left its reuseport group's socket map when it stopped. */
+static int guard_bucket(pf_bucketset_t *bs, int b, server_rec *s)
 {
     pf_bucket_t *bucket = &bs->buckets[b];
     identity_t *rec = &bs->ids[bucket->record];
     pf_guard_want_t want;
     ap_listen_rec *lr;
-    int found = 0, unfixed = 0, fixed, failed;
+    int found = 0, unfixed = 0, fixed, failed, relistened;
     char what[256], left[256];
 
     want.backlog = rec->backlog;
@@ -1191,18 +1193,17 @@ static void guard_bucket(pf_bucketset_t *bs, int b, server_rec *s)
                 failed |= PF_GUARD_NOT_LISTENING;
             }
         }
-        /* The kernel took a socket that stopped listening out of the
-         * steering's socket map; steering's own check at the end of the
-         * cycle (pf_steer_cycle) puts it back under its bucket number. */
         found |= fixed | failed;
         unfixed |= failed;
     }
+    relistened = (found & PF_GUARD_NOT_LISTENING)
+                 && !(unfixed & PF_GUARD_NOT_LISTENING);
     if (found == 0) {
         rec->guard_logged = 0;
-        return;
+        return 0;
     }
     if ((found & ~rec->guard_logged) == 0) {
-        return;                 /* said once for this episode */
+        return relistened;      /* said once for this episode */
     }
     rec->guard_logged |= found;
     pf_guard_describe(found, what, sizeof(what));
@@ -1221,20 +1222,29 @@ static void guard_bucket(pf_bucketset_t *bs, int b, server_rec *s)
                      b, bucket->address, what,
                      pf_guard_describe(unfixed, left, sizeof(left)));
     }
+    return relistened;
 }
 
 void pf_bucketset_guard(pf_bucketset_t *bs, int bucket, server_rec *s)
 {
-    int b;
+    pf_steer_buckets_t view;
+    int b, relistened = 0;
 
     if (bucket >= bs->num_buckets) {
         return;
     }
     for (b = bucket < 0 ? 0 : bucket; b < bs->num_buckets; b++) {
-        guard_bucket(bs, b, s);
+        relistened |= guard_bucket(bs, b, s);
         if (bucket >= 0) {
             break;
         }
+    }
+    if (relistened) {
+        /* The kernel took a socket that stopped listening out of the
+         * steering's socket map; until it is back under its bucket
+         * number, the connections steered there go to the others. */
+        steering_view(bs, &view);
+        pf_steer_refill(bs->steer, &view, s);
     }
 }
 

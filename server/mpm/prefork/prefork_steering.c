@@ -710,6 +710,18 @@ void pf_steer_cycle(pf_steer_t *st, const pf_steer_buckets_t *b,
     reconcile_idle_counts(st, b, obs, s);
 }
 
+void pf_steer_refill(pf_steer_t *st, const pf_steer_buckets_t *b,
+                     server_rec *s)
+{
+    if (!st->steerable || b->num_buckets != st->num_buckets
+        || b->per_listen != st->per_listen) {
+        return;
+    }
+    if (st->num_progs > 0 && st->socks_fd >= 0) {
+        refill_socket_map(st, b, s);
+    }
+}
+
 int pf_steer_figures(const pf_steer_t *st, int bucket,
                      pf_steer_figures_t *out)
 {

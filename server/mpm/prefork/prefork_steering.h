@@ -119,6 +119,14 @@ int pf_steer_attach(pf_steer_t *st, const pf_steer_buckets_t *buckets,
 void pf_steer_cycle(pf_steer_t *st, const pf_steer_buckets_t *buckets,
                     const pf_steer_observation_t *obs, server_rec *s);
 
+/**
+ * Parent, at once when the bucket set made a socket listen again (in place
+ * or replaced): puts it back in the socket map, so that the connections
+ * steered to its bucket do not wait for the next cycle.
+ */
+void pf_steer_refill(pf_steer_t *st, const pf_steer_buckets_t *buckets,
+                     server_rec *s);
+
 /** The pfb_steer_e in force. */
 int pf_steer_active(const pf_steer_t *st);
 
