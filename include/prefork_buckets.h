@@ -98,8 +98,14 @@ typedef enum {
     PFB_WHY_KEPT = 6,           /**< a graceful restart kept the count in
                                      force, the configuration asks for
                                      another */
-    PFB_WHY_DEFAULT = 7         /**< neither directive set, several
-                                     Listens: one bucket each */
+    PFB_WHY_DEFAULT = 7,        /**< neither directive set, several
+                                     Listens: one bucket each (before
+                                     1.0; kept for its number) */
+    PFB_WHY_ONE_PER_LISTEN = 8, /**< the ratio gives one socket per
+                                     Listen: one bucket holds them all */
+    PFB_WHY_NO_IDLE_STEERING = 9 /**< the ratio with idle steering, which
+                                      the kernel or the build refuses:
+                                      one bucket holds every Listen */
 } pfb_reason_e;
 
 /** One bucket identity, padded to a whole number of cache lines. */
@@ -388,6 +394,10 @@ static APR_INLINE const char *pfb_reason_name(int reason)
         return "kept-over-graceful-restart";
     case PFB_WHY_DEFAULT:
         return "default-bucket-per-listen";
+    case PFB_WHY_ONE_PER_LISTEN:
+        return "ratio-one-per-listen";
+    case PFB_WHY_NO_IDLE_STEERING:
+        return "idle-steering-unavailable";
     default:
         return "unknown";
     }

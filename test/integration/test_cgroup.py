@@ -153,8 +153,9 @@ class CgroupQuota(unittest.TestCase):
                                  listen_sockets(srv.ports[0]))
                 self.assertRegex(
                     srv.error_log(),
-                    r"listener buckets: 1 \(1 per Listen, mode reuseport, "
-                    r"from ratio: 1 usable CPU\(s\) of %d online, affinity "
+                    r"listener buckets: 1 \(1 per Listen, mode single, "
+                    r"from ratio-one-per-listen: 1 usable CPU\(s\) of %d "
+                    r"online, affinity "
                     r"\d+, cgroup quota 1," % os.cpu_count())
         print("cgroup %s quota of 1 CPU on %d CPUs: 1 bucket" % (kind, cpus))
 

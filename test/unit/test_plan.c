@@ -16,6 +16,7 @@ typedef struct {
     int min_spare, steering;
     int mode, reason, per_listen, total;
     int warm_limit, capped, starved;
+    int steering_refused;       /* the kernel or the build refuses it */
 } plan_row_t;
 
 #define HASH PFB_STEER_HASH
@@ -26,80 +27,104 @@ typedef struct {
 static const plan_row_t plan_rows[] = {
     /* Neither directive: httpd's arrangement, whatever the Listens. */
     { "one Listen by default: one bucket", 64, 0, UNSET, 1, 1, 150, 5, HASH,
-      PFB_MODE_SINGLE, PFB_WHY_OFF, 1, 1, 0, 0, 0 },
+      PFB_MODE_SINGLE, PFB_WHY_OFF, 1, 1, 0, 0, 0, 0 },
     { "several Listens by default: one bucket polled under the mutex", 64, 0,
       UNSET, 1, 4, 150, 5, HASH, PFB_MODE_SINGLE, PFB_WHY_OFF, 1, 1, 0, 0,
-      0 },
+      0, 0 },
     { "the default needs no SO_REUSEPORT", 64, 0, UNSET, 0, 2, 150, 5, HASH,
-      PFB_MODE_SINGLE, PFB_WHY_OFF, 1, 1, 0, 0, 0 },
+      PFB_MODE_SINGLE, PFB_WHY_OFF, 1, 1, 0, 0, 0, 0 },
     { "default with more Listens than MaxRequestWorkers: one bucket", 4, 0,
-      UNSET, 1, 3, 2, 5, HASH, PFB_MODE_SINGLE, PFB_WHY_OFF, 1, 1, 0, 0, 0 },
+      UNSET, 1, 3, 2, 5, HASH, PFB_MODE_SINGLE, PFB_WHY_OFF, 1, 1, 0, 0, 0, 0 },
     { "ListenBuckets 0 keeps one bucket for one Listen", 64, 0, 0, 1, 1, 150,
-      5, HASH, PFB_MODE_SINGLE, PFB_WHY_OFF, 1, 1, 0, 0, 0 },
+      5, HASH, PFB_MODE_SINGLE, PFB_WHY_OFF, 1, 1, 0, 0, 0, 0 },
     { "ListenBuckets 0 keeps every Listen in one bucket (httpd's way)", 64,
-      0, 0, 1, 4, 150, 5, HASH, PFB_MODE_SINGLE, PFB_WHY_OFF, 1, 1, 0, 0, 0 },
+      0, 0, 1, 4, 150, 5, HASH, PFB_MODE_SINGLE, PFB_WHY_OFF, 1, 1, 0, 0, 0, 0 },
     { "ListenBuckets 0 follows a ratio", 4, 2, 0, 1, 1, 150, 5, HASH,
-      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 2, 2, 5, 0, 0 },
+      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 2, 2, 5, 0, 0, 0 },
     { "ratio 1 on 2 CPUs", 2, 1, 0, 1, 1, 150, 5, HASH,
-      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 2, 2, 5, 0, 0 },
+      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 2, 2, 5, 0, 0, 0 },
     { "ratio 8 on 64 CPUs, spare pool of 8", 64, 8, 0, 1, 1, 150, 8, HASH,
-      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 8, 8, 8, 0, 0 },
-    { "ratio above the CPU count gives one", 2, 4, 0, 1, 1, 150, 5, HASH,
-      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 1, 1, 5, 0, 0 },
+      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 8, 8, 8, 0, 0, 0 },
+    { "ratio above the CPU count: one bucket, as in httpd", 2, 4, 0, 1, 1,
+      150, 5, HASH, PFB_MODE_SINGLE, PFB_WHY_ONE_PER_LISTEN, 1, 1, 5, 0, 0, 0 },
+    { "ratio 1 on one CPU, four Listens: one bucket polled under the mutex",
+      1, 1, 0, 1, 4, 150, 5, IDLE, PFB_MODE_SINGLE, PFB_WHY_ONE_PER_LISTEN,
+      1, 1, 0, 0, 0, 0 },
+    { "ratio 1 on 2 CPUs, idle", 2, 1, 0, 1, 1, 150, 5, IDLE,
+      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 2, 2, 0, 0, 0, 0 },
+    { "ratio 1 on 2 CPUs, idle, four Listens", 2, 1, 0, 1, 4, 150, 5, IDLE,
+      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 2, 8, 0, 0, 0, 0 },
+    { "ListenBuckets 1 keeps a bucket per Listen", 2, 0, 1, 1, 4, 150, 5,
+      HASH, PFB_MODE_REUSEPORT, PFB_WHY_EXPLICIT, 1, 4, 5, 0, 0, 0 },
     { "ratio rounds down", 10, 4, 0, 1, 1, 150, 5, HASH,
-      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 2, 2, 5, 0, 0 },
+      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 2, 2, 5, 0, 0, 0 },
     { "explicit count ignores CPUs", 2, 0, 4, 1, 1, 150, 5, HASH,
-      PFB_MODE_REUSEPORT, PFB_WHY_EXPLICIT, 4, 4, 5, 0, 0 },
+      PFB_MODE_REUSEPORT, PFB_WHY_EXPLICIT, 4, 4, 5, 0, 0, 0 },
     { "explicit wins over ratio", 64, 1, 3, 1, 1, 150, 5, HASH,
-      PFB_MODE_REUSEPORT, PFB_WHY_EXPLICIT, 3, 3, 5, 0, 0 },
+      PFB_MODE_REUSEPORT, PFB_WHY_EXPLICIT, 3, 3, 5, 0, 0, 0 },
     { "two Listens double the buckets", 4, 1, 0, 1, 2, 150, 8, HASH,
-      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 4, 8, 8, 0, 0 },
+      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 4, 8, 8, 0, 0, 0 },
     { "no SO_REUSEPORT: one per Listen", 64, 1, 0, 0, 2, 150, 5, HASH,
-      PFB_MODE_PER_LISTEN, PFB_WHY_NO_REUSEPORT, 1, 2, 0, 0, 0 },
+      PFB_MODE_PER_LISTEN, PFB_WHY_NO_REUSEPORT, 1, 2, 0, 0, 0, 0 },
     { "no SO_REUSEPORT with explicit count", 2, 0, 4, 0, 1, 150, 5, HASH,
-      PFB_MODE_PER_LISTEN, PFB_WHY_NO_REUSEPORT, 1, 1, 0, 0, 0 },
+      PFB_MODE_PER_LISTEN, PFB_WHY_NO_REUSEPORT, 1, 1, 0, 0, 0, 0 },
     { "capped by MaxRequestWorkers", 256, 1, 0, 1, 1, 150, 500, HASH,
-      PFB_MODE_REUSEPORT, PFB_WHY_CAPPED, 150, 150, 500, 0, 0 },
+      PFB_MODE_REUSEPORT, PFB_WHY_CAPPED, 150, 150, 500, 0, 0, 0 },
     { "capped per Listen", 64, 1, 0, 1, 2, 100, 500, HASH,
-      PFB_MODE_REUSEPORT, PFB_WHY_CAPPED, 50, 100, 500, 0, 0 },
+      PFB_MODE_REUSEPORT, PFB_WHY_CAPPED, 50, 100, 500, 0, 0, 0 },
     { "too many Listens for MaxRequestWorkers", 4, 0, 4, 1, 3, 2, 5, HASH,
-      PFB_MODE_SINGLE, PFB_WHY_CAPPED, 1, 1, 5, 0, 0 },
+      PFB_MODE_SINGLE, PFB_WHY_CAPPED, 1, 1, 5, 0, 0, 0 },
     { "unknown CPU count counts as one", 0, 1, 0, 1, 1, 150, 5, HASH,
-      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 1, 1, 5, 0, 0 },
+      PFB_MODE_SINGLE, PFB_WHY_ONE_PER_LISTEN, 1, 1, 5, 0, 0, 0 },
     /* Warm buckets: the ratio's count never exceeds MinSpareServers under
      * hash or cpu steering. */
     { "Debian's pool on 16 CPUs, ratio 1, hash: capped to 5", 16, 1, 0, 1,
-      1, 150, 5, HASH, PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 5, 5, 5, 1, 0 },
+      1, 150, 5, HASH, PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 5, 5, 5, 1, 0, 0 },
     { "Debian's pool on 16 CPUs, ratio 1, cpu: capped to 5", 16, 1, 0, 1, 1,
-      150, 5, CPU, PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 5, 5, 5, 1, 0 },
+      150, 5, CPU, PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 5, 5, 5, 1, 0, 0 },
     { "idle steering shares the pool: no cap", 16, 1, 0, 1, 1, 150, 5, IDLE,
-      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 16, 16, 0, 0, 0 },
+      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 16, 16, 0, 0, 0, 0 },
     { "two Listens share the cap", 16, 1, 0, 1, 2, 150, 5, HASH,
-      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 2, 4, 5, 1, 0 },
-    { "more Listens than the cap: one bucket each", 16, 1, 0, 1, 8, 150, 5,
-      HASH, PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 1, 8, 5, 1, 0 },
+      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 2, 4, 5, 1, 0, 0 },
+    { "more Listens than the cap: one bucket holds them all", 16, 1, 0, 1,
+      8, 150, 5, HASH, PFB_MODE_SINGLE, PFB_WHY_ONE_PER_LISTEN, 1, 1, 5, 1,
+      0, 0 },
     { "a spare pool as large as the count: no cap", 16, 1, 0, 1, 1, 150, 16,
-      HASH, PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 16, 16, 16, 0, 0 },
+      HASH, PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 16, 16, 16, 0, 0, 0 },
     { "MinSpareServers 0 counts as 1", 16, 1, 0, 1, 1, 150, 0, HASH,
-      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 1, 1, 1, 1, 0 },
+      PFB_MODE_SINGLE, PFB_WHY_ONE_PER_LISTEN, 1, 1, 1, 1, 0, 0 },
     { "warm cap, then MaxRequestWorkers", 16, 1, 0, 1, 1, 4, 10, HASH,
-      PFB_MODE_REUSEPORT, PFB_WHY_CAPPED, 4, 4, 10, 1, 0 },
+      PFB_MODE_REUSEPORT, PFB_WHY_CAPPED, 4, 4, 10, 1, 0, 0 },
     /* An explicit count is kept, and flagged when it starves buckets. */
     { "ListenBuckets 16 with Debian's pool, hash: kept, starved", 2, 0, 16,
       1, 1, 150, 5, HASH, PFB_MODE_REUSEPORT, PFB_WHY_EXPLICIT, 16, 16, 5, 0,
-      1 },
+      1, 0 },
     { "ListenBuckets 16 with Debian's pool, idle: kept, warm", 2, 0, 16, 1,
       1, 150, 5, IDLE, PFB_MODE_REUSEPORT, PFB_WHY_EXPLICIT, 16, 16, 0, 0,
-      0 },
+      0, 0 },
     { "ListenBuckets 4 over two Listens with MinSpareServers 5: starved", 2,
       0, 4, 1, 2, 150, 5, HASH, PFB_MODE_REUSEPORT, PFB_WHY_EXPLICIT, 4, 8,
-      5, 0, 1 },
+      5, 0, 1, 0 },
     { "ListenBuckets within MinSpareServers: warm", 2, 0, 5, 1, 1, 150, 5,
-      HASH, PFB_MODE_REUSEPORT, PFB_WHY_EXPLICIT, 5, 5, 5, 0, 0 },
+      HASH, PFB_MODE_REUSEPORT, PFB_WHY_EXPLICIT, 5, 5, 5, 0, 0, 0 },
     { "explicit cut by MaxRequestWorkers to within the pool: warm", 2, 0, 16,
-      1, 1, 4, 5, HASH, PFB_MODE_REUSEPORT, PFB_WHY_CAPPED, 4, 4, 5, 0, 0 },
+      1, 1, 4, 5, HASH, PFB_MODE_REUSEPORT, PFB_WHY_CAPPED, 4, 4, 5, 0, 0, 0 },
     { "no SO_REUSEPORT: nothing to keep warm", 2, 0, 16, 0, 1, 150, 5, HASH,
-      PFB_MODE_PER_LISTEN, PFB_WHY_NO_REUSEPORT, 1, 1, 0, 0, 0 },
+      PFB_MODE_PER_LISTEN, PFB_WHY_NO_REUSEPORT, 1, 1, 0, 0, 0, 0 },
+    /* The ratio with idle steering where idle cannot run: not hash's
+     * per-bucket pools, but httpd's one bucket. */
+    { "ratio, idle refused: one bucket", 16, 1, 0, 1, 1, 150, 5, IDLE,
+      PFB_MODE_SINGLE, PFB_WHY_NO_IDLE_STEERING, 1, 1, 0, 0, 0, 1 },
+    { "ratio, idle refused, four Listens: one bucket", 2, 1, 0, 1, 4, 150, 5,
+      IDLE, PFB_MODE_SINGLE, PFB_WHY_NO_IDLE_STEERING, 1, 1, 0, 0, 0, 1 },
+    { "ratio, idle refused, no SO_REUSEPORT either: one per Listen", 2, 1,
+      0, 0, 2, 150, 5, IDLE, PFB_MODE_PER_LISTEN, PFB_WHY_NO_REUSEPORT, 1, 2,
+      0, 0, 0, 1 },
+    { "ListenBuckets 8, idle refused: kept, under hash, starved", 2, 0, 8,
+      1, 1, 150, 5, IDLE, PFB_MODE_REUSEPORT, PFB_WHY_EXPLICIT, 8, 8, 5, 0,
+      1, 1 },
+    { "ratio, cpu refused: hash's cap", 16, 1, 0, 1, 1, 150, 5, CPU,
+      PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 5, 5, 5, 1, 0, 1 },
 };
 
 START_TEST(plan_buckets_follows_table)
@@ -118,6 +143,7 @@ START_TEST(plan_buckets_follows_table)
     in.max_workers = row->max_workers;
     in.min_spare_servers = row->min_spare;
     in.steering = row->steering;
+    in.steering_usable = !row->steering_refused;
     pf_plan_buckets(&in, &plan, &warm);
     ck_assert_msg(plan.mode == row->mode, "%s: mode %d", row->label,
                   plan.mode);
@@ -164,8 +190,12 @@ START_TEST(ratio_never_outgrows_the_spare_pool)
                     in.max_workers = 150;
                     in.min_spare_servers = min_spare;
                     in.steering = steer;
+                    in.steering_usable = 1;
                     pf_plan_buckets(&in, &plan, &warm);
                     ck_assert_int_ge(plan.buckets_per_listen, 1);
+                    /* Never a bucket per Listen from the ratio. */
+                    ck_assert(plan.mode != PFB_MODE_REUSEPORT
+                              || plan.buckets_per_listen >= 2);
                     ck_assert_int_eq(warm.starved, 0);
                     if (steer == PFB_STEER_IDLE) {
                         ck_assert_int_eq(plan.buckets_per_listen,
@@ -243,6 +273,7 @@ START_TEST(quota_container_gets_quota_buckets)
     in.num_listeners = 1;
     in.max_workers = 256;
     in.min_spare_servers = 5;
+    in.steering_usable = 1;
     pf_plan_buckets(&in, &plan, NULL);
     ck_assert_int_eq(plan.num_buckets, 2);
 }

@@ -117,6 +117,8 @@ struct pf_bucketset_s {
     /* What the count was made from. */
     int reuseport_usable;       /* -1 not probed, 0 no, 1 yes */
     apr_status_t reuseport_status;
+    apr_status_t idle_status;   /* idle steering's probe at this plan */
+    char idle_refusal[256];     /* and what failed */
     const char *reuseport_failed_call;
     pf_cpu_info_t cpus;
     int cpus_usable;
@@ -689,6 +691,15 @@ static void log_bucket_count(const pf_bucketset_t *bs, server_rec *s)
                      pfb_mode_name(plan->mode));
         return;
     }
+    if (plan->reason == PFB_WHY_NO_IDLE_STEERING) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, bs->idle_status, s,
+                     PFBLOGNO(00150) "ListenBucketSteering idle unavailable "
+                     "(%s): ListenCoresBucketsRatio %d ignored, every Listen "
+                     "in one bucket as in httpd's prefork, since buckets "
+                     "under hash steering would each need a spare pool of "
+                     "their own", bs->idle_refusal, cfg->ratio);
+        return;
+    }
     if (plan->reason == PFB_WHY_NO_REUSEPORT) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, bs->reuseport_status, s,
                      PFBLOGNO(00024) "SO_REUSEPORT unavailable (%s failed): "
@@ -779,6 +790,9 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
     count.max_workers = cfg->max_workers;
     count.min_spare_servers = cfg->min_spare_servers;
     count.steering = cfg->steer_wanted;
+    bs->idle_status = pf_steer_probe(cfg->steer_wanted, bs->idle_refusal,
+                                     sizeof(bs->idle_refusal));
+    count.steering_usable = bs->idle_status == APR_SUCCESS;
     pf_plan_buckets(&count, &in.wanted, &bs->warm);
     bs->asked = in.wanted;
     bs->built_from = *cfg;

@@ -518,9 +518,16 @@ void pf_plan_buckets(const pf_plan_in_t *in, pf_bucket_plan_t *plan,
         plan->reason = PFB_WHY_NO_REUSEPORT;
         per_listen = 1;
     }
+    else if (by_ratio && in->steering == PFB_STEER_IDLE
+             && !in->steering_usable) {
+        plan_single(PFB_WHY_NO_IDLE_STEERING, plan);
+        return;
+    }
     else {
         warm->limit = pf_warm_bucket_limit(in->min_spare_servers,
-                                           in->steering);
+                                           in->steering_usable
+                                               ? in->steering
+                                               : PFB_STEER_HASH);
     }
     if (warm->limit > 0 && warm->asked > warm->limit) {
         if (by_ratio) {
@@ -547,6 +554,10 @@ void pf_plan_buckets(const pf_plan_in_t *in, pf_bucket_plan_t *plan,
             return;
         }
         plan->reason = PFB_WHY_CAPPED;
+    }
+    if (by_ratio && per_listen == 1 && plan->mode == PFB_MODE_REUSEPORT) {
+        plan_single(PFB_WHY_ONE_PER_LISTEN, plan);
+        return;
     }
     plan->buckets_per_listen = per_listen;
     plan->num_buckets = per_listen * listeners;

@@ -213,6 +213,9 @@ typedef struct {
     int max_workers;        /**< MaxRequestWorkers */
     int min_spare_servers;  /**< MinSpareServers */
     int steering;           /**< ListenBucketSteering (pfb_steer_e) */
+    /** The kernel and the build can run @a steering (hash always can);
+     *  where not, the children are steered by hash. */
+    int steering_usable;
 } pf_plan_in_t;
 
 /** Whether the buckets stay warm: every bucket with an idle child of its
@@ -253,11 +256,20 @@ int pf_warm_bucket_limit(int min_spare_servers, int steering);
  * bucket.
  *
  * The ratio's count is cut down to what the spare pool keeps warm
- * (pf_warm_bucket_limit(), at least one bucket per Listen; warm->capped);
- * an explicit count is kept, and warm->starved says when it is above that.
- * Then the total is cut down so that every bucket can have a child within
- * MaxRequestWorkers; if even one bucket per Listen does not fit, every
- * Listen goes into one bucket.
+ * (pf_warm_bucket_limit() under the steering that will run, at least one
+ * bucket per Listen; warm->capped); an explicit count is kept, and
+ * warm->starved says when it is above that.  Then the total is cut down so
+ * that every bucket can have a child within MaxRequestWorkers; if even one
+ * bucket per Listen does not fit, every Listen goes into one bucket.
+ *
+ * The ratio never gives a bucket per Listen: where its count comes to one
+ * socket per Listen, every Listen goes into one bucket, as in httpd
+ * (PFB_WHY_ONE_PER_LISTEN); a bucket per Listen, each with a spare pool of
+ * its own, lost on tails to httpd's shared poll (issue 20).  Nor does the
+ * ratio with idle steering fall back to hash: idle shares the spare pool
+ * among the buckets and hash does not, so where idle steering cannot run,
+ * every Listen goes into one bucket (PFB_WHY_NO_IDLE_STEERING).  An
+ * explicit ListenBuckets is kept in both cases.
  *
  * @param warm Written; may be NULL
  */

@@ -499,6 +499,56 @@ static apr_status_t attach_programs(pf_steer_t *st,
     return rv;
 }
 
+apr_status_t pf_steer_probe(int mode, char *why, apr_size_t why_len)
+{
+    pf_steer_program_t spec;
+    pf_steer_bucket_t *table = NULL;
+    size_t table_len = 0;
+    char line[REFUSAL_LINE];
+    const char *step;
+    apr_status_t rv;
+    int prog_fd = -1;
+
+    *why = '\0';
+    if (mode != PFB_STEER_IDLE) {
+        return APR_SUCCESS;
+    }
+    if (!pf_steer_kernel_built()) {
+        apr_cpystrn(why, "this build has no BPF programs", why_len);
+        return APR_ENOTIMPL;
+    }
+    memset(&spec, 0, sizeof(spec));
+    spec.mode = mode;
+    spec.idle_fd = spec.cpu_fd = -1;
+    spec.listen.per_listen = 2;
+    spec.listen.probes = (pf_u32)pf_steer_idle_probes(2);
+    spec.listen.capacity = 2;
+    line[0] = '\0';
+    step = "bpf(BPF_MAP_CREATE) of the socket map";
+    rv = pf_steer_kernel_socket_map(2, &spec.socks_fd);
+    if (rv == APR_SUCCESS) {
+        step = "bpf(BPF_MAP_CREATE) of the mmap-able idle counts";
+        rv = pf_steer_kernel_idle_table(2, &spec.idle_fd, &table,
+                                        &table_len);
+    }
+    else {
+        spec.socks_fd = -1;
+    }
+    if (rv == APR_SUCCESS) {
+        step = "bpf(BPF_PROG_LOAD) of the SK_REUSEPORT program";
+        rv = pf_steer_kernel_load(&spec, &prog_fd, line, sizeof(line));
+    }
+    if (rv != APR_SUCCESS) {
+        apr_snprintf(why, why_len, "%s failed%s%s", step,
+                     line[0] ? ": " : "", line);
+    }
+    pf_steer_kernel_close(prog_fd);
+    pf_steer_kernel_unmap(table, table_len);
+    pf_steer_kernel_close(spec.idle_fd);
+    pf_steer_kernel_close(spec.socks_fd);
+    return rv;
+}
+
 /* "idle" or "cpu" refused: back to hash, said once for the server. */
 static void fall_back(pf_steer_t *st, int wanted, const refusal_t *why,
                       server_rec *s)

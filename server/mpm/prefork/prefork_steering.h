@@ -98,6 +98,17 @@ typedef struct {
 pf_steer_t *pf_steer_create(apr_pool_t *pool);
 
 /**
+ * Parent (root), while it plans the buckets, before any is opened: whether
+ * idle steering can run here, by making its maps and loading its program
+ * once, then closing them.  The plan relies on it (pf_plan_buckets); the
+ * other modes fall back to hash, which needs no program, so they are
+ * not probed.
+ * @param why Set to what failed, when it did
+ * @return APR_SUCCESS, or the refusal's status
+ */
+apr_status_t pf_steer_probe(int mode, char *why, apr_size_t why_len);
+
+/**
  * Parent (root), before it forks a generation: reads the affinity mask,
  * fills the socket map from @a buckets, loads the program of @a wanted
  * (pfb_steer_e) for every Listen and attaches it, replacing the previous
