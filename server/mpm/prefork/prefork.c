@@ -242,6 +242,10 @@ static int my_bucket_index;
 static int devnull_fd = -1;
 static volatile sig_atomic_t child_die_now;
 static volatile sig_atomic_t child_in_accept_wait;
+/* Set once the child is leaving, by any exit() (a module's too): a stop
+ * signal that comes then must not run clean_child_exit() inside exit(),
+ * whose handlers are not reentrant. */
+static volatile sig_atomic_t child_exiting;
 
 /* A listener in a child's pollset, with its position in the bucket. */
 typedef struct {
@@ -273,6 +277,7 @@ static const pfb_segment_t *prefork_buckets_segment(void)
 static void clean_child_exit(int code) __attribute__((noreturn));
 static void clean_child_exit(int code)
 {
+    child_exiting = 1;
     retained->mpm->mpm_state = AP_MPMQ_STOPPING;
     apr_signal(SIGHUP, SIG_IGN);
     apr_signal(SIGTERM, SIG_IGN);
@@ -366,11 +371,21 @@ static void child_terminate_handler(int AP_MAYBE_UNUSED(sig),
 {
     note_sender(info);
     child_die_now = 1;
+    if (child_exiting) {
+        return;                 /* already on its way out */
+    }
     if (child_in_accept_wait) {
         stop_accepting();
         return;
     }
     clean_child_exit(stop_exit_code());
+}
+
+/* Registered in the child before any module's code runs in it, so it
+ * runs first when anything calls exit(). */
+static void note_child_exiting(void)
+{
+    child_exiting = 1;
 }
 
 static void child_install_signals(void)
@@ -765,6 +780,7 @@ static int make_child(server_rec *s, int slot, int bucket_index)
 #if AP_HAS_THREAD_LOCAL
         ap_thread_current_after_fork();
 #endif
+        atexit(note_child_exiting);
         child_install_signals();
         ap_fatal_signal_child_setup(ap_server_conf);
         sigprocmask(SIG_SETMASK, &saved_mask, NULL);
