@@ -154,7 +154,7 @@ demo() {
     done
     say "GET $url/"
     curl -sS -i "$url/" | sed -n '1p;$p'
-    say "listening sockets (one per bucket: one per usable CPU, as shipped):"
+    say "listening sockets (one per bucket; as shipped, one bucket):"
     ss -ltn "sport = :$DEMO_PORT" | sed 1d
     say "short load: ab -n 20000 -c 32 (keep-alive off)"
     timeout 120 ab -q -n 20000 -c 32 "$url/index.html" \

@@ -341,18 +341,34 @@ SHIPPED_CONF = os.path.join(TOP, "server", "mpm", "prefork",
 
 class ShippedConfiguration(unittest.TestCase):
     """What a2enmod mpm_prefork_buckets enables (the file itself, started
-    as admins start httpd): Debian's pool, ListenCoresBucketsRatio 1 and
-    idle steering; and, where idle steering cannot run, httpd's own
-    arrangement with one line that says why, never hash's per-bucket
-    pools."""
+    as admins start httpd): Debian's pool and no bucket directive, so
+    httpd's one bucket, whatever the Listens."""
+
+    def test_one_bucket_for_every_listen(self):
+        with Server(extra='Include "%s"\n' % SHIPPED_CONF, ports=2,
+                    daemon=True) as srv:
+            srv.start()
+            for port in srv.ports:
+                self.assertEqual(len(listen_sockets(port)), 1)
+                self.assertEqual(http_get("127.0.0.1", port, "/")[0], 200)
+            self.assertIn("listener buckets: 1 (1 per Listen, mode single, "
+                          "from off", srv.error_log())
+
+
+class RatioWithIdleSteering(unittest.TestCase):
+    """The ratio with idle steering: buckets that share the spare pool;
+    and, where idle steering cannot run, httpd's arrangement with one line
+    that says why, never hash's per-bucket pools."""
+
+    EXTRA = (DEBIAN_POOL + "ListenCoresBucketsRatio 1\n"
+             "ListenBucketSteering idle\n")
 
     def test_buckets_on_with_idle_steering(self):
         cpus = len(os.sched_getaffinity(0))
         if cpus < 2:
             self.skipTest("NOT RUN: the ratio gives buckets with 2 or more "
                           "usable CPUs (have %d)" % cpus)
-        with Server(extra='Include "%s"\n' % SHIPPED_CONF, ports=2,
-                    daemon=True) as srv:
+        with Server(extra=self.EXTRA, ports=2, daemon=True) as srv:
             srv.start()
             for port in srv.ports:
                 self.assertEqual(len(listen_sockets(port)), cpus)
@@ -368,7 +384,7 @@ class ShippedConfiguration(unittest.TestCase):
         # bpf(2) fails under the shim: the ratio gives no buckets, and one
         # warning says so, at start and at each restart; no fallback to
         # hash steering.
-        with Server(extra='Include "%s"\n' % SHIPPED_CONF, ports=2,
+        with Server(extra=self.EXTRA, ports=2,
                     env={"LD_PRELOAD": NOBPF_SO}, daemon=True,
                     expect_log=("PFB00150",)) as srv:
             srv.start()

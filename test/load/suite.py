@@ -184,11 +184,11 @@ PROFILES = {
                         "stock-ratio1"],
             "scenarios": ["php"]},
     # What the package ships (mpm_prefork_buckets.conf: Debian's pool
-    # 5/5/10/150, ListenCoresBucketsRatio 1, idle steering) against
-    # Debian's stock prefork with its own mpm_prefork.conf, the same pool:
-    # the shipped default must never be slower.  pfb-1 (no bucket
-    # directive, the arrangement the shipped file falls back to) rides
-    # along.  hetero with 48 clients, as issue 20 measured it.
+    # 5/5/10/150, no bucket directive) against Debian's stock prefork with
+    # its own mpm_prefork.conf, the same pool: the shipped default must
+    # never be slower.  pfb-1 (the same arrangement from the profile's
+    # pool) rides along; add --configs pfb-N-idle,... to compare buckets.
+    # hetero with 48 clients, as issue 20 measured it.
     "default": {"pairs": 3, "seconds": 8, "workers": 150, "start": 5,
                 "min_spare": 5, "max_spare": 10, "connections": 32,
                 "hetero_clients": 48,

@@ -523,22 +523,12 @@ def step_serve(port):
     check("bucket data available", info.get("available") is True)
     sockets = listen_sockets(port)
     buckets = info.get("bucket_count", 0)
-    # As shipped: ListenCoresBucketsRatio 1 with idle steering, a bucket
-    # per usable CPU on Debian's one Listen; on one CPU, httpd's one bucket.
-    cpus = len(os.sched_getaffinity(0))
-    if cpus >= 2:
-        check("serves as shipped: a bucket per usable CPU, idle steering",
-              info.get("mode") == "reuseport" and len(sockets) == cpus
-              and buckets == cpus and info.get("steering") == "idle",
-              "mode %s, %d socket(s), %d bucket(s), steering %s, %d CPU(s)"
-              % (info.get("mode"), len(sockets), buckets,
-                 info.get("steering"), cpus))
-    else:
-        check("serves as shipped: one CPU, one bucket",
-              info.get("mode") == "single" and len(sockets) == 1
-              and buckets == 1,
-              "mode %s, %d socket(s), %d bucket(s)"
-              % (info.get("mode"), len(sockets), buckets))
+    # As shipped: no bucket directive, httpd's one bucket.
+    check("serves as shipped: one bucket, one listening socket",
+          info.get("mode") == "single" and len(sockets) == 1
+          and buckets == 1,
+          "mode %s, %d socket(s), %d bucket(s)"
+          % (info.get("mode"), len(sockets), buckets))
     status, body = get(port, "/")
     check("GET / serves Debian's page", status == 200, "status %d" % status)
     status, auto = get(port, "/server-status?auto")
