@@ -230,11 +230,6 @@ pf_bucket_t *pf_bucketset_buckets(pf_bucketset_t *bs, int *num_buckets)
     return bs->buckets;
 }
 
-const pf_bucket_plan_t *pf_bucketset_plan(const pf_bucketset_t *bs)
-{
-    return &bs->plan;
-}
-
 /* ------------------------------------------------------------------ */
 /* Identities                                                          */
 
@@ -259,14 +254,16 @@ static int find_identity(const pf_bucketset_t *bs, const pf_identity_t *id)
 }
 
 /* A record for a new identity: one never used, else one whose identity
- * is not in use and has no child left, else one not in use (its old
- * children's counts then add to the newcomer's: a report error, nothing
- * worse; the sizing above makes it unreachable). */
+ * is not in use and has no child left.  One always exists: of the
+ * 2 * ServerLimit + 1 records (pf_bucketset_create), the build has given
+ * fewer than ServerLimit + 1 to buckets so far (every bucket needs a
+ * child), and at most ServerLimit others still have children, each child
+ * counting in one record.  -1 would mean that sizing broke (PFB00049). */
 static int new_identity(pf_bucketset_t *bs, const pf_identity_t *id)
 {
     int r, pick = -1, pass;
 
-    for (pass = 0; pass < 3 && pick < 0; pass++) {
+    for (pass = 0; pass < 2 && pick < 0; pass++) {
         for (r = 0; r < bs->num_records && pick < 0; r++) {
             identity_t *rec = &bs->ids[r];
 
@@ -274,7 +271,7 @@ static int new_identity(pf_bucketset_t *bs, const pf_identity_t *id)
                 continue;
             }
             if ((pass == 0 && !rec->used)
-                || (pass == 1 && rec->children == 0) || pass == 2) {
+                || (pass == 1 && rec->children == 0)) {
                 pick = r;
             }
         }
