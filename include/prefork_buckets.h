@@ -35,10 +35,19 @@
  * The trust rule.  Children run untrusted code, so everything in the
  * segment is hostile input to the root parent: the parent never reads
  * back anything from it to size, index or signal.  Its counts, the slot
- * table and the bucket table are private copies in its own memory; from
- * the segment it reads only a dead child's `accepted` (a number it adds
- * up) and `waiting` (a yes/no), and it rewrites every parent field each
- * maintenance cycle.  Readers get the segment through the optional
+ * table, the bucket table, each record's summed `accepted` and its
+ * `sample_next` are private copies in its own memory, and it rewrites
+ * every field it owns each maintenance cycle.  From the segment it reads
+ * only the two fields children write, in the slots its own table says
+ * are in use, each once per read:
+ *   - `accepted`: every live child's, each maintenance cycle (the
+ *     bucket's total), and a reaped child's once (its bucket's
+ *     `retired`); only added up, saturating at the largest value;
+ *   - `waiting`: every live child's, each maintenance cycle under idle
+ *     steering (counted per bucket, so at most one per slot), and a
+ *     reaped child's once (its idle count goes); only tested for zero.
+ * A hostile value there makes a report or an idle count wrong until the
+ * next cycle, and nothing else.  Readers get the segment through the optional
  * function below as a pfb_segment_t, whose sizes come from the reader's
  * own process memory, not from the segment; the accessors bound every
  * index by those sizes, so a child that scribbles over the segment can
@@ -128,7 +137,8 @@ typedef struct {
      *  in use now (a Listen removed; old children may still serve). */
     apr_int32_t position;
     apr_int32_t shard;          /**< shard of its Listen, 0 = the original */
-    /** Index of the next sample to overwrite in the rings below. */
+    /** Index of the next sample to overwrite in the rings below (the
+     *  parent keeps its own; this copy is for readers). */
     apr_uint32_t sample_next;
     /** Copies of accepted, one per maintenance cycle... */
     apr_uint64_t accepted_sample[PFB_RATE_SAMPLES];

@@ -322,6 +322,37 @@ class FatalExit(unittest.TestCase):
             self.assertNotIn("PFB00068", srv.error_log())
 
 
+class ChildIgnoringStop(unittest.TestCase):
+    """A child that ignores SIGTERM (a script with a handler of its own)
+    cannot hold a stop forever: the parent sends SIGTERM again, then
+    SIGKILL, and says each under its own tag at its own level."""
+
+    def test_stop_sends_sigterm_again_then_sigkill(self):
+        with Server(extra=("StartServers 2\nMinSpareServers 1\n"
+                           "MaxSpareServers 4\n" + LOCATIONS),
+                    extra_modules=HOSTILE_LOAD,
+                    expect_log=("PFB00051", "PFB00170")) as srv:
+            srv.start()
+            srv.wait_ready(2)
+            with Attack(srv, "ignore=TERM") as attack:
+                srv.stop()
+                self.assertIsNotNone(srv.proc.poll(),
+                                     "the parent did not exit")
+                self.assertFalse(is_alive(attack.pid),
+                                 "the child that ignored SIGTERM lives")
+            log = srv.error_log()
+            again = re.findall(r"\[mpm_prefork:warn\] .*PFB00051: 1 child "
+                               r"process\(es\) still did not exit, sending "
+                               r"a SIGTERM$", log, re.M)
+            killed = re.findall(r"\[mpm_prefork:error\] .*PFB00170: 1 child "
+                                r"process\(es\) still did not exit, sending "
+                                r"a SIGKILL$", log, re.M)
+            self.assertEqual(len(again), 3, log)
+            self.assertEqual(len(killed), 1, log)
+            self.assertLess(log.index(again[-1]), log.index(killed[0]))
+            self.assertNotIn("PFB00050", log)
+
+
 class SiblingKiller(unittest.TestCase):
     """A child kills every other child of the parent, again and again
     (they share a uid, so nothing stops it).  The parent replaces the

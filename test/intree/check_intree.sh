@@ -83,7 +83,8 @@ copy_project() {
 }
 
 # ./configure --with-apxs=APXS && make, as README tells a builder (with
-# this checkout's configure when it is up to date, else autoconf's).
+# this checkout's configure when it is up to date, else autoconf's), plus
+# the test-only modules: the integration subset loads the test handler.
 apxs_build() {
     local apxs=$1 dir=$2
     copy_project "$dir"
@@ -92,7 +93,8 @@ apxs_build() {
     else
         (cd "$dir" && autoconf) || fail "autoconf failed in $dir"
     fi
-    (cd "$dir" && ./configure -q --with-apxs="$apxs" && make -s) \
+    (cd "$dir" && ./configure -q --with-apxs="$apxs" \
+        && make -s all build/mod_pfb_test_handler.so build/mod_pfb_hostile.so) \
         || fail "the apxs build against $apxs failed"
 }
 

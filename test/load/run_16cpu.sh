@@ -8,7 +8,7 @@
 # (../shared/tools/make-offline-kit.sh) and this tree's built modules and
 # anchors.
 #
-# Here (Debian 12, after make):
+# Here (Debian 12, after make bench-build):
 #   bash test/load/run_16cpu.sh pack /tmp/pfb16
 #       -> /tmp/pfb16/kit (the kit, plus mod_php and its extensions, and
 #          the TLS scenarios' test certificate), /tmp/pfb16/pfb (this tree
@@ -42,7 +42,10 @@ usage() {
 pack() {
     local out=$1 kit_script php_so
     kit_script=${KIT_SCRIPT:-$TOP/../shared/tools/make-offline-kit.sh}
-    [ -f "$TOP/build/mod_mpm_prefork.so" ] || { echo "run make first" >&2; exit 1; }
+    if [ ! -f "$TOP/build/mod_pfb_test_handler.so" ] || [ ! -d "$TOP/build/anchors" ]; then
+        echo "run make bench-build first" >&2
+        exit 1
+    fi
     [ -f "$kit_script" ] || { echo "no $kit_script (set KIT_SCRIPT)" >&2; exit 1; }
     php_so=$(find /usr/lib/apache2/modules -name 'libphp*.so' 2>/dev/null | sort | tail -n 1)
     rm -rf "$out"

@@ -39,6 +39,8 @@
  *                    sends that signal to every other child of the
  *                    parent, again and again ("kills N")
  *   rounds=N         kill: stop after N rounds, without waiting for stop=
+ *   ignore=TERM      ignores SIGTERM (the stop signal) and waits
+ *                    ("waited 1")
  *   stop=PATH        the file that ends the attack
  *
  * Attacks on the bucket socket(s) this child holds (every listening
@@ -398,6 +400,22 @@ static int kill_siblings(int sig)
     return killed;
 }
 
+/* A child that ignores the stop signal, as a script that installs its own
+ * handler may: only the parent's SIGKILL ends it before the stop file. */
+static long ignore_stop(const char *stop_file)
+{
+    struct sigaction ignore;
+    time_t started = time(NULL);
+
+    memset(&ignore, 0, sizeof(ignore));
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGTERM, &ignore, NULL);
+    while (!time_is_up(stop_file, started)) {
+        usleep(20000);
+    }
+    return 1;
+}
+
 static long kill_attack(const char *which, const char *stop_file,
                         long rounds)
 {
@@ -564,7 +582,7 @@ static int pfb_hostile_handler(request_rec *r)
     const pattern_t *pat = NULL;
     unsigned int seed = 1;
     const char *then = "", *segment_how = NULL, *kill_how = NULL;
-    const char *sock_how = NULL, *stop_file = NULL;
+    const char *sock_how = NULL, *stop_file = NULL, *ignore_how = NULL;
     long kill_rounds = 0;
     char *args, *word, *state;
     size_t seg_bytes = 0, bpf_bytes = 0;
@@ -595,6 +613,9 @@ static int pfb_hostile_handler(request_rec *r)
         else if (strncmp(word, "kill=", 5) == 0) {
             kill_how = word + 5;
         }
+        else if (strncmp(word, "ignore=", 7) == 0) {
+            ignore_how = word + 7;
+        }
         else if (strncmp(word, "rounds=", 7) == 0) {
             kill_rounds = strtol(word + 7, NULL, 10);
         }
@@ -609,6 +630,12 @@ static int pfb_hostile_handler(request_rec *r)
         }
     }
     ap_set_content_type(r, "text/plain");
+    if (ignore_how && strcmp(ignore_how, "TERM") == 0) {
+        ap_rprintf(r, "running pid %ld\n", (long)getpid());
+        ap_rflush(r);
+        ap_rprintf(r, "waited %ld\n", ignore_stop(stop_file));
+        return OK;
+    }
     if (segment_how || kill_how) {
         long rounds;
 

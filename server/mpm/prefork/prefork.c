@@ -457,7 +457,7 @@ static apr_status_t accept_one(pf_bucket_t *bucket, apr_pollset_t *pollset,
                                void **csd, apr_pool_t *ptrans)
 {
     ap_listen_rec *lr = bucket->listeners;
-    apr_status_t rv;
+    apr_status_t rv, unlocked;
 
     if (bucket->num_listeners == 1) {
         /* One socket: a blocking accept(), where the kernel wakes exactly
@@ -507,8 +507,9 @@ static apr_status_t accept_one(pf_bucket_t *bucket, apr_pollset_t *pollset,
         rv = ap_unixd_accept(csd, lr, ptrans);
         break;
     }
-    if (apr_proc_mutex_unlock(bucket->mutex) != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_EMERG, 0, ap_server_conf,
+    unlocked = apr_proc_mutex_unlock(bucket->mutex);
+    if (unlocked != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_EMERG, unlocked, ap_server_conf,
                      PFBLOGNO(00003) "couldn't release the accept mutex of "
                      "bucket %d", my_bucket_index);
         return APR_EGENERAL;
@@ -1406,23 +1407,28 @@ static apr_status_t restore_sigchld(void *AP_MAYBE_UNUSED(data))
 static void open_ready_channel(server_rec *s)
 {
     int fds[2], on = 1;
+    apr_status_t why;
 
     if (retained->ready_channel[0] >= 0) {
         return;
     }
     if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0,
-                   fds) == 0) {
-        if (setsockopt(fds[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on))
-            == 0) {
-            retained->ready_channel[0] = fds[0];
-            retained->ready_channel[1] = fds[1];
-            return;
-        }
+                   fds) != 0) {
+        why = errno;
+    }
+    else if (setsockopt(fds[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on))
+             != 0) {
+        why = errno;            /* before close() may change it */
         close(fds[0]);
         close(fds[1]);
     }
+    else {
+        retained->ready_channel[0] = fds[0];
+        retained->ready_channel[1] = fds[1];
+        return;
+    }
     if (!retained->ready_channel_logged) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, errno, s,
+        ap_log_error(APLOG_MARK, APLOG_WARNING, why, s,
                      PFBLOGNO(00069) "couldn't open the channel children "
                      "report ready on; a child that exits with "
                      "APEXIT_CHILDFATAL stops the server, as in httpd");

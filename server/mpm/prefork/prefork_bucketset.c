@@ -58,6 +58,9 @@ typedef struct {
     apr_pool_t *dup_pool;       /* holds the duplicate socket below */
     apr_socket_t *dup;          /* shard > 0: kept for the server's life */
     apr_uint64_t retired;       /* accepted by its children that exited */
+    apr_uint64_t accepted;      /* retired plus its live children's
+                                   counters, as the last cycle summed them */
+    apr_uint32_t sample_next;   /* the record's next rate sample */
     int children;               /* live children forked for it */
     int backlog;                /* its sockets' accept-queue limit when the
                                    parent first saw them, before any child
@@ -227,11 +230,6 @@ pf_bucket_t *pf_bucketset_buckets(pf_bucketset_t *bs, int *num_buckets)
     return bs->buckets;
 }
 
-const pf_bucket_plan_t *pf_bucketset_plan(const pf_bucketset_t *bs)
-{
-    return &bs->plan;
-}
-
 /* ------------------------------------------------------------------ */
 /* Identities                                                          */
 
@@ -256,14 +254,16 @@ static int find_identity(const pf_bucketset_t *bs, const pf_identity_t *id)
 }
 
 /* A record for a new identity: one never used, else one whose identity
- * is not in use and has no child left, else one not in use (its old
- * children's counts then add to the newcomer's: a report error, nothing
- * worse; the sizing above makes it unreachable). */
+ * is not in use and has no child left.  One always exists: of the
+ * 2 * ServerLimit + 1 records (pf_bucketset_create), the build has given
+ * fewer than ServerLimit + 1 to buckets so far (every bucket needs a
+ * child), and at most ServerLimit others still have children, each child
+ * counting in one record.  -1 would mean that sizing broke (PFB00049). */
 static int new_identity(pf_bucketset_t *bs, const pf_identity_t *id)
 {
     int r, pick = -1, pass;
 
-    for (pass = 0; pass < 3 && pick < 0; pass++) {
+    for (pass = 0; pass < 2 && pick < 0; pass++) {
         for (r = 0; r < bs->num_records && pick < 0; r++) {
             identity_t *rec = &bs->ids[r];
 
@@ -271,7 +271,7 @@ static int new_identity(pf_bucketset_t *bs, const pf_identity_t *id)
                 continue;
             }
             if ((pass == 0 && !rec->used)
-                || (pass == 1 && rec->children == 0) || pass == 2) {
+                || (pass == 1 && rec->children == 0)) {
                 pick = r;
             }
         }
@@ -1002,7 +1002,9 @@ static void steering_cycle(pf_bucketset_t *bs, const int *queued)
 }
 
 /* Connections each identity's children have accepted: those of children
- * gone, plus the live children's counters. */
+ * gone, plus the live children's counters.  Summed in the parent's own
+ * memory, then written: the only segment fields read are the counters
+ * children write, each once, and only added up (saturating). */
 static void count_accepted(pf_bucketset_t *bs, int slots_used)
 {
     int slot, b;
@@ -1010,16 +1012,21 @@ static void count_accepted(pf_bucketset_t *bs, int slots_used)
     for (b = 0; b < bs->num_buckets; b++) {
         int r = bs->buckets[b].record;
 
-        bs->records[r].f.accepted = bs->ids[r].retired;
+        bs->ids[r].accepted = bs->ids[r].retired;
     }
     for (slot = 0; slot < slots_used && slot < bs->num_slots; slot++) {
         int r = bs->slots[slot].record;
 
         if (r >= 0 && bs->ids[r].position >= 0) {
-            bs->records[r].f.accepted = pfb_add_saturated(
-                bs->records[r].f.accepted,
+            bs->ids[r].accepted = pfb_add_saturated(
+                bs->ids[r].accepted,
                 apr_atomic_read64(&bs->seg_slots[slot].f.accepted));
         }
+    }
+    for (b = 0; b < bs->num_buckets; b++) {
+        int r = bs->buckets[b].record;
+
+        bs->records[r].f.accepted = bs->ids[r].accepted;
     }
 }
 
@@ -1039,8 +1046,8 @@ void pf_bucketset_publish(pf_bucketset_t *bs,
     for (b = 0; b < bs->num_buckets; b++) {
         int r = bs->buckets[b].record;
         pfb_bucket_fields_t *f = &bs->records[r].f;
+        identity_t *id = &bs->ids[r];
         pf_steer_figures_t steer;
-        apr_uint32_t next;
 
         f->children = (apr_uint32_t)fig->children[b];
         f->idle = (apr_uint32_t)fig->idle[b];
@@ -1054,12 +1061,12 @@ void pf_bucketset_publish(pf_bucketset_t *bs,
             f->steer_moved = steer.moved;
             f->steer_idle = steer.idle;
         }
-        /* The ring index is the parent's to keep; a child may have
-         * scribbled on it, so it is taken modulo the ring's size. */
-        next = f->sample_next % PFB_RATE_SAMPLES;
-        f->accepted_sample[next] = f->accepted;
-        f->sample_time[next] = now;
-        f->sample_next = (next + 1) % PFB_RATE_SAMPLES;
+        /* The ring's index and the sample come from the parent's own
+         * memory: what a child scribbled on the record lasts a cycle. */
+        f->accepted_sample[id->sample_next] = id->accepted;
+        f->sample_time[id->sample_next] = now;
+        id->sample_next = (id->sample_next + 1) % PFB_RATE_SAMPLES;
+        f->sample_next = id->sample_next;
     }
     bs->header_copy.generation = fig->generation;
     bs->header_copy.steer_active = pf_steer_active(bs->steer);

@@ -126,9 +126,6 @@ void pf_bucketset_log_plan(const pf_bucketset_t *bs, int startup,
 /** The current generation's buckets (valid until the next build). */
 pf_bucket_t *pf_bucketset_buckets(pf_bucketset_t *bs, int *num_buckets);
 
-/** The plan in force. */
-const pf_bucket_plan_t *pf_bucketset_plan(const pf_bucketset_t *bs);
-
 /** The view status modules read (NULL before the first build). */
 const pfb_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs);
 

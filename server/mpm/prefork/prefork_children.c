@@ -228,11 +228,16 @@ void pf_children_reclaim(pf_children_t *c, int terminate,
             return;
         }
         sig = steps[step++].sig;
-        ap_log_error(APLOG_MARK, sig == SIGKILL ? APLOG_ERR : APLOG_WARNING,
-                     0, ap_server_conf,
-                     PFBLOGNO(00051) "%d child process(es) still did not "
-                     "exit, sending a %s", live,
-                     sig == SIGKILL ? "SIGKILL" : "SIGTERM");
+        if (sig == SIGKILL) {
+            ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf,
+                         PFBLOGNO(00170) "%d child process(es) still did "
+                         "not exit, sending a SIGKILL", live);
+        }
+        else {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ap_server_conf,
+                         PFBLOGNO(00051) "%d child process(es) still did "
+                         "not exit, sending a SIGTERM", live);
+        }
     }
 }
 

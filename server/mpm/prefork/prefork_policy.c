@@ -23,6 +23,16 @@
 #include "prefork_policy.h"
 #include "prefork_buckets.h"
 
+/* Functions private to this file that the unit tests call directly: static
+ * in the module, and with external linkage only in the unit-test build
+ * (PF_UNIT_TEST), whose prototypes are in prefork_policy_unit.h. */
+#ifdef PF_UNIT_TEST
+#include "prefork_policy_unit.h"
+#define PF_UNIT_STATIC
+#else
+#define PF_UNIT_STATIC static
+#endif
+
 pf_parse_e pf_parse_bounded_int(const char *arg, long long min, long long max,
                                 int *out)
 {
@@ -692,7 +702,10 @@ int pf_plan_generation(const pf_generation_in_t *in, pf_generation_out_t *out)
     return nb;
 }
 
-int pf_share(int total, int num_buckets, int b)
+/* Bucket b's share of a server-wide total split over num_buckets: the
+ * quotient, plus one for the first (total % num_buckets) buckets, so the
+ * shares add up to the total. */
+PF_UNIT_STATIC int pf_share(int total, int num_buckets, int b)
 {
     if (num_buckets < 1 || total < 0) {
         return 0;
@@ -700,15 +713,20 @@ int pf_share(int total, int num_buckets, int b)
     return total / num_buckets + (b < total % num_buckets ? 1 : 0);
 }
 
-int pf_bucket_min_spare(int min_spare_servers, int num_buckets, int b)
+/* Bucket b's MinSpareServers: its share, but at least 1, so every bucket
+ * always has an idle child to accept its connections. */
+PF_UNIT_STATIC int pf_bucket_min_spare(int min_spare_servers, int num_buckets,
+                                       int b)
 {
     int share = pf_share(min_spare_servers, num_buckets, b);
 
     return share < 1 ? 1 : share;
 }
 
-int pf_bucket_max_spare(int min_spare_servers, int max_spare_servers,
-                        int num_buckets, int b)
+/* Bucket b's MaxSpareServers: its share, but at least its min + 1. */
+PF_UNIT_STATIC int pf_bucket_max_spare(int min_spare_servers,
+                                       int max_spare_servers,
+                                       int num_buckets, int b)
 {
     int min = pf_bucket_min_spare(min_spare_servers, num_buckets, b);
     int share = pf_share(max_spare_servers, num_buckets, b);

@@ -366,20 +366,9 @@ int pf_plan_generation(const pf_generation_in_t *in, pf_generation_out_t *out);
 /* ------------------------------------------------------------------ */
 /* Sharing limits among buckets                                        */
 
-/**
- * Bucket b's share of a server-wide total split over num_buckets: the
- * quotient, plus one for the first (total % num_buckets) buckets, so the
- * shares add up to the total.
- */
-int pf_share(int total, int num_buckets, int b);
-
-/** Bucket b's MinSpareServers: its share, but at least 1, so every bucket
- *  always has an idle child to accept its connections. */
-int pf_bucket_min_spare(int min_spare_servers, int num_buckets, int b);
-
-/** Bucket b's MaxSpareServers: its share, but at least its min + 1. */
-int pf_bucket_max_spare(int min_spare_servers, int max_spare_servers,
-                        int num_buckets, int b);
+/* Each bucket's share of MinSpareServers, MaxSpareServers and
+ * MaxRequestWorkers is private to prefork_policy.c (the unit tests reach
+ * it through prefork_policy_unit.h). */
 
 /** Children bucket b starts with: its share of StartServers, at least 1. */
 int pf_bucket_start(int start_servers, int num_buckets, int b);
