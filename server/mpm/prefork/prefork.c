@@ -994,6 +994,8 @@ static void take_snapshot(server_rec *s, int read_queues)
             snapshot.busy[b]++;
         }
     }
+    /* Right after the children's states: both figures of one instant. */
+    pf_bucketset_note_idle(retained->buckets);
 }
 
 static void publish_snapshot(void)

@@ -112,6 +112,8 @@ struct pf_bucketset_s {
     int *backlog;               /* per bucket: the accept queues' limits, as
                                    the last snapshot read them */
     int *waiting;               /* scratch: per bucket */
+    apr_int64_t *steer_idle;    /* idle steering's counts, read beside the
+                                   scoreboard (pf_bucketset_note_idle) */
     apr_socket_t **sockets;     /* per bucket: its socket, for steering */
     const char **names;         /* per bucket: its address, for steering */
 
@@ -829,6 +831,8 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
                                          * (apr_size_t)bs->num_buckets);
     bs->waiting = apr_pcalloc(pconf, sizeof(int)
                                          * (apr_size_t)bs->num_buckets);
+    bs->steer_idle = apr_pcalloc(pconf, sizeof(apr_int64_t)
+                                            * (apr_size_t)bs->num_buckets);
     bs->sockets = apr_pcalloc(pconf, sizeof(apr_socket_t *)
                                          * (apr_size_t)bs->num_buckets);
     bs->names = apr_pcalloc(pconf, sizeof(char *)
@@ -946,6 +950,18 @@ static int bucket_queue(const pf_bucketset_t *bs, int b, int *backlog)
     return queued;
 }
 
+void pf_bucketset_note_idle(pf_bucketset_t *bs)
+{
+    pf_steer_figures_t steer;
+    int b;
+
+    for (b = 0; b < bs->num_buckets; b++) {
+        bs->steer_idle[b] = pf_steer_figures(bs->steer, b, &steer)
+                                ? steer.idle
+                                : 0;
+    }
+}
+
 void pf_bucketset_snapshot(pf_bucketset_t *bs, int *queued, server_rec *s)
 {
     int b;
@@ -1059,7 +1075,7 @@ void pf_bucketset_publish(pf_bucketset_t *bs,
         if (pf_steer_figures(bs->steer, b, &steer)) {
             f->steer_kept = steer.kept;
             f->steer_moved = steer.moved;
-            f->steer_idle = steer.idle;
+            f->steer_idle = bs->steer_idle[b];
         }
         /* The ring's index and the sample come from the parent's own
          * memory: what a child scribbled on the record lasts a cycle. */

@@ -145,6 +145,15 @@ int pf_bucketset_steer(pf_bucketset_t *bs, int wanted, int cpu_affinity,
  */
 void pf_bucketset_snapshot(pf_bucketset_t *bs, int *queued, server_rec *s);
 
+/**
+ * Reads idle steering's per-bucket idle counts for the next publish, at
+ * the moment the caller read the children's states, so that the two
+ * published figures describe the same instant: read apart, a connection
+ * steered in between makes them differ for a whole cycle.  Changes
+ * nothing else.
+ */
+void pf_bucketset_note_idle(pf_bucketset_t *bs);
+
 /** One cycle's figures per bucket, for the status interface. */
 typedef struct {
     const int *children, *idle, *busy, *starting, *stopping, *queued;
