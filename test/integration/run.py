@@ -55,7 +55,8 @@ def main(argv):
     started = time.time()
     result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
     # A test with failing subtests is one failed test.
-    failed = len({id(t) for t, _ in result.failures + result.errors})
+    failed = len({getattr(t, "test_case", t).id()
+                  for t, _ in result.failures + result.errors})
     skipped = len(result.skipped)
     passed = result.testsRun - failed - skipped
     print("integration run took %.0f s" % (time.time() - started))

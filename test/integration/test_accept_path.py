@@ -6,11 +6,11 @@ one such child per connection.  A child that also had the socket in an
 epoll set (as stock prefork's children have, with one Listen too) would
 add an entry to the socket's wait queue that every new connection walks,
 once per child; on 16 CPUs with 256 children that walk took most of
-stock prefork's CPU time (README, "Why one bucket serves four times stock
-prefork").  These tests pin down that this MPM's children register
+stock prefork's CPU time (docs/benchmarks.md, "Why one bucket serves
+four times stock prefork").  These tests pin down that this MPM's children register
 nothing there: those of one-socket buckets only block in accept(), and
 those polling several sockets under the accept mutex (the default with
-several Listens) use poll(2), which is on the wait queues only while the
+several Listens: one bucket holds them all) use poll(2), which is on the wait queues only while the
 mutex holder polls.  The control that shows the check sees
 registrations is Debian's stock prefork, whose children keep every
 Listen in an epoll set.

@@ -367,7 +367,8 @@ class ConsoleErrors(unittest.TestCase):
 
 class OutsidersInTheGroup(unittest.TestCase):
     """Another root process that sets SO_REUSEPORT can join a bucketed
-    Listen's group (README says what that means).  With a steering program
+    Listen's group (docs/steering.md, "Only the MPM's own sockets", says
+    what that means).  With a steering program
     attached, connections only go to the MPM's own sockets."""
 
     def outsider_share(self, steering):

@@ -81,7 +81,7 @@ def listener_options(pid, port):
 
 def read_options(s, **known):
     """The options the MPM copies from a Listen's socket to its
-    duplicates (README, "How the buckets work"), and the address."""
+    duplicates (docs/design.md), and the address."""
     sol, tcp = socket.SOL_SOCKET, socket.IPPROTO_TCP
     opts = dict(known)
     opts.update({
