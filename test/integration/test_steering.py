@@ -466,6 +466,39 @@ class LocalSteering(unittest.TestCase):
             self.assertGreaterEqual(snap["buckets"][0]["steering"]["kept"],
                                     7)
 
+    def test_counts_stay_true_under_load_and_graceful_restarts(self):
+        """Four buckets on the CPUs here (a CPU owns several when there
+        are fewer CPUs), load that borrows, three graceful restarts: the
+        idle counts the program reads come back to the children's."""
+        extra = FOUR_FULL + "ListenBucketSteering local\n" + LOCATIONS
+        with Server(extra=extra, extra_modules=MODULES,
+                    expect_log=FULL_LOG + ("PFB00035",)) as srv:
+            srv.start()
+            self.assertTrue(wait_children(srv, 8), srv.children())
+            self.assertTrue(wait_counted_idle(srv, 2), status_json(srv))
+            load = Load("127.0.0.1", srv.ports[0], concurrency=6).start()
+            try:
+                for _ in range(3):
+                    self.assertTrue(load.wait_served(100), load.errors)
+                    srv.restart_gracefully()
+            finally:
+                load.stop()
+            self.assertEqual(load.errors, {})
+
+            def counts_true():
+                snap = status_json(srv)
+                return all(b["steering"]["idle"] == b["children"]["idle"]
+                           for b in snap["buckets"]), snap
+
+            self.assertTrue(srv.wait_for(lambda: counts_true()[0]),
+                            counts_true()[1])
+            snap = status_json(srv)
+            self.assertEqual(snap["steering"], "local")
+            self.assertGreater(sum(b["steering"]["kept"]
+                                   for b in snap["buckets"]), 0)
+            self.assertEqual(srv.log_count("PFB00160"), 4)
+            self.assertNotIn("PFB00043", srv.error_log())
+
     def wait_all_in_accept_but(self, srv, busy):
         self.assertTrue(srv.wait_for(lambda: len(srv.children()) == 4 and all(
             in_accept(pid) for pid in srv.children() if pid not in busy)),
