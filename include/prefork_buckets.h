@@ -92,8 +92,11 @@ typedef enum {
 typedef enum {
     PFB_STEER_HASH = 0,         /**< the kernel's hash of the 4-tuple */
     PFB_STEER_CPU = 1,          /**< the CPU that took the connection */
-    PFB_STEER_IDLE = 2          /**< the hash's bucket, unless it has no
+    PFB_STEER_IDLE = 2,         /**< the hash's bucket, unless it has no
                                      idle child and another has one */
+    PFB_STEER_LOCAL = 3         /**< the receiving CPU's bucket while it
+                                     has an idle child, else one of its
+                                     NUMA node's, else any with one */
 } pfb_steer_e;
 
 /** Why the bucket count is what it is. */
@@ -146,13 +149,14 @@ typedef struct {
     apr_int64_t sample_time[PFB_RATE_SAMPLES];
     /** NUL-terminated listener address, "host:port". */
     char listener[PFB_LISTENER_LEN];
-    /** With idle steering: connections the kernel program left in the
-     *  bucket its hash chose, and ones it moved here from a bucket with no
-     *  idle child, since the layout was made. */
+    /** With idle (local) steering: connections the kernel program left
+     *  in the bucket its hash (the receiving CPU) chose, and ones it moved
+     *  here from a bucket with no idle child, since the layout was
+     *  made. */
     apr_uint64_t steer_kept;
     apr_uint64_t steer_moved;
-    /** With idle steering: the idle count the program reads (waiting
-     *  children minus connections sent and not yet accepted). */
+    /** With idle or local steering: the idle count the program reads
+     *  (waiting children minus connections sent and not yet accepted). */
     apr_int64_t steer_idle;
 } pfb_bucket_fields_t;
 
@@ -413,7 +417,8 @@ static APR_INLINE const char *pfb_reason_name(int reason)
     }
 }
 
-/** "hash", "cpu", "idle": also the values ListenBucketSteering takes. */
+/** "hash", "cpu", "idle", "local": also the values ListenBucketSteering
+ *  takes. */
 static APR_INLINE const char *pfb_steer_name(int steer)
 {
     switch (steer) {
@@ -423,6 +428,8 @@ static APR_INLINE const char *pfb_steer_name(int steer)
         return "cpu";
     case PFB_STEER_IDLE:
         return "idle";
+    case PFB_STEER_LOCAL:
+        return "local";
     default:
         return "unknown";
     }

@@ -27,7 +27,7 @@ from pfbtest import Server, HOSTILE_SO, http_get
 OURS = ("mod_mpm_prefork", "prefork.c", "prefork_os.c", "prefork_policy.c",
         "prefork_steering.c", "prefork_steering_rules.c",
         "prefork_steering_kernel.c", "prefork_bucketset.c",
-        "prefork_children.c", "prefork_guard.c")
+        "prefork_children.c", "prefork_guard.c", "prefork_topology.c")
 # libbpf's feature probes, which valgrind misreads (the file says how).
 SUPPRESSIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                             "valgrind-libbpf.supp")

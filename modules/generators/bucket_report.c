@@ -348,10 +348,12 @@ static const char *reuseport_word(int so_reuseport)
     return so_reuseport > 0 ? "yes" : so_reuseport == 0 ? "no" : "unknown";
 }
 
-/* Kept/moved figures mean something only under idle steering. */
+/* Kept/moved figures mean something only under the steering modes that
+ * count idle children: idle and local. */
 static int steering_counts(const bs_snapshot_t *snap)
 {
-    return snap->steering != NULL && strcmp(snap->steering, "idle") == 0;
+    return snap->steering != NULL && (strcmp(snap->steering, "idle") == 0
+                                      || strcmp(snap->steering, "local") == 0);
 }
 
 static const char *text_or(const char *s, const char *fallback)
@@ -431,7 +433,8 @@ static void html_tables(bs_buf_t *buf, const bs_snapshot_t *snap)
                   "<th>Starting</th><th>Stopping</th><th>Accepted</th>"
                   "<th>Last 10 s</th><th>Queue</th><th>Backlog</th>");
     if (steering_counts(snap)) {
-        buf_puts(buf, "<th title=\"left where the kernel's hash sent them\">"
+        buf_puts(buf, "<th title=\"left where the kernel's hash (idle) or "
+                      "the receiving CPU (local) sent them\">"
                       "Kept</th><th title=\"moved here from a bucket with no "
                       "idle child\">Moved</th><th title=\"the count the "
                       "steering program reads: waiting children minus "
@@ -458,9 +461,13 @@ static void html_tables(bs_buf_t *buf, const bs_snapshot_t *snap)
     }
     buf_puts(buf, "</table>\n");
     if (steering_counts(snap)) {
-        buf_puts(buf, "<p><small>Idle steering: <b>Kept</b>, connections "
-                      "left where the kernel's hash sent them; <b>Moved</b>, "
-                      "moved here from a bucket with no idle child; "
+        int local = strcmp(snap->steering, "local") == 0;
+
+        bs_buf_printf(buf, "<p><small>%s steering: <b>Kept</b>, "
+                      "connections left where the %s sent them; "
+                      "<b>Moved</b>, ", local ? "Local" : "Idle",
+                      local ? "receiving CPU" : "kernel's hash");
+        buf_puts(buf, "moved here from a bucket with no idle child; "
                       "<b>Free</b>, the count the program reads (waiting "
                       "children minus connections sent and not yet "
                       "accepted; below 0 when connections queue).  Copied "
@@ -826,8 +833,9 @@ static void prom_steering(bs_buf_t *buf, const bs_snapshot_t *snap)
     int i;
 
     prom_family(buf, "httpd_bucket_steered_connections_total", "counter",
-                "Connections the idle-steering program sent to the bucket: "
-                "kept where the hash chose, or moved in");
+                "Connections the idle- or local-steering program sent to "
+                "the bucket: kept where the hash (the receiving CPU) chose, "
+                "or moved in");
     for (i = 0; i < snap->num_buckets; i++) {
         const bs_bucket_t *b = &snap->buckets[i];
 

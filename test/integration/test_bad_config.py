@@ -57,8 +57,8 @@ class BadConfiguration(unittest.TestCase):
 
     def test_switch_directives_refuse_bad_values(self):
         cases = [("ListenBucketSteering", v, "is not a steering mode; "
-                  "expected hash, cpu or idle")
-                 for v in ("random", "hashing", "0", "idle,cpu")]
+                  "expected hash, cpu, idle or local")
+                 for v in ("random", "hashing", "0", "idle,cpu", "locality")]
         cases += [("BucketCPUAffinity", v, "is not a switch; expected On or "
                    "Off") for v in ("yes", "1", "onn")]
         for directive, value, expected in cases:
@@ -71,8 +71,8 @@ class BadConfiguration(unittest.TestCase):
                     self.assertEqual(srv.group_processes(), [])
         with Server(extra="ListenBucketSteering\n") as srv:
             self.assertNotEqual(srv.start(expect_failure=True), 0)
-            self.assertIn("ListenBucketSteering takes one argument, hash, cpu "
-                          "or idle", srv.startup_output)
+            self.assertIn("ListenBucketSteering takes one argument, hash, cpu, "
+                          "idle or local", srv.startup_output)
 
     def test_directive_outside_global_context_is_refused(self):
         extra = "<VirtualHost *:80>\nListenBuckets 2\n</VirtualHost>\n"

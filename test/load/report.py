@@ -327,14 +327,15 @@ plot %s
 STEERING_ROWS = (("single bucket (one shared queue)", "pfb-1"),
                  ("hash (the kernel's, no program)", "pfb-N"),
                  ("cpu (classic BPF) + BucketCPUAffinity", "pfb-N-cpu"),
-                 ("idle (eBPF)", "pfb-N-idle"))
+                 ("idle (eBPF)", "pfb-N-idle"),
+                 ("local (eBPF) + BucketCPUAffinity", "pfb-N-local"))
 
 
 def steering_section(doc):
     """ListenBucketSteering side by side, with the ratios its acceptance
     criteria name: idle p99 against one bucket and against hash on the
     heterogeneous scenario, idle throughput against hash on static."""
-    if not any(r["config"] in ("pfb-N-cpu", "pfb-N-idle")
+    if not any(r["config"] in ("pfb-N-cpu", "pfb-N-idle", "pfb-N-local")
                and r["scenario"] in ("hetero", "static-close",
                                      "static-keepalive")
                for r in doc["runs"]):

@@ -269,8 +269,8 @@ SHIPPED_CONF = os.path.join(TOP, "server", "mpm", "prefork",
 
 CONFIG_ORDER = ["pfb-shipped", "pfb-1", "pfb-single", "pfb-per-listen",
                 "pfb-ratio1", "pfb-N", "pfb-N-cpu", "pfb-N-cpu-away",
-                "pfb-N-idle", "pfb-floor", "pfb-1-before", "stock",
-                "stock-ratio1", "event", "event-tuned", "nginx",
+                "pfb-N-idle", "pfb-N-local", "pfb-floor", "pfb-1-before",
+                "stock", "stock-ratio1", "event", "event-tuned", "nginx",
                 "nginx-tuned", "anchor-epoll", "anchor-blocking",
                 "anchor-blocking-linger"]
 BASELINE = "stock"
@@ -321,6 +321,13 @@ def configs(args):
                        % n, "kind": "apache", "mpm": MPM_SO,
                        "extra": "ListenBuckets %d\nListenBucketSteering "
                                 "idle\n" % n},
+        # Locality that can borrow: the receiving CPU's bucket while it has
+        # an idle child, else its node's, else any; children pinned.
+        "pfb-N-local": {"label": "this MPM, ListenBuckets %d, steering "
+                        "local + BucketCPUAffinity" % n, "kind": "apache",
+                        "mpm": MPM_SO,
+                        "extra": "ListenBuckets %d\nListenBucketSteering "
+                                 "local\nBucketCPUAffinity on\n" % n},
         # The floor: this MPM with nothing per request but httpd's core
         # and a fixed 100-byte answer (no file, no access log, no
         # ExtendedStatus).

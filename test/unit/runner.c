@@ -28,6 +28,7 @@ int main(void)
     srunner_add_suite(runner, linger_suite());
     srunner_add_suite(runner, respawn_suite());
     srunner_add_suite(runner, guard_suite());
+    srunner_add_suite(runner, topology_suite());
     if (geteuid() == 0) {
         srunner_add_suite(runner, steer_kernel_suite());
         srunner_add_suite(runner, guard_kernel_suite());

@@ -326,6 +326,50 @@ START_TEST(steering_figures_in_every_format)
 }
 END_TEST
 
+/* Under local steering every format names the mode and carries the kept
+ * and moved counts, as under idle. */
+START_TEST(local_steering_in_every_format)
+{
+    bs_snapshot_t snap;
+    bs_buf_t buf;
+
+    make_snapshot(&snap, 1);
+    snap.steering = snap.steering_wanted = "local";
+    test_buckets[1].steer_kept = 70;
+    test_buckets[1].steer_moved = 30;
+    test_buckets[1].steer_idle = -2;
+    bs_buf_init(&buf);
+    bs_format_json(&buf, &snap);
+    ck_assert_ptr_nonnull(strstr(buf.data, "\"steering\": \"local\", "
+                                 "\"steering_wanted\": \"local\", "
+                                 "\"steering_fallback\": \"none\""));
+    ck_assert_ptr_nonnull(strstr(buf.data, "\"steering\": {\"kept\": 70, "
+                                 "\"moved\": 30, \"idle\": -2}"));
+    bs_buf_free(&buf);
+    bs_buf_init(&buf);
+    bs_format_auto(&buf, &snap);
+    ck_assert_ptr_nonnull(strstr(buf.data, "BucketSteering: local\n"));
+    ck_assert_ptr_nonnull(strstr(buf.data, "Bucket[1]SteerMoved: 30\n"));
+    bs_buf_free(&buf);
+    bs_buf_init(&buf);
+    bs_format_prometheus(&buf, &snap);
+    ck_assert_ptr_nonnull(strstr(buf.data, "steering=\"local\","
+                                 "steering_wanted=\"local\","
+                                 "steering_fallback=\"none\""));
+    ck_assert_ptr_nonnull(strstr(buf.data,
+        "httpd_bucket_steered_connections_total{bucket=\"1\","));
+    ck_assert_ptr_nonnull(strstr(buf.data, "httpd_bucket_steering_idle{"));
+    bs_buf_free(&buf);
+    bs_buf_init(&buf);
+    bs_format_html_page(&buf, &snap, 0);
+    ck_assert_ptr_nonnull(strstr(buf.data, "Local steering: <b>Kept</b>, "
+                                 "connections left where the receiving CPU "
+                                 "sent them"));
+    ck_assert(!buf.failed);
+    bs_buf_free(&buf);
+}
+END_TEST
+
 START_TEST(auto_lines_are_name_colon_value)
 {
     bs_snapshot_t snap;
@@ -473,10 +517,12 @@ static const fallback_row_t fallback_rows[] = {
     { "idle", "idle", "reuseport", 4, "none" },
     { "hash", "hash", "reuseport", 4, "none" },
     { "cpu", "cpu", "reuseport", 2, "none" },
+    { "local", "local", "reuseport", 2, "none" },
     { NULL, NULL, "single", 1, "none" },
     /* The kernel or the privileges refused the program (PFB00043). */
     { "hash", "idle", "reuseport", 4, "refused" },
     { "hash", "cpu", "reuseport", 2, "refused" },
+    { "hash", "local", "reuseport", 2, "refused" },
     /* Nothing to choose between (PFB00042): not a fault. */
     { "hash", "idle", "reuseport", 1, "one-bucket-per-listen" },
     { "hash", "idle", "per-listen", 1, "one-bucket-per-listen" },
@@ -586,6 +632,7 @@ Suite *report_suite(void)
     tcase_add_test(format, json_has_schema_fields_and_escapes);
     tcase_add_test(format, auto_lines_are_name_colon_value);
     tcase_add_test(format, steering_figures_in_every_format);
+    tcase_add_test(format, local_steering_in_every_format);
     tcase_add_test(format, prometheus_families_have_help_and_type);
     tcase_add_test(format, html_page_escapes_and_refreshes);
     tcase_add_test(format, every_format_says_when_data_is_unavailable);

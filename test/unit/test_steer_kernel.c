@@ -196,7 +196,7 @@ START_TEST(test_kernel_verifies_every_program)
 {
     static const int sizes[] = { 2, 3, 4, 16, 17, 18, 64, 300 };
     static const int modes[] = { PFB_STEER_HASH, PFB_STEER_IDLE,
-                                 PFB_STEER_CPU };
+                                 PFB_STEER_CPU, PFB_STEER_LOCAL };
     int cpus[256], m, socks_fd, idle_fd, cpu_fd, i, j, first;
     pf_steer_bucket_t *table;
     size_t len;
@@ -212,8 +212,15 @@ START_TEST(test_kernel_verifies_every_program)
             for (first = 0; first <= 2 * sizes[i]; first += 2 * sizes[i]) {
                 pf_steer_kernel_close(
                     load(NULL, modes[j], first, sizes[i], socks_fd,
-                         modes[j] == PFB_STEER_IDLE ? idle_fd : -1, 1024,
-                         modes[j] == PFB_STEER_CPU ? cpu_fd : -1));
+                         modes[j] == PFB_STEER_IDLE
+                                 || modes[j] == PFB_STEER_LOCAL
+                             ? idle_fd
+                             : -1,
+                         1024,
+                         modes[j] == PFB_STEER_CPU
+                                 || modes[j] == PFB_STEER_LOCAL
+                             ? cpu_fd
+                             : -1));
             }
         }
         pf_steer_kernel_close(cpu_fd);

@@ -237,8 +237,9 @@ END_TEST
  * Listen, goes by the hash: always a shard of the Listen. */
 START_TEST(test_cpu_rule_without_an_entry_goes_by_hash)
 {
-    pf_steer_cpu_entry_t bad[] = { { 0, 0 }, { 4, 1 }, { 2, 3 },
-                                   { 0xffffffffu, 2 }, { 1, 0xffffffffu } };
+    pf_steer_cpu_entry_t bad[] = { { 0, 0, 0, 0 }, { 4, 1, 0, 0 },
+                                   { 2, 3, 0, 0 }, { 0xffffffffu, 2, 0, 0 },
+                                   { 1, 0xffffffffu, 0, 0 } };
     uint32_t hash;
     size_t i;
 
@@ -638,16 +639,19 @@ START_TEST(test_parse_mode)
     ck_assert_int_eq(mode, PFB_STEER_CPU);
     ck_assert_int_eq(pf_steer_parse_mode("Idle", &mode), 0);
     ck_assert_int_eq(mode, PFB_STEER_IDLE);
+    ck_assert_int_eq(pf_steer_parse_mode("LOCAL", &mode), 0);
+    ck_assert_int_eq(mode, PFB_STEER_LOCAL);
     ck_assert_int_eq(pf_steer_parse_mode("idle ", &mode), -1);
     ck_assert_int_eq(pf_steer_parse_mode("", &mode), -1);
     ck_assert_int_eq(pf_steer_parse_mode("random", &mode), -1);
     ck_assert_int_eq(pf_steer_parse_mode(NULL, &mode), -1);
     ck_assert_str_eq(pfb_steer_name(PFB_STEER_IDLE), "idle");
+    ck_assert_str_eq(pfb_steer_name(PFB_STEER_LOCAL), "local");
     ck_assert_str_eq(pfb_steer_name(9), "unknown");
 }
 END_TEST
 
-/* hash always runs; idle and cpu only in a build with the programs, and
+/* hash always runs; idle, cpu and local only in a build with the programs, and
  * a build without them says what it lacked. */
 START_TEST(test_modes_this_build_runs)
 {
@@ -655,7 +659,9 @@ START_TEST(test_modes_this_build_runs)
 #ifdef HAVE_BPF_STEERING
     ck_assert_ptr_null(pf_steer_mode_missing(PFB_STEER_IDLE));
     ck_assert_ptr_null(pf_steer_mode_missing(PFB_STEER_CPU));
+    ck_assert_ptr_null(pf_steer_mode_missing(PFB_STEER_LOCAL));
 #else
+    ck_assert_ptr_nonnull(pf_steer_mode_missing(PFB_STEER_LOCAL));
     ck_assert_ptr_nonnull(pf_steer_mode_missing(PFB_STEER_IDLE));
     ck_assert_ptr_nonnull(pf_steer_mode_missing(PFB_STEER_CPU));
     ck_assert(*pf_steer_mode_missing(PFB_STEER_CPU) != '\0');

@@ -2157,7 +2157,7 @@ static const char *set_bucket_steering(cmd_parms *cmd,
     }
     if (pf_steer_parse_mode(arg, &steering_wanted) != 0) {
         return apr_psprintf(cmd->pool, "%s: '%s' is not a steering mode; "
-                            "expected hash, cpu or idle", cmd->cmd->name,
+                            "expected hash, cpu, idle or local", cmd->cmd->name,
                             arg);
     }
     missing = pf_steer_mode_missing(steering_wanted);
@@ -2224,11 +2224,11 @@ AP_INIT_TAKE1("ListenBuckets", set_int_directive,
     RSRC_CONF, "an integer from 0 to 200000: listener buckets per Listen; "
     "0 = every Listen in one bucket, unless ListenCoresBucketsRatio is set"),
 AP_INIT_TAKE1("ListenBucketSteering", set_bucket_steering, NULL, RSRC_CONF,
-    "hash, cpu or idle: how a new connection picks its bucket among a "
-    "Listen's sockets (default hash)"),
+    "hash, cpu, idle or local: how a new connection picks its bucket "
+    "among a Listen's sockets (default hash)"),
 AP_INIT_TAKE1("BucketCPUAffinity", set_bucket_cpu_affinity, NULL, RSRC_CONF,
     "On or Off: pin each bucket's children to the CPUs that feed it under "
-    "cpu steering (default Off)"),
+    "cpu or local steering (default Off)"),
 AP_INIT_TAKE1("StartServers", set_int_directive,
     &int_directives[D_START_SERVERS],
     RSRC_CONF, "an integer from 0 to 2147483647: number of child processes "

@@ -56,7 +56,7 @@ struct {
     __uint(value_size, sizeof(pf_steer_bucket_t));
 } pf_idle_table SEC(".maps");
 
-/* "cpu": a pf_steer_cpu_entry_t per possible CPU. */
+/* "cpu" and "local": a pf_steer_cpu_entry_t per possible CPU. */
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
     __uint(max_entries, 1);
@@ -114,5 +114,28 @@ int pf_steer_cpu(struct sk_reuseport_md *md)
     entry = bpf_map_lookup_elem(&pf_cpu_shards, &cpu);
     select_shard(md, pf_steer_cpu_choose(entry, pf_listen.per_listen,
                                          md->hash, bpf_get_prandom_u32()));
+    return SK_PASS;
+}
+
+/* "local": the receiving CPU's shard while it has an idle child, else one
+ * of its node's, else any with one (pf_steer_local_choose()), with the
+ * idle program's bookkeeping. */
+SEC("sk_reuseport")
+int pf_steer_local(struct sk_reuseport_md *md)
+{
+    __u32 cpu = bpf_get_smp_processor_id(), zero = 0, shard, moved;
+    const pf_steer_cpu_entry_t *entry;
+    pf_steer_bucket_t *table;
+
+    table = bpf_map_lookup_elem(&pf_idle_table, &zero);
+    if (table == NULL) {
+        return SK_PASS;
+    }
+    entry = bpf_map_lookup_elem(&pf_cpu_shards, &cpu);
+    shard = pf_steer_local_choose(table, &pf_listen, entry, md->hash,
+                                  bpf_get_prandom_u32(), &moved);
+    if (select_shard(md, shard) == 0) {
+        pf_steer_idle_account(table, &pf_listen, shard, moved);
+    }
     return SK_PASS;
 }

@@ -32,6 +32,7 @@
 #include "prefork_os.h"
 #include "prefork_steering.h"
 #include "prefork_steering_kernel.h"
+#include "prefork_topology.h"
 
 APLOG_USE_MODULE(mpm_prefork);
 
@@ -47,12 +48,14 @@ typedef struct {
     int mode;                   /* pfb_steer_e */
     int idle_table;             /* reads and writes the idle counts */
     int cpu_table;              /* reads the CPU-to-shard table */
+    int topology;               /* that table from sysfs's topology */
 } mode_needs_t;
 
 static const mode_needs_t mode_needs[] = {
-    { PFB_STEER_HASH, 0, 0 },
-    { PFB_STEER_IDLE, 1, 0 },
-    { PFB_STEER_CPU, 0, 1 },
+    { PFB_STEER_HASH, 0, 0, 0 },
+    { PFB_STEER_IDLE, 1, 0, 0 },
+    { PFB_STEER_CPU, 0, 1, 0 },
+    { PFB_STEER_LOCAL, 1, 1, 1 },
 };
 
 /* Why a step failed, for the one log line of a refusal. */
@@ -100,6 +103,16 @@ struct pf_steer_s {
     int *cpus;
     int num_cpus;
 
+    /* "local": where each possible CPU is (sysfs), and the CPU table laid
+     * out over it, which also pins the children; made at every (re)start,
+     * in buffers kept for the server's life. */
+    pf_topo_cpu_t *topo;
+    pf_steer_cpu_entry_t *layout;
+    int layout_room;
+    int layout_entries;         /* 0: no layout in force */
+    int topo_nodes;             /* nodes sysfs lists (0: none) */
+    int mask_nodes;             /* nodes of the affinity mask's CPUs */
+
     /* Each logged once (per server, or per episode where reset). */
     int fallback_logged;
     int kernel_hash_logged;
@@ -140,6 +153,15 @@ static const mode_needs_t *needs_of(int mode)
         }
     }
     return NULL;
+}
+
+/* Whether the mode in force keeps idle counts (its program reads them and
+ * the children count themselves). */
+static int counts_idle(const pf_steer_t *st)
+{
+    const mode_needs_t *needs = needs_of(st->active);
+
+    return needs != NULL && needs->idle_table;
 }
 
 /* Room for @a needed buckets in a steering map: a power of two, at least
@@ -346,7 +368,7 @@ static void reconcile_idle_counts(pf_steer_t *st,
 {
     int bucket;
 
-    if (st->active != PFB_STEER_IDLE || st->idle == NULL || obs == NULL
+    if (!counts_idle(st) || st->idle == NULL || obs == NULL
         || st->pending_len < b->num_buckets
         || st->idle_capacity < b->num_buckets
         || !pf_steer_new_cycle((int64_t)obs->now, &st->last_cycle)) {
@@ -364,10 +386,11 @@ static void reconcile_idle_counts(pf_steer_t *st,
             apr_atomic_add64((volatile apr_uint64_t *)&st->idle[bucket].idle,
                              (apr_uint64_t)fix);
             ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
-                         PFBLOGNO(00047) "idle steering: bucket %d "
+                         PFBLOGNO(00047) "%s steering: bucket %d "
                          "advertised %" APR_INT64_T_FMT " idle, %d waiting "
                          "and %d queued; corrected by %" APR_INT64_T_FMT,
-                         bucket, (apr_int64_t)advertised,
+                         pfb_steer_name(st->active), bucket,
+                         (apr_int64_t)advertised,
                          obs->waiting[bucket], obs->queued[bucket],
                          (apr_int64_t)fix);
         }
@@ -377,9 +400,36 @@ static void reconcile_idle_counts(pf_steer_t *st,
 /* ------------------------------------------------------------------ */
 /* Attaching                                                           */
 
-/* The CPU table for the affinity mask and this Listen size, in a map. */
-static apr_status_t make_cpu_map(pf_steer_t *st, int per_listen,
-                                 apr_pool_t *p, int *fd, refusal_t *why)
+/* "local": the CPU table from the host's topology, kept for pinning. */
+static pf_steer_cpu_entry_t *topology_table(pf_steer_t *st, int entries,
+                                            int per_listen)
+{
+    if (st->layout_room < entries) {
+        /* The possible CPUs do not change while the server runs: this
+         * allocates from the long-lived pool once. */
+        st->layout_room = entries;
+        st->topo = apr_palloc(st->pool,
+                              sizeof(*st->topo) * (apr_size_t)entries);
+        st->layout = apr_palloc(st->pool,
+                                sizeof(*st->layout) * (apr_size_t)entries);
+    }
+    st->topo_nodes = pf_topo_read("", st->topo, entries);
+    st->mask_nodes = pf_topo_nodes(st->topo, entries, st->cpus,
+                                   st->num_cpus);
+    if (st->topo_nodes < 0 || st->mask_nodes < 1
+        || pf_topo_layout(st->topo, entries, st->cpus, st->num_cpus,
+                          per_listen, st->layout) != 0) {
+        return NULL;
+    }
+    st->layout_entries = entries;
+    return st->layout;
+}
+
+/* The CPU table for the affinity mask and this Listen size, in a map:
+ * by rank in the mask ("cpu") or by the topology ("local"). */
+static apr_status_t make_cpu_map(pf_steer_t *st, const mode_needs_t *needs,
+                                 int per_listen, apr_pool_t *p, int *fd,
+                                 refusal_t *why)
 {
     pf_steer_cpu_entry_t *table;
     pf_cpu_run_t *runs;
@@ -395,10 +445,21 @@ static apr_status_t make_cpu_map(pf_steer_t *st, int per_listen,
     if (entries <= st->cpus[st->num_cpus - 1]) {
         entries = st->cpus[st->num_cpus - 1] + 1;
     }
-    runs = apr_palloc(p, sizeof(*runs) * (apr_size_t)st->num_cpus);
-    table = apr_palloc(p, sizeof(*table) * (apr_size_t)entries);
-    num_runs = pf_steer_cpu_runs(st->cpus, st->num_cpus, per_listen, runs);
-    if (num_runs < 1 || pf_steer_cpu_table(runs, num_runs, table, entries)) {
+    if (needs->topology) {
+        table = topology_table(st, entries, per_listen);
+        num_runs = table != NULL;
+    }
+    else {
+        runs = apr_palloc(p, sizeof(*runs) * (apr_size_t)st->num_cpus);
+        table = apr_palloc(p, sizeof(*table) * (apr_size_t)entries);
+        num_runs = pf_steer_cpu_runs(st->cpus, st->num_cpus, per_listen,
+                                     runs);
+        if (num_runs >= 1
+            && pf_steer_cpu_table(runs, num_runs, table, entries) != 0) {
+            num_runs = 0;
+        }
+    }
+    if (num_runs < 1) {
         why->step = "laying out the CPUs";
         why->rv = APR_EINVAL;
         return APR_EINVAL;
@@ -452,7 +513,8 @@ static apr_status_t attach_programs(pf_steer_t *st,
         return rv;
     }
     if (needs->cpu_table
-        && (rv = make_cpu_map(st, b->per_listen, p, &spec.cpu_fd, why))) {
+        && (rv = make_cpu_map(st, needs, b->per_listen, p, &spec.cpu_fd,
+                              why))) {
         return rv;
     }
     rv = ensure_socket_map(st, b->num_buckets, why);
@@ -549,7 +611,8 @@ apr_status_t pf_steer_probe(int mode, char *why, apr_size_t why_len)
     return rv;
 }
 
-/* "idle" or "cpu" refused: back to hash, said once for the server. */
+/* "idle", "cpu" or "local" refused: back to hash, said once for the
+ * server. */
 static void fall_back(pf_steer_t *st, int wanted, const refusal_t *why,
                       server_rec *s)
 {
@@ -576,6 +639,20 @@ static void log_attached(pf_steer_t *st, const pf_steer_buckets_t *b,
                      "of the affinity mask feed %d bucket(s) per Listen on "
                      "%d Listen(s) (eBPF, through the socket map)%s",
                      st->num_cpus, b->per_listen, st->listens,
+                     cpu_affinity ? "; children pinned to their bucket's "
+                                    "CPUs"
+                                  : "");
+        break;
+    case PFB_STEER_LOCAL:
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                     PFBLOGNO(00160) "ListenBucketSteering local: %d CPU(s) "
+                     "of the affinity mask on %d NUMA node(s)%s feed %d "
+                     "bucket(s) per Listen on %d Listen(s): the receiving "
+                     "CPU's bucket while it has an idle child, else one of "
+                     "its node's, else any (eBPF)%s",
+                     st->num_cpus, st->mask_nodes,
+                     st->topo_nodes > 0 ? "" : " (sysfs lists no node: one)",
+                     b->per_listen, st->listens,
                      cpu_affinity ? "; children pinned to their bucket's "
                                     "CPUs"
                                   : "");
@@ -637,6 +714,7 @@ int pf_steer_attach(pf_steer_t *st, const pf_steer_buckets_t *b, int wanted,
 
     st->num_cpus = pf_os_affinity_cpus(st->cpus, MAX_MASK_CPUS);
     st->active = PFB_STEER_HASH;
+    st->layout_entries = 0;
     st->num_buckets = b->num_buckets;
     st->per_listen = b->per_listen;
     st->steerable = b->reuseport && b->per_listen >= 2
@@ -777,7 +855,7 @@ int pf_steer_figures(const pf_steer_t *st, int bucket,
 {
     const pf_steer_bucket_t *rec;
 
-    if (st->active != PFB_STEER_IDLE || st->idle == NULL || bucket < 0
+    if (!counts_idle(st) || st->idle == NULL || bucket < 0
         || bucket >= st->idle_capacity) {
         return 0;
     }
@@ -808,8 +886,14 @@ static void pin_to_bucket_cpus(pf_steer_t *st, int bucket, server_rec *s)
     if (!st->steerable || st->num_cpus < 1) {
         return;
     }
-    n = pf_steer_shard_cpus(st->cpus, st->num_cpus, st->per_listen,
-                            bucket % st->per_listen, cpus);
+    if (st->active == PFB_STEER_LOCAL && st->layout_entries > 0) {
+        n = pf_topo_shard_cpus(st->layout, st->layout_entries, st->cpus,
+                               st->num_cpus, bucket % st->per_listen, cpus);
+    }
+    else {
+        n = pf_steer_shard_cpus(st->cpus, st->num_cpus, st->per_listen,
+                                bucket % st->per_listen, cpus);
+    }
     if (n < 1) {
         return;
     }
@@ -841,7 +925,7 @@ void pf_steer_child_init(pf_steer_t *st, int bucket, int cpu_affinity,
 
 static pf_steer_bucket_t *my_idle_record(pf_steer_t *st)
 {
-    if (st->active != PFB_STEER_IDLE || st->idle == NULL
+    if (!counts_idle(st) || st->idle == NULL
         || st->my_bucket < 0 || st->my_bucket >= st->idle_capacity) {
         return NULL;
     }

@@ -142,7 +142,7 @@ void pf_steer_refill(pf_steer_t *st, const pf_steer_buckets_t *buckets,
 int pf_steer_active(const pf_steer_t *st);
 
 /** Bucket @a bucket's counters.  @return 0 when the mode keeps none (only
- *  idle does) */
+ *  idle and local do) */
 int pf_steer_figures(const pf_steer_t *st, int bucket,
                      pf_steer_figures_t *out);
 
@@ -159,7 +159,7 @@ void pf_steer_child_init(pf_steer_t *st, int bucket, int cpu_affinity,
                          server_rec *s);
 
 /** Child, about to wait in accept(): marks @a waiting (its slot's mark),
- *  then counts itself idle, under idle steering. */
+ *  then counts itself idle, under idle or local steering. */
 void pf_steer_accept_begin(pf_steer_t *st, volatile apr_int32_t *waiting);
 
 /** Child, back from accept(): takes its idle count back when it has no

@@ -338,6 +338,8 @@ static struct bpf_program *program_of(struct prefork_steering *skel,
         return skel->progs.pf_steer_idle;
     case PFB_STEER_CPU:
         return skel->progs.pf_steer_cpu;
+    case PFB_STEER_LOCAL:
+        return skel->progs.pf_steer_local;
     default:
         return NULL;
     }
@@ -356,7 +358,8 @@ static apr_status_t load_program(struct prefork_steering *skel,
                                  int *prog_fd)
 {
     struct bpf_program *chosen = program_of(skel, spec->mode);
-    int modes[] = { PFB_STEER_HASH, PFB_STEER_IDLE, PFB_STEER_CPU };
+    int modes[] = { PFB_STEER_HASH, PFB_STEER_IDLE, PFB_STEER_CPU,
+                    PFB_STEER_LOCAL };
     size_t i;
     int ret, fd;
 

@@ -53,8 +53,8 @@ apr_status_t pf_steer_kernel_idle_table(int records, int *fd,
  *  values, so that a lookup gives the socket's cookie). */
 apr_status_t pf_steer_kernel_socket_map(int entries, int *fd);
 
-/** Makes the cpu program's table, @a entries (the possible CPUs) long,
- *  filled from @a table. */
+/** Makes the CPU table of the cpu and local programs, @a entries (the
+ *  possible CPUs) long, filled from @a table. */
 apr_status_t pf_steer_kernel_cpu_map(const pf_steer_cpu_entry_t *table,
                                      int entries, int *fd);
 
@@ -83,7 +83,7 @@ typedef struct {
     pf_steer_listen_t listen;   /**< its constants */
     int socks_fd;               /**< the socket map (every program) */
     int idle_fd;                /**< the idle table, or -1 */
-    int cpu_fd;                 /**< the cpu table, or -1 */
+    int cpu_fd;                 /**< the CPU table, or -1 */
 } pf_steer_program_t;
 
 /**

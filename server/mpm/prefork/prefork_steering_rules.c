@@ -37,7 +37,7 @@ int pf_steer_parse_mode(const char *arg, int *mode)
     if (arg == NULL) {
         return -1;
     }
-    for (m = PFB_STEER_HASH; m <= PFB_STEER_IDLE; m++) {
+    for (m = PFB_STEER_HASH; m <= PFB_STEER_LOCAL; m++) {
         if (strcasecmp(arg, pfb_steer_name(m)) == 0) {
             *mode = m;
             return 0;
@@ -129,6 +129,8 @@ int pf_steer_cpu_table(const pf_cpu_run_t *runs, int num_runs,
         }
         table[cpu].first_shard = (pf_u32)runs[r].first_bucket;
         table[cpu].span = (pf_u32)runs[r].span;
+        table[cpu].node_first = 0;
+        table[cpu].node_span = 0;
     }
     return 0;
 }
@@ -187,6 +189,40 @@ int pf_steer_idle_pick(const int64_t *idle, int per_listen, uint32_t hash,
     listen.probes = (pf_u32)pf_steer_idle_probes(per_listen);
     listen.capacity = (pf_u32)per_listen;
     shard = pf_steer_idle_choose(table, &listen, hash, random, &was_moved);
+    free(table);
+    *moved = (int)was_moved;
+    return (int)shard;
+}
+
+/* ------------------------------------------------------------------ */
+/* "local"                                                             */
+
+int pf_steer_local_pick(const int64_t *idle, int per_listen,
+                        const pf_steer_cpu_entry_t *entry, uint32_t hash,
+                        uint32_t random, int *moved)
+{
+    pf_steer_bucket_t *table;
+    pf_steer_listen_t listen;
+    pf_u32 shard, was_moved;
+    int b;
+
+    if (idle == NULL || per_listen < 2 || per_listen > PF_STEER_MAX_RECORDS
+        || moved == NULL) {
+        return -1;
+    }
+    table = calloc((size_t)per_listen, sizeof(*table));
+    if (table == NULL) {
+        return -1;
+    }
+    for (b = 0; b < per_listen; b++) {
+        table[b].idle = idle[b];
+    }
+    listen.first_bucket = 0;
+    listen.per_listen = (pf_u32)per_listen;
+    listen.probes = (pf_u32)pf_steer_idle_probes(per_listen);
+    listen.capacity = (pf_u32)per_listen;
+    shard = pf_steer_local_choose(table, &listen, entry, hash, random,
+                                  &was_moved);
     free(table);
     *moved = (int)was_moved;
     return (int)shard;

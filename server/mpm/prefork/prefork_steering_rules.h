@@ -95,11 +95,16 @@ typedef struct {
     pf_u32 capacity;        /**< idle: records in the idle table */
 } pf_steer_listen_t;
 
-/** One CPU's entry of the cpu program's table: the shards that the
- *  connections it takes go to (first_shard, at random among span). */
+/** One CPU's entry of the CPU table: the shards that the connections it
+ *  takes go to (first_shard, at random among span), and, for "local",
+ *  the shards of its NUMA node (node_first ... node_first + node_span - 1,
+ *  which hold its own).  "cpu" reads the first two only; its table leaves
+ *  the node's at 0. */
 typedef struct {
     pf_u32 first_shard;
     pf_u32 span;
+    pf_u32 node_first;
+    pf_u32 node_span;
 } pf_steer_cpu_entry_t;
 
 /**
@@ -270,17 +275,130 @@ PF_STEER_INLINE pf_u32 pf_steer_cpu_choose(const pf_steer_cpu_entry_t *entry,
     return first + random % span;
 }
 
+/* ------------------------------------------------------------------ */
+/* "local"                                                             */
+
+/**
+ * The node's shards of @a entry when they fit the Listen of @a n shards
+ * and hold @a home; else just @a home (nothing to borrow within a node).
+ */
+PF_STEER_INLINE void pf_steer_local_node(const pf_steer_cpu_entry_t *entry,
+                                         pf_u32 n, pf_u32 home,
+                                         pf_u32 *first, pf_u32 *span)
+{
+    *first = home;
+    *span = 1;
+    if (entry == NULL) {
+        return;
+    }
+    if (entry->node_span < 1 || entry->node_first >= n
+        || entry->node_span > n - entry->node_first
+        || home < entry->node_first
+        || home - entry->node_first >= entry->node_span) {
+        return;
+    }
+    *first = entry->node_first;
+    *span = entry->node_span;
+}
+
+/**
+ * "local" (locality that can borrow): the shard of the CPU that took the
+ * connection (pf_steer_cpu_choose()) while its bucket has an idle child;
+ * otherwise the first shard of the same NUMA node with one, then the
+ * first shard of another node with one, each looked at from a random
+ * start, at most PF_STEER_MAX_PROBES of each; if none has one, the CPU's
+ * own shard (its children are the nearest to the connection's packets).
+ * A shard missing from the idle table keeps the connection at home.
+ *
+ * As in "idle", counts are only compared: a child may have written any
+ * value into them.
+ *
+ * @param entry The CPU's entry of the CPU table, or NULL for none (then
+ *        the hash picks the home shard and there is no node to prefer)
+ * @param random A random number (the shard among the CPU's own, and the
+ *        probes' starts)
+ * @param moved Set to 1 when the shard is not the CPU's own
+ * @return the shard, below listen->per_listen
+ */
+PF_STEER_INLINE pf_u32 pf_steer_local_choose(
+    const pf_steer_bucket_t *table,
+    const volatile pf_steer_listen_t *listen,
+    const pf_steer_cpu_entry_t *entry, pf_u32 hash, pf_u32 random,
+    pf_u32 *moved)
+{
+    pf_u32 n = listen->per_listen, home, first, span, others, start, i;
+    pf_u32 step, shard;
+    pf_s64 idle = 0;
+
+    *moved = 0;
+    if (n < 2) {
+        return 0;
+    }
+    home = pf_steer_cpu_choose(entry, n, hash, random);
+    if (!pf_steer_idle_read(table, listen, home, &idle) || idle > 0) {
+        return home;
+    }
+    pf_steer_local_node(entry, n, home, &first, &span);
+    /* The node's other shards, from a random start (the high bits: the
+     * low ones chose among the CPU's own). */
+    start = pf_steer_hash_shard(random, span);
+    /* A constant trip count with the bound inside: clang cannot unroll a
+     * loop whose exit it folds into min(span, 16). */
+    PF_STEER_UNROLLED
+    for (i = 0; i < PF_STEER_MAX_PROBES; i++) {
+        step = start + i;
+        if (step >= span) {
+            step -= span;
+        }
+        shard = first + step;
+        if (i < span && shard != home) {
+            if (!pf_steer_idle_read(table, listen, shard, &idle)) {
+                return home;
+            }
+            if (idle > 0) {
+                *moved = 1;
+                return shard;
+            }
+        }
+    }
+    /* Then the shards outside the node: first + span ... first - 1, taken
+     * round the end of the Listen. */
+    others = n - span;
+    start = pf_steer_hash_shard((random >> 16) | (random << 16), others);
+    PF_STEER_UNROLLED
+    for (i = 0; i < PF_STEER_MAX_PROBES; i++) {
+        step = start + i;
+        if (step >= others) {
+            step -= others;
+        }
+        shard = first + span + step;
+        if (shard >= n) {
+            shard -= n;
+        }
+        if (i < others) {
+            if (!pf_steer_idle_read(table, listen, shard, &idle)) {
+                return home;
+            }
+            if (idle > 0) {
+                *moved = 1;
+                return shard;
+            }
+        }
+    }
+    return home;
+}
+
 #if !defined(__bpf__)
 /* ------------------------------------------------------------------ */
 /* User space only                                                     */
 
-/** Parses "hash", "cpu" or "idle" (any case) into a pfb_steer_e.
+/** Parses "hash", "cpu", "idle" or "local" (any case) into a pfb_steer_e.
  *  @return 0, or -1 */
 int pf_steer_parse_mode(const char *arg, int *mode);
 
 /**
- * Whether this build can run @a mode: hash always; cpu and idle only when
- * the BPF programs were compiled in (configure found clang, libbpf and
+ * Whether this build can run @a mode: hash always; cpu, idle and local
+ * only when the BPF programs were compiled in (configure found clang, libbpf and
  * bpftool).
  * @return NULL if it can, else what the build lacked, for the directive's
  *         error message
@@ -347,6 +465,17 @@ int pf_steer_idle_probes(int per_listen);
  */
 int pf_steer_idle_pick(const int64_t *idle, int per_listen, uint32_t hash,
                        uint32_t random, int *moved);
+
+/**
+ * pf_steer_local_choose() over plain counts, for the tests and the scale
+ * model: @a idle holds the @a per_listen counts of one Listen, @a entry
+ * the receiving CPU's entry (NULL for none).
+ * @return the shard, or -1 on bad input; *moved as pf_steer_local_choose()
+ *         sets it
+ */
+int pf_steer_local_pick(const int64_t *idle, int per_listen,
+                        const pf_steer_cpu_entry_t *entry, uint32_t hash,
+                        uint32_t random, int *moved);
 
 /** a + b and a - b, held at INT64_MAX / INT64_MIN instead of
  *  overflowing: for arithmetic on what a child wrote. */
