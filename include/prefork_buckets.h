@@ -115,8 +115,8 @@ typedef enum {
                                      1.0; kept for its number) */
     PFB_WHY_ONE_PER_LISTEN = 8, /**< the ratio gives one socket per
                                      Listen: one bucket holds them all */
-    PFB_WHY_NO_IDLE_STEERING = 9 /**< the ratio with idle steering, which
-                                      the kernel or the build refuses:
+    PFB_WHY_NO_IDLE_STEERING = 9 /**< the ratio with idle or local
+                                      steering, which the kernel refuses:
                                       one bucket holds every Listen */
 } pfb_reason_e;
 

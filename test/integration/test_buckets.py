@@ -383,8 +383,15 @@ class RatioWithIdleSteering(unittest.TestCase):
     def test_without_idle_steering_every_listen_shares_one_bucket(self):
         # bpf(2) fails under the shim: the ratio gives no buckets, and one
         # warning says so, at start and at each restart; no fallback to
-        # hash steering.
-        with Server(extra=self.EXTRA, ports=2,
+        # hash steering.  local shares the pool as idle does.
+        for mode in ("idle", "local"):
+            with self.subTest(mode=mode):
+                self.refused(mode)
+
+    def refused(self, mode):
+        extra = self.EXTRA.replace("ListenBucketSteering idle",
+                                   "ListenBucketSteering " + mode)
+        with Server(extra=extra, ports=2,
                     env={"LD_PRELOAD": NOBPF_SO}, daemon=True,
                     expect_log=("PFB00150",)) as srv:
             srv.start()
@@ -396,12 +403,14 @@ class RatioWithIdleSteering(unittest.TestCase):
             lines = [l for l in log.splitlines() if "PFB00150" in l]
             self.assertEqual(len(lines), 2, lines)
             self.assertIn("[mpm_prefork:warn]", lines[0])
-            self.assertIn("ListenBucketSteering idle unavailable "
+            self.assertIn("ListenBucketSteering %s unavailable "
                           "(bpf(BPF_MAP_CREATE) of the socket map failed): "
                           "ListenCoresBucketsRatio 1 ignored, every Listen "
-                          "in one bucket as in httpd's prefork", lines[0])
+                          "in one bucket as in httpd's prefork" % mode,
+                          lines[0])
             self.assertIn("Operation not permitted", lines[0])
             # That line stands for the bucket count's (PFB00026).
             self.assertNotIn("PFB00026", log)
             self.assertNotIn("PFB00043", log)
             self.assertNotIn("PFB00046", log)
+            self.assertNotIn("PFB00160", log)

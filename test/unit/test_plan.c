@@ -23,6 +23,7 @@ typedef struct {
 #define HASH PFB_STEER_HASH
 #define CPU PFB_STEER_CPU
 #define IDLE PFB_STEER_IDLE
+#define LOCAL PFB_STEER_LOCAL
 #define UNSET PF_BUCKETS_UNSET
 
 static const plan_row_t plan_rows[] = {
@@ -124,6 +125,10 @@ static const plan_row_t plan_rows[] = {
     { "ListenBuckets 8, idle refused: kept, under hash, starved", 2, 0, 8,
       1, 1, 150, 5, IDLE, PFB_MODE_REUSEPORT, PFB_WHY_EXPLICIT, 8, 8, 5, 0,
       1, 1 },
+    { "local steering shares the pool too: no cap", 16, 1, 0, 1, 1, 150, 5,
+      LOCAL, PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 16, 16, 0, 0, 0, 0 },
+    { "ratio, local refused: one bucket", 16, 1, 0, 1, 2, 150, 5, LOCAL,
+      PFB_MODE_SINGLE, PFB_WHY_NO_IDLE_STEERING, 1, 1, 0, 0, 0, 1 },
     { "ratio, cpu refused: hash's cap", 16, 1, 0, 1, 1, 150, 5, CPU,
       PFB_MODE_REUSEPORT, PFB_WHY_RATIO, 5, 5, 5, 1, 0, 1 },
 };
@@ -175,7 +180,7 @@ START_TEST(ratio_never_outgrows_the_spare_pool)
     for (cpus = 1; cpus <= 80; cpus += 3) {
         for (min_spare = 0; min_spare <= 40; min_spare += 3) {
             for (listeners = 1; listeners <= 5; listeners++) {
-                for (steer = PFB_STEER_HASH; steer <= PFB_STEER_IDLE;
+                for (steer = PFB_STEER_HASH; steer <= PFB_STEER_LOCAL;
                      steer++) {
                     pf_plan_in_t in;
                     pf_bucket_plan_t plan;
@@ -198,7 +203,7 @@ START_TEST(ratio_never_outgrows_the_spare_pool)
                     ck_assert(plan.mode != PFB_MODE_REUSEPORT
                               || plan.buckets_per_listen >= 2);
                     ck_assert_int_eq(warm.starved, 0);
-                    if (steer == PFB_STEER_IDLE) {
+                    if (pf_steering_shares_pool(steer)) {
                         ck_assert_int_eq(plan.buckets_per_listen,
                                          cpus * listeners <= 150
                                              ? cpus
@@ -222,6 +227,11 @@ START_TEST(warm_limit_follows_the_steering)
     ck_assert_int_eq(pf_warm_bucket_limit(5, PFB_STEER_HASH), 5);
     ck_assert_int_eq(pf_warm_bucket_limit(5, PFB_STEER_CPU), 5);
     ck_assert_int_eq(pf_warm_bucket_limit(5, PFB_STEER_IDLE), 0);
+    ck_assert_int_eq(pf_warm_bucket_limit(5, PFB_STEER_LOCAL), 0);
+    ck_assert(pf_steering_shares_pool(PFB_STEER_IDLE));
+    ck_assert(pf_steering_shares_pool(PFB_STEER_LOCAL));
+    ck_assert(!pf_steering_shares_pool(PFB_STEER_HASH));
+    ck_assert(!pf_steering_shares_pool(PFB_STEER_CPU));
     ck_assert_int_eq(pf_warm_bucket_limit(0, PFB_STEER_HASH), 1);
     ck_assert_int_eq(pf_warm_bucket_limit(200000, PFB_STEER_HASH), 200000);
 }

@@ -695,11 +695,12 @@ static void log_bucket_count(const pf_bucketset_t *bs, server_rec *s)
     }
     if (plan->reason == PFB_WHY_NO_IDLE_STEERING) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, bs->idle_status, s,
-                     PFBLOGNO(00150) "ListenBucketSteering idle unavailable "
+                     PFBLOGNO(00150) "ListenBucketSteering %s unavailable "
                      "(%s): ListenCoresBucketsRatio %d ignored, every Listen "
                      "in one bucket as in httpd's prefork, since buckets "
                      "under hash steering would each need a spare pool of "
-                     "their own", bs->idle_refusal, cfg->ratio);
+                     "their own", pfb_steer_name(cfg->steer_wanted),
+                     bs->idle_refusal, cfg->ratio);
         return;
     }
     if (plan->reason == PFB_WHY_NO_REUSEPORT) {

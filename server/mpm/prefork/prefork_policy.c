@@ -476,9 +476,14 @@ int pf_usable_cpus(int online, int affinity, int quota)
     return cpus;
 }
 
+int pf_steering_shares_pool(int steering)
+{
+    return steering == PFB_STEER_IDLE || steering == PFB_STEER_LOCAL;
+}
+
 int pf_warm_bucket_limit(int min_spare_servers, int steering)
 {
-    if (steering == PFB_STEER_IDLE) {
+    if (pf_steering_shares_pool(steering)) {
         return 0;
     }
     return min_spare_servers > 1 ? min_spare_servers : 1;
@@ -528,7 +533,7 @@ void pf_plan_buckets(const pf_plan_in_t *in, pf_bucket_plan_t *plan,
         plan->reason = PFB_WHY_NO_REUSEPORT;
         per_listen = 1;
     }
-    else if (by_ratio && in->steering == PFB_STEER_IDLE
+    else if (by_ratio && pf_steering_shares_pool(in->steering)
              && !in->steering_usable) {
         plan_single(PFB_WHY_NO_IDLE_STEERING, plan);
         return;

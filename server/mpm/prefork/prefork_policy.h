@@ -234,11 +234,18 @@ typedef struct {
 } pf_warm_t;
 
 /**
+ * Whether a steering mode sends a connection to another bucket when its
+ * own has no idle child (idle, local), so that the buckets share the spare
+ * pool; hash and cpu do not.
+ */
+int pf_steering_shares_pool(int steering);
+
+/**
  * The most buckets that MinSpareServers keeps warm, with an idle child of
  * its own share in every bucket.  Under hash and cpu steering a connection
  * goes to its bucket whatever that bucket has, so each bucket needs its own
- * idle child: the limit is MinSpareServers.  Under idle steering a
- * connection goes to any bucket with an idle child, so the pool is shared
+ * idle child: the limit is MinSpareServers.  Under idle and local steering
+ * a connection goes to another bucket with an idle child, so the pool is shared
  * and there is no limit (0).
  */
 int pf_warm_bucket_limit(int min_spare_servers, int steering);
@@ -265,10 +272,11 @@ int pf_warm_bucket_limit(int min_spare_servers, int steering);
  * The ratio never gives a bucket per Listen: where its count comes to one
  * socket per Listen, every Listen goes into one bucket, as in httpd
  * (PFB_WHY_ONE_PER_LISTEN); a bucket per Listen, each with a spare pool of
- * its own, lost on tails to httpd's shared poll (issue 20).  Nor does the
- * ratio with idle steering fall back to hash: idle shares the spare pool
- * among the buckets and hash does not, so where idle steering cannot run,
- * every Listen goes into one bucket (PFB_WHY_NO_IDLE_STEERING).  An
+ * its own, lost on tails to httpd's shared poll (docs/differences.md).
+ * Nor does the ratio with idle or local steering fall back to hash: those
+ * share the spare pool among the buckets (pf_steering_shares_pool) and
+ * hash does not, so where they cannot run, every Listen goes into one
+ * bucket (PFB_WHY_NO_IDLE_STEERING).  An
  * explicit ListenBuckets is kept in both cases.
  *
  * @param warm Written; may be NULL

@@ -572,7 +572,7 @@ apr_status_t pf_steer_probe(int mode, char *why, apr_size_t why_len)
     int prog_fd = -1;
 
     *why = '\0';
-    if (mode != PFB_STEER_IDLE) {
+    if (mode != PFB_STEER_IDLE && mode != PFB_STEER_LOCAL) {
         return APR_SUCCESS;
     }
     if (!pf_steer_kernel_built()) {
@@ -580,7 +580,10 @@ apr_status_t pf_steer_probe(int mode, char *why, apr_size_t why_len)
         return APR_ENOTIMPL;
     }
     memset(&spec, 0, sizeof(spec));
-    spec.mode = mode;
+    /* local needs what idle needs (the mmap-able idle table, a socket map,
+     * an SK_REUSEPORT program) plus an array it gets like cpu's: idle's
+     * program stands for both. */
+    spec.mode = PFB_STEER_IDLE;
     spec.idle_fd = spec.cpu_fd = -1;
     spec.listen.per_listen = 2;
     spec.listen.probes = (pf_u32)pf_steer_idle_probes(2);

@@ -99,10 +99,10 @@ pf_steer_t *pf_steer_create(apr_pool_t *pool);
 
 /**
  * Parent (root), while it plans the buckets, before any is opened: whether
- * idle steering can run here, by making its maps and loading its program
- * once, then closing them.  The plan relies on it (pf_plan_buckets); the
- * other modes fall back to hash, which needs no program, so they are
- * not probed.
+ * idle or local steering can run here, by making idle's maps and loading
+ * its program once, then closing them.  The plan relies on it
+ * (pf_plan_buckets); hash needs no program and cpu falls back to hash, so
+ * they are not probed.
  * @param why Set to what failed, when it did
  * @return APR_SUCCESS, or the refusal's status
  */
