@@ -790,14 +790,21 @@ static void reassert_programs(pf_steer_t *st, const pf_steer_buckets_t *b,
         }
     }
     if (failed != APR_SUCCESS && !st->reattach_logged) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, failed, s,
-                     PFBLOGNO(00104) "ListenBucketSteering %s: couldn't "
-                     "%s listener %s again; its connections may go "
-                     "elsewhere until it can",
-                     pfb_steer_name(st->active),
-                     st->num_progs > 0 ? "attach the program to"
-                                       : "detach programs from",
-                     group_name(b, at));
+        if (st->num_progs > 0) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, failed, s,
+                         PFBLOGNO(00104) "ListenBucketSteering %s: couldn't "
+                         "attach the program to listener %s again; its "
+                         "connections may go elsewhere until it can",
+                         pfb_steer_name(st->active), group_name(b, at));
+        }
+        else {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, failed, s,
+                         PFBLOGNO(00105) "ListenBucketSteering %s: couldn't "
+                         "detach programs from listener %s again; a "
+                         "program a child attached may steer its "
+                         "connections until it can",
+                         pfb_steer_name(st->active), group_name(b, at));
+        }
     }
     st->reattach_logged = failed != APR_SUCCESS;
 }
