@@ -58,6 +58,19 @@ with urllib.request.urlopen("http://127.0.0.1:%d/bucket-status?json" % port,
 """
 
 
+def restarts_under_load(test, srv, concurrency):
+    """Three graceful restarts, each after 100 more requests served, under
+    a closed-loop load that must see no error."""
+    load = Load("127.0.0.1", srv.ports[0], concurrency=concurrency).start()
+    try:
+        for _ in range(3):
+            test.assertTrue(load.wait_served(100), load.errors)
+            srv.restart_gracefully()
+    finally:
+        load.stop()
+    test.assertEqual(load.errors, {})
+
+
 def status_json(srv):
     with urllib.request.urlopen(srv.url("/bucket-status?json"),
                                 timeout=30) as r:
@@ -280,14 +293,7 @@ class IdleSteering(unittest.TestCase):
                 ok, snap = counts_true()
                 self.assertTrue(ok, [(x["steering"], x["children"])
                                      for x in snap["buckets"]])
-            load = Load("127.0.0.1", srv.ports[0], concurrency=4).start()
-            try:
-                for _ in range(3):
-                    self.assertTrue(load.wait_served(100), load.errors)
-                    srv.restart_gracefully()
-            finally:
-                load.stop()
-            self.assertEqual(load.errors, {})
+            restarts_under_load(self, srv, concurrency=4)
             self.assertTrue(srv.wait_for(lambda: counts_true()[0]),
                             counts_true()[1])
             self.assertEqual(srv.log_count("PFB00046"), 4)
@@ -481,14 +487,7 @@ class LocalSteering(unittest.TestCase):
             srv.start()
             self.assertTrue(wait_children(srv, 8), srv.children())
             self.assertTrue(wait_counted_idle(srv, 2), status_json(srv))
-            load = Load("127.0.0.1", srv.ports[0], concurrency=6).start()
-            try:
-                for _ in range(3):
-                    self.assertTrue(load.wait_served(100), load.errors)
-                    srv.restart_gracefully()
-            finally:
-                load.stop()
-            self.assertEqual(load.errors, {})
+            restarts_under_load(self, srv, concurrency=6)
 
             def counts_true():
                 snap = status_json(srv)

@@ -165,29 +165,43 @@ int pf_steer_idle_probes(int per_listen)
                                                 : PF_STEER_MAX_PROBES;
 }
 
+/* The table and constants the programs see, for one Listen of @a per_listen
+ * buckets with the given idle counts (the pick functions' common part);
+ * NULL on bad input or no memory.  The caller frees the table. */
+static pf_steer_bucket_t *pick_table(const int64_t *idle, int per_listen,
+                                     pf_steer_listen_t *listen)
+{
+    pf_steer_bucket_t *table;
+    int b;
+
+    if (idle == NULL || per_listen < 2 || per_listen > PF_STEER_MAX_RECORDS) {
+        return NULL;
+    }
+    table = calloc((size_t)per_listen, sizeof(*table));
+    if (table == NULL) {
+        return NULL;
+    }
+    for (b = 0; b < per_listen; b++) {
+        table[b].idle = idle[b];
+    }
+    listen->first_bucket = 0;
+    listen->per_listen = (pf_u32)per_listen;
+    listen->probes = (pf_u32)pf_steer_idle_probes(per_listen);
+    listen->capacity = (pf_u32)per_listen;
+    return table;
+}
+
 int pf_steer_idle_pick(const int64_t *idle, int per_listen, uint32_t hash,
                        uint32_t random, int *moved)
 {
     pf_steer_bucket_t *table;
     pf_steer_listen_t listen;
     pf_u32 shard, was_moved;
-    int b;
 
-    if (idle == NULL || per_listen < 2 || per_listen > PF_STEER_MAX_RECORDS
-        || moved == NULL) {
+    if (moved == NULL
+        || (table = pick_table(idle, per_listen, &listen)) == NULL) {
         return -1;
     }
-    table = calloc((size_t)per_listen, sizeof(*table));
-    if (table == NULL) {
-        return -1;
-    }
-    for (b = 0; b < per_listen; b++) {
-        table[b].idle = idle[b];
-    }
-    listen.first_bucket = 0;
-    listen.per_listen = (pf_u32)per_listen;
-    listen.probes = (pf_u32)pf_steer_idle_probes(per_listen);
-    listen.capacity = (pf_u32)per_listen;
     shard = pf_steer_idle_choose(table, &listen, hash, random, &was_moved);
     free(table);
     *moved = (int)was_moved;
@@ -204,23 +218,11 @@ int pf_steer_local_pick(const int64_t *idle, int per_listen,
     pf_steer_bucket_t *table;
     pf_steer_listen_t listen;
     pf_u32 shard, was_moved;
-    int b;
 
-    if (idle == NULL || per_listen < 2 || per_listen > PF_STEER_MAX_RECORDS
-        || moved == NULL) {
+    if (moved == NULL
+        || (table = pick_table(idle, per_listen, &listen)) == NULL) {
         return -1;
     }
-    table = calloc((size_t)per_listen, sizeof(*table));
-    if (table == NULL) {
-        return -1;
-    }
-    for (b = 0; b < per_listen; b++) {
-        table[b].idle = idle[b];
-    }
-    listen.first_bucket = 0;
-    listen.per_listen = (pf_u32)per_listen;
-    listen.probes = (pf_u32)pf_steer_idle_probes(per_listen);
-    listen.capacity = (pf_u32)per_listen;
     shard = pf_steer_local_choose(table, &listen, entry, hash, random,
                                   &was_moved);
     free(table);
