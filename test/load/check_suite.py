@@ -75,6 +75,22 @@ def run_suite(out, args):
     return doc, ran, problems
 
 
+def count_runs(doc, ran, want):
+    """Problems where a scenario ran another number of times than @want
+    says; a scenario the suite reported unavailable is said, not counted."""
+    problems = []
+    unavailable = doc.get("unavailable", {})
+    for name in unavailable:
+        print("bench smoke: %s not run: %s" % (name, unavailable[name]))
+    for name, count in want.items():
+        if name in unavailable:
+            continue
+        got = len([r for r in ran if r["scenario"] == name])
+        if got != count:
+            problems.append("%s: %d runs, expected %d" % (name, got, count))
+    return problems
+
+
 def check_quick():
     out = os.path.join(RESULTS, "ci-quick")
     doc, ran, problems = run_suite(out, ["--quick"])
@@ -96,16 +112,9 @@ def check_issue14():
         "--scenarios", "static-close,open50,php,rps-half",
         "--pairs", "1", "--seconds", "1", "--workers", "16",
         "--connections", "16", "--buckets", str(ncpus)])
+    problems += count_runs(doc, ran, {"static-close": 2, "open50": 2,
+                                      "php": 1, "rps-half": 2})
     unavailable = doc.get("unavailable", {})
-    for name in unavailable:
-        print("bench smoke: %s not run: %s" % (name, unavailable[name]))
-    want = {"static-close": 2, "open50": 2, "php": 1, "rps-half": 2}
-    for name, count in want.items():
-        if name in unavailable:
-            continue
-        got = len([r for r in ran if r["scenario"] == name])
-        if got != count:
-            problems.append("%s: %d runs, expected %d" % (name, got, count))
     try:
         with open(os.path.join(out, "report.md")) as f:
             text = f.read()
@@ -134,16 +143,8 @@ def check_round3():
         "--scenarios", "rate,static-close,tls-close,pool64",
         "--pairs", "1", "--seconds", "1", "--warmup", "0",
         "--max-lag-ms", "1000"])
-    unavailable = doc.get("unavailable", {})
-    for name in unavailable:
-        print("bench smoke: %s not run: %s" % (name, unavailable[name]))
-    want = {"rate": 4, "static-close": 4, "tls-close": 3, "pool64": 2}
-    for name, count in want.items():
-        if name in unavailable:
-            continue
-        got = len([r for r in ran if r["scenario"] == name])
-        if got != count:
-            problems.append("%s: %d runs, expected %d" % (name, got, count))
+    problems += count_runs(doc, ran, {"rate": 4, "static-close": 4,
+                                      "tls-close": 3, "pool64": 2})
     for r in ran:
         if not r.get("latency_file") or not os.path.exists(
                 os.path.join(out, r["latency_file"])):
