@@ -17,7 +17,7 @@ autoconf pkg-config gcc libc6-dev linux-libc-dev libseccomp-dev make python3 cur
 nginx-light gnuplot-nox prometheus libapache2-mod-php \
 build-essential debhelper dpkg-dev lintian prometheus-apache-exporter munin-plugins-core libwww-perl \
 libtool libtool-bin libpcre2-dev libpcre3-dev libexpat1-dev zlib1g-dev patch xz-utils shellcheck \
-libxml2-utils xsltproc python3-yaml clang libbpf-dev bpftool openssl"
+libxml2-utils xsltproc python3-yaml clang libbpf-dev bpftool openssl autopkgtest"
 # Installed on their own, after the rest: their postinst changes the
 # system's apache2 configuration, which apt_keeping_apache_modules undoes.
 APACHE_MODULE_PACKAGES="libapache2-mod-php"
