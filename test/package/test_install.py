@@ -24,7 +24,9 @@ Steps, as an admin would take them:
      mpm_prefork this MPM: configtest, start, a PHP page served, bucket
      data available; then switching back (apt-get purge of the -divert
      package) puts Debian's mod_mpm_prefork.so back, byte for byte;
-  8. apt-get purge: no file of the packages left, no a2enmod state;
+  8. apt-get purge while this MPM is enabled: Debian's mpm_prefork is
+     enabled in its place (configtest passes, apache2 is asked to
+     restart); no file of the packages left, no a2enmod state;
   9. Debian's own MPM can be enabled again (a2enmod, configtest).
 
 CI runs on the developer's own machine, so everything is put back on every
@@ -602,8 +604,9 @@ def php_module():
     return found[-1] if found else None
 
 
-def serve_php(port):
-    """A PHP page under Alias /pfb-php/, from a private directory."""
+def install_php_page():
+    """A PHP page under Alias /pfb-php/, from a private directory (its
+    conf-enabled file goes with the restore)."""
     os.makedirs(PHP_DIR, exist_ok=True)
     os.chmod(PHP_DIR, 0o755)
     with open(os.path.join(PHP_DIR, "answer.php"), "w") as f:
@@ -614,6 +617,10 @@ def serve_php(port):
                 "Alias /pfb-php/ %s/\n<Directory %s/>\n"
                 "    Require all granted\n</Directory>\n"
                 % (PHP_DIR, PHP_DIR))
+
+
+def serve_php(port):
+    install_php_page()
     rc, _ = sh(["apache2ctl", "start"], timeout=60)
     up = rc == 0 and pfbserver.wait_for(
         lambda: server_pid() and not port_refuses(port), 30)
@@ -693,6 +700,11 @@ def step_php(divert_deb, port):
 
 
 def step_purge(debian_mpms):
+    """Purges the packages while this MPM is the enabled one: Debian's
+    mpm_prefork takes its place, and apache2 is asked to restart."""
+    check("this MPM is the enabled one before the purge",
+          enabled_mpms() == ["mpm_prefork_buckets"], str(enabled_mpms()))
+    seen = len(invoke_rc_calls())
     files = []
     for name in PACKAGES:
         _, out = sh(["dpkg-query", "-L", name], quiet=True)
@@ -710,6 +722,18 @@ def step_purge(debian_mpms):
         left += glob.glob("/var/lib/apache2/module/*/%s" % module)
     check("purge leaves no file of the packages", not left,
           "left %s" % left)
+    check("removing the enabled MPM enables Debian's mpm_prefork",
+          enabled_mpms() == ["mpm_prefork"], str(enabled_mpms()))
+    rc, out = sh(["apache2ctl", "configtest"], timeout=60)
+    check("configtest with Debian's mpm_prefork after the purge",
+          rc == 0 and "Syntax OK" in out, out[-600:])
+    calls = invoke_rc_calls()[seen:]
+    if recording():
+        check("the purge asks apache2 to restart into Debian's prefork",
+              any(re.match(r"apache2\b.*\brestart\b", c) for c in calls),
+              "invoke-rc.d asked for %s" % calls)
+    if debian_mpms != ["mpm_prefork"]:
+        sh(["a2dismod", "-q", "mpm_prefork"])
     rc, _ = sh(["a2enmod"] + debian_mpms)
     ok = rc == 0
     if ok:
