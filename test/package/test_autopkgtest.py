@@ -19,12 +19,10 @@ frontend lock is held only around the copy and around the restore.  Ends
 with 'autopkgtest: N passed, N failed'.
 """
 
-import fcntl
 import glob
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 
@@ -97,15 +95,7 @@ def run(debs, src):
         def restore():
             machine.restore_machine()
         with_dpkg_lock(restore)
-        for top in machine.TREES:
-            after = machine.snapshot(top)
-            diff = sorted(k for k in set(before[top]) | set(after)
-                          if before[top].get(k) != after.get(k))
-            machine.check("%s restored exactly" % top, not diff,
-                          "differs: %s" % diff[:20])
-        machine.check("no system apache2 left running",
-                      machine.server_pid() is None)
-        shutil.rmtree(machine.STATE, ignore_errors=True)
+        machine.check_restored(before)
 
 
 def main(argv):
@@ -134,24 +124,8 @@ def main(argv):
         print("no %s/debian/tests/control: bash tools/build-deb.sh" % src)
         print("autopkgtest: 0 passed, 1 failed")
         return 1
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, machine.on_signal)
-    os.makedirs(os.path.dirname(machine.LOCK), exist_ok=True)
-    with open(machine.LOCK, "w") as lock:
-        print("  waiting for %s" % machine.LOCK, flush=True)
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.path.exists(os.path.join(machine.STATE, "saved")):
-            print("a previous run did not finish: restoring what it saved")
-            with_dpkg_lock(machine.restore_machine)
-            shutil.rmtree(machine.STATE, ignore_errors=True)
-        elif os.path.exists(machine.STATE):
-            shutil.rmtree(machine.STATE)
-        if any(machine.package_state(p) != "not-installed"
-               for p in machine.PACKAGES + (machine.DIVERT,)):
-            print("%s already installed here: the test would remove it; "
-                  "purge it first"
-                  % " or ".join(machine.PACKAGES + (machine.DIVERT,)))
-            print("autopkgtest: 0 passed, 1 failed")
+    with machine.exclusive("autopkgtest", hold_dpkg=False) as ready:
+        if not ready:
             return 1
         try:
             run(debs, src)

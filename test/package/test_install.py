@@ -768,14 +768,63 @@ def run(debs, divert_deb):
         step_purge(debian_mpms)
     finally:
         restore_machine()
-        for top in TREES:
-            after = snapshot(top)
-            diff = sorted(k for k in set(before[top]) | set(after)
-                          if before[top].get(k) != after.get(k))
-            check("%s restored exactly" % top, not diff,
-                  "differs: %s" % diff[:20])
-        check("no system apache2 left running", server_pid() is None)
-        shutil.rmtree(STATE, ignore_errors=True)
+        check_restored(before)
+
+
+def check_restored(before):
+    """After restore_machine(): the trees as @a before (snapshots), no
+    server of ours running; the saved copy goes."""
+    for top in TREES:
+        after = snapshot(top)
+        diff = sorted(k for k in set(before[top]) | set(after)
+                      if before[top].get(k) != after.get(k))
+        check("%s restored exactly" % top, not diff,
+              "differs: %s" % diff[:20])
+    check("no system apache2 left running", server_pid() is None)
+    shutil.rmtree(STATE, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def exclusive(report, hold_dpkg=True):
+    """The machine for one package test: the tests' lock (and, with
+    @a hold_dpkg, dpkg's frontend lock for the whole test), a killed run's
+    changes undone, none of the packages installed.  Yields whether the
+    test may go on; when not, it has printed why, and the report line.
+    SIGTERM and SIGHUP raise Interrupted from here on."""
+    def refuse(why):
+        print(why)
+        print("%s: 0 passed, 1 failed" % report)
+        return False
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    os.makedirs(os.path.dirname(LOCK), exist_ok=True)
+    with open(LOCK, "w") as lock:
+        print("  waiting for %s" % LOCK, flush=True)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        fd = hold_dpkg_lock()
+        if fd is None:
+            yield refuse("dpkg's frontend lock stayed busy for 600 s")
+            return
+        if os.path.exists(os.path.join(STATE, "saved")):
+            print("a previous run did not finish: restoring what it saved")
+            restore_machine()
+            shutil.rmtree(STATE, ignore_errors=True)
+        elif os.path.exists(STATE):
+            shutil.rmtree(STATE)    # killed before it changed anything
+        if not hold_dpkg:
+            os.close(fd)
+        if glob.glob("/etc/apache2.pfb-*") or \
+                glob.glob("/var/lib/apache2.pfb-*"):
+            yield refuse("leftover /etc/apache2.pfb-* from a killed restore: "
+                         "look at them and remove them")
+        elif any(package_state(p) != "not-installed"
+                 for p in PACKAGES + (DIVERT,)):
+            yield refuse("%s already installed here: the test would remove "
+                         "it; purge it first"
+                         % " or ".join(PACKAGES + (DIVERT,)))
+        else:
+            yield True
 
 
 def main(argv):
@@ -800,33 +849,8 @@ def main(argv):
         print("no %s_*.deb in %s: bash tools/build-deb.sh" % (DIVERT, deb_dir))
         print("package-install: 0 passed, 1 failed")
         return 1
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, on_signal)
-    os.makedirs(os.path.dirname(LOCK), exist_ok=True)
-    with open(LOCK, "w") as lock:
-        print("  waiting for %s" % LOCK, flush=True)
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if hold_dpkg_lock() is None:
-            print("dpkg's frontend lock stayed busy for 600 s")
-            print("package-install: 0 passed, 1 failed")
-            return 1
-        if os.path.exists(os.path.join(STATE, "saved")):
-            print("a previous run did not finish: restoring what it saved")
-            restore_machine()
-            shutil.rmtree(STATE, ignore_errors=True)
-        elif os.path.exists(STATE):
-            shutil.rmtree(STATE)    # killed before it changed anything
-        if glob.glob("/etc/apache2.pfb-*") or \
-                glob.glob("/var/lib/apache2.pfb-*"):
-            print("leftover /etc/apache2.pfb-* from a killed restore: "
-                  "look at them and remove them")
-            print("package-install: 0 passed, 1 failed")
-            return 1
-        if any(package_state(p) != "not-installed"
-               for p in PACKAGES + (DIVERT,)):
-            print("%s already installed here: the test would remove it; "
-                  "purge it first" % " or ".join(PACKAGES + (DIVERT,)))
-            print("package-install: 0 passed, 1 failed")
+    with exclusive("package-install") as ready:
+        if not ready:
             return 1
         try:
             run(debs, divert[-1])

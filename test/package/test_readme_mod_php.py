@@ -28,13 +28,10 @@ are copied first and restored exactly afterwards (checked), as
 test_install.py does.  Ends with 'readme-mod-php: N passed, N failed'.
 """
 
-import fcntl
 import glob
 import json
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
 
@@ -195,15 +192,7 @@ def run(install, back):
         machine.check("no bucket status after", bucket_data(port) is None)
     finally:
         machine.restore_machine()
-        for top in machine.TREES:
-            after = machine.snapshot(top)
-            diff = sorted(k for k in set(before[top]) | set(after)
-                          if before[top].get(k) != after.get(k))
-            machine.check("%s restored exactly" % top, not diff,
-                          "differs: %s" % diff[:20])
-        machine.check("no system apache2 left running",
-                      machine.server_pid() is None)
-        shutil.rmtree(machine.STATE, ignore_errors=True)
+        machine.check_restored(before)
 
 
 def main(argv):
@@ -226,27 +215,8 @@ def main(argv):
         print("missing: %s" % (missing or "README's blocks"))
         print("readme-mod-php: 0 passed, 1 failed")
         return 1
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, machine.on_signal)
-    os.makedirs(os.path.dirname(machine.LOCK), exist_ok=True)
-    with open(machine.LOCK, "w") as lock:
-        print("  waiting for %s" % machine.LOCK, flush=True)
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if machine.hold_dpkg_lock() is None:
-            print("dpkg's frontend lock stayed busy for 600 s")
-            print("readme-mod-php: 0 passed, 1 failed")
-            return 1
-        if os.path.exists(os.path.join(machine.STATE, "saved")):
-            print("a previous run did not finish: restoring what it saved")
-            machine.restore_machine()
-            shutil.rmtree(machine.STATE, ignore_errors=True)
-        elif os.path.exists(machine.STATE):
-            shutil.rmtree(machine.STATE)
-        if any(machine.package_state(p) != "not-installed"
-               for p in machine.PACKAGES + (machine.DIVERT,)):
-            print("the packages are already installed here: purge them "
-                  "first")
-            print("readme-mod-php: 0 passed, 1 failed")
+    with machine.exclusive("readme-mod-php") as ready:
+        if not ready:
             return 1
         try:
             run(install, back)
