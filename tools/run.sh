@@ -40,7 +40,7 @@ install_missing() {
         say "packages: all present"
         return
     fi
-    say "installing: ${missing[*]}"
+    say "installing with apt-get (and what they depend on): ${missing[*]}"
     if [ "$(id -u)" -ne 0 ]; then
         echo "run as root (apt-get install and binding as www-data need it)" >&2
         exit 1
@@ -52,6 +52,7 @@ install_missing() {
     # both want port 80, and the project runs its own servers anyway.
     local policy=/usr/sbin/policy-rc.d added_policy=0
     if [ ! -e "$policy" ]; then
+        say "writing $policy while apt-get runs (no installed service starts; removed after)"
         printf '#!/bin/sh\nexit 101\n' > "$policy"
         chmod 755 "$policy"
         added_policy=1
@@ -73,6 +74,7 @@ install_missing() {
     fi
     if [ "$added_policy" = 1 ]; then
         rm -f "$policy"
+        say "removed $policy"
     fi
     if [ "$status" -ne 0 ]; then
         exit "$status"
