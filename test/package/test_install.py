@@ -420,10 +420,21 @@ def step_install(debs, before):
         expected += ["/etc/apache2/mods-available/%s.%s" % (module, ext)
                      for ext in ("load", "conf")]
     expected += [readme_debian(p) for p in PACKAGES]
+    # The documents README.Debian points at: the log catalogue and the
+    # rendered manual (dh_compress compresses the larger ones).
+    for package, doc in (
+            (PACKAGES[0], "log-messages.md"),
+            (PACKAGES[0], "manual/prefork.md"),
+            (PACKAGES[0], "manual/mpm_common.md"),
+            (PACKAGES[1], "manual/mod_bucket_status.md")):
+        path = "/usr/share/doc/%s/%s" % (package, doc)
+        expected.append(path + ".gz" if os.path.exists(path + ".gz")
+                        else path)
     expected += ["/usr/share/doc/libapache2-mod-bucket-status/examples/%s"
                  % f for f in ("prefork-buckets.json", "bucket-alerts.yml")]
     missing = [p for p in expected if not os.path.exists(p)]
-    check("installs the modules, .load/.conf and README.Debian",
+    check("installs the modules, .load/.conf, README.Debian, the manual and "
+          "the log catalogue",
           not missing, "missing %s" % missing)
     after = snapshot("/etc/apache2")
     changed = sorted(k for k in set(before) | set(after)
