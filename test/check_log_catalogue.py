@@ -9,7 +9,8 @@ whose level and message are the call's: the level as httpd writes it
 between two levels lists both), the message as its format string with
 APR's format macros written out (APR_PID_T_FMT as d, ...).  A catalogue
 row whose tag no longer exists fails, and so does a tag listed twice or
-used by two calls (one tag, one message).
+used by two calls (one tag, one message).  The table of httpd's AH tags
+maps each (once) to a PFB tag a log call has, or to none.
 
   python3 test/check_log_catalogue.py            check; ends 'log catalogue: ...'
   python3 test/check_log_catalogue.py --rows     print a row for each tag the
@@ -35,6 +36,10 @@ MACROS = {"APR_PID_T_FMT": "d", "APR_SIZE_T_FMT": "lu",
           "APR_OFF_T_FMT": "ld", "APR_TIME_T_FMT": "ld",
           "APR_INT64_T_FMT": "ld", "APR_UINT64_T_FMT": "lu",
           "AP_SIG_GRACEFUL_STOP_STRING": "SIGWINCH"}
+# A row of the table of httpd's tags: AH tag(s), httpd's message, and this
+# MPM's tag (or "none").
+AH_ROW = re.compile(r"^\|\s*(AH\d{5}(?:,\s*AH\d{5})*)\s*\|\s*`[^`]*`\s*\|"
+                    r"\s*(PFB(\d{5})|none)\b[^|]*\|\s*$")
 ROW = re.compile(r"^\|\s*PFB(\d{5})\s*\|([^|]*)\|\s*`([^`]*)`\s*\|([^|]*)\|"
                  r"([^|]*)\|\s*$")
 
@@ -126,6 +131,20 @@ def catalogue_rows():
     return rows
 
 
+def ah_rows():
+    """[(line number, [AH tags], PFB tag or None, the line)] of the table
+    of httpd's tags."""
+    rows = []
+    with open(CATALOGUE) as f:
+        for n, line in enumerate(f, 1):
+            if not re.match(r"^\|\s*AH\d", line):
+                continue
+            m = AH_ROW.match(line.rstrip("\n"))
+            rows.append((n, re.findall(r"AH\d{5}", m.group(1)) if m else [],
+                         m.group(3) if m else None, line.strip()))
+    return rows
+
+
 def stub_row(tag, levels, message):
     return "| PFB%s | %s | `%s` | (meaning) | (what the admin does) |" % (
         tag, ", ".join(levels), message)
@@ -180,6 +199,31 @@ def main(argv):
             problems.append("%s: PFB%s is missing from docs/log-messages.md"
                             % (calls[0][0], tag))
             wrong.add(tag)
+    # The table of httpd's tags: each AH tag once, each PFB tag one the
+    # code logs, and the common events there (AH00161 is what admins grep
+    # for first).
+    seen_ah = {}
+    mapped = {}
+    for n, ah_tags, pfb, line in ah_rows():
+        where = "docs/log-messages.md:%d" % n
+        if not ah_tags:
+            problems.append("%s: not a row of httpd's tag, `message` and "
+                            "this MPM's tag or none: %s" % (where, line))
+            continue
+        for ah in ah_tags:
+            if ah in seen_ah:
+                problems.append("%s: %s listed twice (also line %d)"
+                                % (where, ah, seen_ah[ah]))
+            seen_ah[ah] = n
+            mapped[ah] = pfb
+        if pfb is not None and pfb not in code:
+            problems.append("%s: %s maps to PFB%s, which no log call has"
+                            % (where, ", ".join(ah_tags), pfb))
+    for ah, pfb in (("AH00161", "00010"), ("AH00169", "00014"),
+                    ("AH00171", "00019"), ("AH00163", "00017")):
+        if mapped.get(ah) != pfb:
+            problems.append("docs/log-messages.md: %s should map to PFB%s "
+                            "(got %s)" % (ah, pfb, mapped.get(ah)))
     for p in problems:
         print(p)
         m = re.search(r"PFB(\d{5}) (level|message)", p)
@@ -189,8 +233,9 @@ def main(argv):
         for tag in sorted(wrong):
             _, levels, message = code[tag][0]
             print(stub_row(tag, levels, message))
-    print("log catalogue: %d tags in the code, %d rows, %d problems"
-          % (len(code), len(listed), len(problems)))
+    print("log catalogue: %d tags in the code, %d rows, %d of httpd's tags "
+          "mapped, %d problems" % (len(code), len(listed), len(seen_ah),
+                                   len(problems)))
     return 1 if problems or not code else 0
 
 

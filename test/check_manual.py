@@ -3,7 +3,12 @@
 """The manual in docs/manual/mod matches the code and is rendered.
 
 - every module document is valid against docs/manual/style/modulesynopsis.dtd
-  (xmllint --valid);
+  (xmllint --valid) and against httpd's own modulesynopsis.dtd, which is
+  extracted at test time from trunk's docs/manual/style in
+  httpd-trunk.tar.xz ($HTTPD_SRC_DIR, default ../shared/httpd-src beside
+  this checkout; the DTD is httpd's, so it is not copied here).  Without
+  the tarball (a public clone) that check says "not run" and counts as
+  neither passed nor failed; with CI=true it fails;
 - every directive a module's command table registers (the AP_INIT_* entries
   of the C file its <sourcefile> names) has one full entry, in its own
   document or in mpm_common.xml with the module in its <modulelist>, and no
@@ -22,8 +27,11 @@ Ends with 'manual: N passed, N failed'.
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tarfile
+import tempfile
 import xml.etree.ElementTree as ET
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -31,6 +39,63 @@ MANUAL = os.path.join(TOP, "docs", "manual")
 MOD = os.path.join(MANUAL, "mod")
 STYLE = os.path.join(MANUAL, "style", "markdown.xsl")
 SOURCES = ("server", "modules")
+HTTPD_SRC_DIR = os.environ.get("HTTPD_SRC_DIR") or os.path.join(
+    os.path.dirname(TOP), "shared", "httpd-src")
+HTTPD_TRUNK = os.path.join(HTTPD_SRC_DIR, "httpd-trunk.tar.xz")
+# httpd's common.dtd reads three XHTML entity sets by public identifier
+# from the web; the manual uses none of their entities, so an offline
+# catalog maps each to an empty file.
+XHTML_ENTITY_SETS = ("-//W3C//ENTITIES Latin 1 for XHTML//EN",
+                     "-//W3C//ENTITIES Symbols for XHTML//EN",
+                     "-//W3C//ENTITIES Special for XHTML//EN")
+
+
+def extract_httpd_dtd(tarball, into):
+    """httpd trunk's docs/manual/style DTDs and entity files, written under
+    @a into; returns the path of its modulesynopsis.dtd and a catalog."""
+    with tarfile.open(tarball) as tar:
+        members = [m for m in tar.getmembers()
+                   if m.isfile() and re.fullmatch(
+                       r"[^/]+/docs/manual/style/[^/]+\.(dtd|ent)", m.name)]
+        for m in members:
+            m.name = os.path.basename(m.name)
+            tar.extract(m, into)
+    empty = os.path.join(into, "empty.ent")
+    open(empty, "w").close()
+    catalog = os.path.join(into, "catalog.xml")
+    with open(catalog, "w") as f:
+        f.write('<?xml version="1.0"?>\n<catalog xmlns="urn:oasis:names:tc:'
+                'entity:xmlns:xml:catalog">\n')
+        for public in XHTML_ENTITY_SETS:
+            f.write('  <public publicId="%s" uri="empty.ent"/>\n' % public)
+        f.write("</catalog>\n")
+    return os.path.join(into, "modulesynopsis.dtd"), catalog
+
+
+def validate_against_httpd(pages, check):
+    """Each page against httpd's own DTD, where the tarball is here."""
+    if not os.path.exists(HTTPD_TRUNK):
+        why = ("%s not found: validation against httpd's own "
+               "modulesynopsis.dtd not run" % HTTPD_TRUNK)
+        if os.environ.get("CI") == "true":
+            check("httpd_dtd_available", False, why + " (CI=true)")
+        else:
+            print("not run: " + why)
+        return
+    tmp = tempfile.mkdtemp(prefix="pfb-httpd-dtd-")
+    try:
+        dtd, catalog = extract_httpd_dtd(HTTPD_TRUNK, tmp)
+        check("httpd_dtd_extracted", os.path.exists(dtd), HTTPD_TRUNK)
+        env = dict(os.environ, XML_CATALOG_FILES=catalog)
+        for page in pages:
+            run = subprocess.run(
+                ["xmllint", "--noout", "--nonet", "--dtdvalid", dtd,
+                 os.path.join(MOD, page)],
+                capture_output=True, text=True, timeout=60, env=env)
+            check("%s_valid_against_httpds_dtd" % page,
+                  run.returncode == 0 and not run.stderr, run.stderr)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def registered_directives(path):
@@ -106,6 +171,19 @@ def main():
             ok, out = False, "xmllint missing: apt-get install libxml2-utils"
         check("%s_valid" % page, ok, out)
         docs[page[:-4]] = ET.parse(path).getroot()
+
+    validate_against_httpd(pages, check)
+    for name, root in sorted(docs.items()):
+        for entry in [root] + root.findall("directivesynopsis"):
+            compat = entry.find("compatibility")
+            text = " ".join("".join(compat.itertext()).split()) \
+                if compat is not None else ""
+            # httpd's Compatibility is one line: what differs goes in the
+            # usage text.
+            check("%s:%s_compatibility_is_one_line"
+                  % (name, entry.findtext("name").strip()),
+                  len(text) <= 120 and ". " not in text,
+                  repr(text))
 
     common = docs.get("mpm_common")
     for name, root in sorted(docs.items()):

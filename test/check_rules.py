@@ -6,8 +6,10 @@
   rules` passes bucket-alerts.test.yml;
 - every alert has a test where it fires and one where it stays quiet, and
   every recording rule is tested or used by an alert;
-- every alert has a runbook_url that names a section of docs/monitoring.md
-  which exists, and a summary and a description.
+- every alert has a summary, a description and a runbook_url made of the
+  operator's base (the external label runbook_base) and a section of
+  monitoring.md which exists; every test group sets an absolute base, and
+  every runbook_url a test expects is absolute.
 
 Ends with 'rules: N passed, N failed'.
 """
@@ -66,9 +68,14 @@ def main():
             else:
                 records[rule["record"]] = rule
     firing, quiet, tested_exprs = set(), set(), []
+    expected_urls, bases = [], []
     for case in tests["tests"]:
+        bases.append(case.get("external_labels", {}).get("runbook_base", ""))
         for t in case.get("alert_rule_test", []):
             (firing if t.get("exp_alerts") else quiet).add(t["alertname"])
+            for a in t.get("exp_alerts") or []:
+                expected_urls.append(
+                    a.get("exp_annotations", {}).get("runbook_url", ""))
         for t in case.get("promql_expr_test", []):
             tested_exprs.append(t["expr"])
 
@@ -80,10 +87,19 @@ def main():
         check("%s_has_summary_and_description" % name,
               annotations.get("summary") and annotations.get("description"))
         url = annotations.get("runbook_url", "")
-        m = re.fullmatch(r"docs/monitoring\.md#([\w-]+)", url)
+        m = re.fullmatch(r"\{\{ \$externalLabels\.runbook_base \}\}"
+                         r"/monitoring\.md#([\w-]+)", url)
         check("%s_runbook_url_names_a_section" % name,
               m and m.group(1) in anchors,
-              "%r: no such heading in docs/monitoring.md" % url)
+              "%r: not {{ $externalLabels.runbook_base }}/monitoring.md#"
+              "<a heading of docs/monitoring.md>" % url)
+    check("tests_set_an_absolute_runbook_base",
+          bases and all(re.match(r"https?://", b) for b in bases),
+          "a test group without external_labels.runbook_base: %r" % bases)
+    check("tests_expect_absolute_runbook_urls",
+          expected_urls and all(re.match(r"https?://[^/]+/.*monitoring\.md#",
+                                         u) for u in expected_urls),
+          "%r" % [u for u in expected_urls if not u.startswith("http")])
     for name, rule in sorted(records.items()):
         used = any(name in expr for expr in tested_exprs) or any(
             name in a["expr"] for a in alerts.values())

@@ -2,10 +2,16 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 #
 # The README's two Quick start commands, for a fresh Debian 12 machine as root:
-#   bash tools/run.sh demo   install what is missing, build, start a server
+#   bash tools/run.sh demo   install what is missing, build, run a server
 #                            with the package's configuration on
-#                            127.0.0.1:8080, load it, report
+#                            127.0.0.1:8080 under a short load, then one
+#                            with README's bucket lines under the same
+#                            load, and print the two reports side by side
 #   bash tools/run.sh test   install what is missing, build, run every test
+# Installing: apt-get install of the PACKAGES below that are missing (and
+# their dependencies), with a policy-rc.d that keeps their services from
+# starting while apt runs; /etc/apache2's enabled modules are kept as they
+# were (apt_keeping_apache_modules).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -17,7 +23,7 @@ autoconf pkg-config gcc libc6-dev linux-libc-dev libseccomp-dev make python3 cur
 nginx-light gnuplot-nox prometheus libapache2-mod-php \
 build-essential debhelper dpkg-dev lintian prometheus-apache-exporter munin-plugins-core libwww-perl \
 libtool libtool-bin libpcre2-dev libpcre3-dev libexpat1-dev zlib1g-dev patch xz-utils shellcheck \
-libxml2-utils xsltproc python3-yaml clang libbpf-dev bpftool openssl"
+libxml2-utils xsltproc python3-yaml clang libbpf-dev bpftool openssl autopkgtest"
 # Installed on their own, after the rest: their postinst changes the
 # system's apache2 configuration, which apt_keeping_apache_modules undoes.
 APACHE_MODULE_PACKAGES="libapache2-mod-php"
@@ -34,7 +40,7 @@ install_missing() {
         say "packages: all present"
         return
     fi
-    say "installing: ${missing[*]}"
+    say "installing with apt-get (and what they depend on): ${missing[*]}"
     if [ "$(id -u)" -ne 0 ]; then
         echo "run as root (apt-get install and binding as www-data need it)" >&2
         exit 1
@@ -46,6 +52,7 @@ install_missing() {
     # both want port 80, and the project runs its own servers anyway.
     local policy=/usr/sbin/policy-rc.d added_policy=0
     if [ ! -e "$policy" ]; then
+        say "writing $policy while apt-get runs (no installed service starts; removed after)"
         printf '#!/bin/sh\nexit 101\n' > "$policy"
         chmod 755 "$policy"
         added_policy=1
@@ -67,6 +74,7 @@ install_missing() {
     fi
     if [ "$added_policy" = 1 ]; then
         rm -f "$policy"
+        say "removed $policy"
     fi
     if [ "$status" -ne 0 ]; then
         exit "$status"
@@ -134,8 +142,10 @@ stop_demo() {
     fi
 }
 
-demo() {
-    local url="http://127.0.0.1:$DEMO_PORT"
+# One run of the demo: a server with the package's configuration plus
+# $2 (bucket lines, or nothing), the same load, its report saved in $1.
+demo_run() {
+    local report=$1 lines=$2 url="http://127.0.0.1:$DEMO_PORT"
     stop_demo
     rm -rf "$DEMO_ROOT"
     mkdir -p "$DEMO_ROOT"/{logs,run,htdocs}
@@ -145,8 +155,9 @@ demo() {
         -e "s|@MPM@|$TOP/build/mod_mpm_prefork.so|g" \
         -e "s|@STATUS@|$TOP/build/mod_bucket_status.so|g" \
         -e "s|@SHIPPED_CONF@|$TOP/server/mpm/prefork/mpm_prefork_buckets.conf|g" \
+        -e "s|@BUCKET_LINES@|$lines|" \
         tools/demo.conf.in > "$DEMO_ROOT/httpd.conf"
-    say "starting apache2 with mod_mpm_prefork.so on 127.0.0.1:$DEMO_PORT"
+    say "starting apache2 with this MPM on 127.0.0.1:$DEMO_PORT"
     /usr/sbin/apache2 -f "$DEMO_ROOT/httpd.conf" -k start
     for _ in $(seq 100); do
         curl -sf -o /dev/null "$url/" && break
@@ -154,16 +165,40 @@ demo() {
     done
     say "GET $url/"
     curl -sS -i "$url/" | sed -n '1p;$p'
-    say "listening sockets (one per bucket; as shipped, one bucket):"
+    say "listening sockets (one per bucket):"
     ss -ltn "sport = :$DEMO_PORT" | sed 1d
-    say "short load: ab -n 20000 -c 32 (keep-alive off)"
+    say "load: ab -n 20000 -c 32 (keep-alive off; this run's figures, not a benchmark)"
     timeout 120 ab -q -n 20000 -c 32 "$url/index.html" \
         | grep -E "Complete requests|Failed requests|Requests per second"
     sleep 1.2   # one maintenance cycle, so the counters are published
-    say "bucket balance (mod_bucket_status)"
-    python3 tools/balance_report.py "$url/bucket-status"
-    say "server left running; stop it with:"
-    echo "    /usr/sbin/apache2 -f $DEMO_ROOT/httpd.conf -k stop"
+    python3 tools/balance_report.py --save "$url/bucket-status" "$report"
+}
+
+demo() {
+    local first="$TOP/build/demo-shipped.json" second="$TOP/build/demo-buckets.json"
+    local lines='<IfModule mpm_prefork_module>\
+    ListenCoresBucketsRatio 1\
+    ListenBucketSteering    idle\
+</IfModule>'
+    mkdir -p "$TOP/build"
+    say "1 of 2: the package's configuration (Debian's prefork pool, no bucket directive)"
+    demo_run "$first" ""
+    say "2 of 2: the same, with README's lines for many-CPU hosts:"
+    printf '    ListenCoresBucketsRatio 1\n    ListenBucketSteering    idle\n'
+    demo_run "$second" "$lines"
+    say "the two runs side by side (accepted connections per bucket and child, since each start)"
+    python3 tools/balance_report.py --compare \
+        "package's configuration" "$first" \
+        "ListenCoresBucketsRatio 1 + idle steering" "$second"
+    echo
+    echo "The ratio gives one bucket per usable CPU on each Listen: the kernel"
+    echo "spreads new connections over the buckets' sockets, and idle steering"
+    echo "moves a connection whose bucket has no idle child to one that has."
+    echo "Where idle steering cannot run, the second run has one bucket too, and"
+    echo "its error log says why (PFB00150): $DEMO_ROOT/logs/error_log"
+    say "the second server is left running; page: http://127.0.0.1:$DEMO_PORT/bucket-status"
+    say "stop it with:"
+    echo "    /usr/sbin/apache2 -f $DEMO_ROOT/httpd.conf -k stop   (or: bash tools/run.sh stop)"
 }
 
 run_tests() {

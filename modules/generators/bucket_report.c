@@ -121,16 +121,44 @@ static int word_is(const char *word, size_t len, const char *name)
     return strlen(name) == len && strncmp(word, name, len) == 0;
 }
 
+/* The format word of a query word: the word, or the word before '=' when
+ * the value is empty ("prometheus=", all a scrape configuration's params
+ * can send). */
+static size_t format_word_len(const char *word, size_t len)
+{
+    return len > 0 && word[len - 1] == '=' ? len - 1 : len;
+}
+
+/* Whether the query asks for Prometheus's format: then words this parser
+ * does not know are a scraper's own parameters, and are ignored. */
+static int query_wants_prometheus(const char *p)
+{
+    while (*p) {
+        const char *end = strchr(p, '&');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+
+        if (word_is(p, format_word_len(p, len), "prometheus")) {
+            return 1;
+        }
+        p += len;
+        if (*p == '&') {
+            p++;
+        }
+    }
+    return 0;
+}
+
 int bs_parse_query(const char *query, bs_query_t *out, const char **error)
 {
     const char *p = query;
-    int have_format = 0, have_refresh = 0;
+    int have_format = 0, have_refresh = 0, lenient;
 
     out->format = BS_FORMAT_HTML;
     out->refresh = 0;
     if (p == NULL || *p == '\0') {
         return 0;
     }
+    lenient = query_wants_prometheus(p);
     while (*p) {
         const char *end = p;
         size_t len, word_len;
@@ -139,13 +167,7 @@ int bs_parse_query(const char *query, bs_query_t *out, const char **error)
             end++;
         }
         len = (size_t)(end - p);
-        if (len == 0) {
-            *error = "empty word in the query string";
-            return -1;
-        }
-        /* A format word may come with an empty value, "prometheus=": a
-         * Prometheus scrape config's params can send nothing else. */
-        word_len = p[len - 1] == '=' ? len - 1 : len;
+        word_len = format_word_len(p, len);
         if (word_is(p, word_len, "auto") || word_is(p, word_len, "json")
             || word_is(p, word_len, "prometheus")) {
             if (have_format) {
@@ -180,13 +202,14 @@ int bs_parse_query(const char *query, bs_query_t *out, const char **error)
             have_refresh = 1;
             out->refresh = (int)value;
         }
-        else {
-            *error = "unknown word in the query string; expected auto, json, "
-                     "prometheus or refresh=N";
+        else if (!lenient) {
+            *error = len == 0 ? "empty word in the query string"
+                              : "unknown word in the query string; expected "
+                                "auto, json, prometheus or refresh=N";
             return -1;
         }
         p = *end ? end + 1 : end;
-        if (*p == '\0' && end[0] == '&') {
+        if (!lenient && *p == '\0' && end[0] == '&') {
             *error = "query string ends with '&'";
             return -1;
         }
@@ -420,6 +443,9 @@ static void html_summary(bs_buf_t *buf, const bs_snapshot_t *snap)
                   "ListenBuckets %d</dd>\n",
                   snap->cpus_usable, snap->cpus_online, snap->cpus_affinity,
                   snap->cpus_quota, snap->ratio, snap->explicit_buckets);
+    bs_buf_printf(buf, "<dt>Limits</dt><dd>MaxRequestWorkers %d, "
+                       "ServerLimit %d</dd>\n",
+                  snap->max_workers, snap->server_limit);
     bs_buf_printf(buf, "<dt>Generation</dt><dd>%d</dd>\n</dl>\n",
                   snap->generation);
 }
@@ -438,7 +464,7 @@ static void html_tables(bs_buf_t *buf, const bs_snapshot_t *snap)
                       "Kept</th><th title=\"moved here from a bucket with no "
                       "idle child\">Moved</th><th title=\"the count the "
                       "steering program reads: waiting children minus "
-                      "connections sent and not yet accepted\">Free</th>");
+                      "connections sent and not yet accepted\">Steering idle</th>");
     }
     buf_puts(buf, "</tr>\n");
     for (i = 0; i < snap->num_buckets; i++) {
@@ -468,7 +494,7 @@ static void html_tables(bs_buf_t *buf, const bs_snapshot_t *snap)
                       "<b>Moved</b>, ", local ? "Local" : "Idle",
                       local ? "receiving CPU" : "kernel's hash");
         buf_puts(buf, "moved here from a bucket with no idle child; "
-                      "<b>Free</b>, the count the program reads (waiting "
+                      "<b>Steering idle</b>, the count the program reads (waiting "
                       "children minus connections sent and not yet "
                       "accepted; below 0 when connections queue).  Copied "
                       "once a second.</small></p>\n");
@@ -595,11 +621,11 @@ static void auto_bucket(bs_buf_t *buf, const bs_snapshot_t *snap,
     bs_buf_printf(buf, "Bucket[%d]QueueDepth: %u\n", b->id, b->queue_depth);
     bs_buf_printf(buf, "Bucket[%d]Backlog: %u\n", b->id, b->backlog);
     if (steering_counts(snap)) {
-        bs_buf_printf(buf, "Bucket[%d]SteerKept: %llu\n", b->id,
+        bs_buf_printf(buf, "Bucket[%d]SteeringKept: %llu\n", b->id,
                       b->steer_kept);
-        bs_buf_printf(buf, "Bucket[%d]SteerMoved: %llu\n", b->id,
+        bs_buf_printf(buf, "Bucket[%d]SteeringMoved: %llu\n", b->id,
                       b->steer_moved);
-        bs_buf_printf(buf, "Bucket[%d]SteerIdle: %lld\n", b->id,
+        bs_buf_printf(buf, "Bucket[%d]SteeringIdle: %lld\n", b->id,
                       b->steer_idle);
     }
 }
@@ -617,15 +643,20 @@ void bs_format_auto(bs_buf_t *buf, const bs_snapshot_t *snap)
     }
     bs_buf_printf(buf, "BucketMode: %s\n", snap->mode);
     bs_buf_printf(buf, "BucketModeReason: %s\n", snap->reason);
-    bs_buf_printf(buf, "BucketSoReuseport: %s\n",
-                  reuseport_word(snap->so_reuseport));
+    /* Booleans are 1 or 0, as BucketDataAvailable; not probed yet (no
+     * bucket needed SO_REUSEPORT), the line is left out. */
+    if (snap->so_reuseport >= 0) {
+        bs_buf_printf(buf, "BucketSoReuseport: %d\n",
+                      snap->so_reuseport > 0 ? 1 : 0);
+    }
     bs_buf_printf(buf, "BucketSteering: %s\n",
                   text_or(snap->steering, "hash"));
     bs_buf_printf(buf, "BucketSteeringWanted: %s\n",
                   text_or(snap->steering_wanted, "hash"));
     bs_buf_printf(buf, "BucketSteeringFallback: %s\n",
                   bs_steering_fallback(snap));
-    bs_buf_printf(buf, "BucketCPUAffinity: %d\n", snap->cpu_affinity);
+    bs_buf_printf(buf, "BucketCPUAffinity: %d\n",
+                  snap->cpu_affinity ? 1 : 0);
     bs_buf_printf(buf, "BucketCount: %d\n", snap->num_buckets);
     bs_buf_printf(buf, "BucketsPerListen: %d\n", snap->buckets_per_listen);
     bs_buf_printf(buf, "BucketCPUsUsable: %d\n", snap->cpus_usable);
@@ -634,6 +665,8 @@ void bs_format_auto(bs_buf_t *buf, const bs_snapshot_t *snap)
     bs_buf_printf(buf, "BucketCPUQuota: %d\n", snap->cpus_quota);
     bs_buf_printf(buf, "BucketRatio: %d\n", snap->ratio);
     bs_buf_printf(buf, "BucketExplicit: %d\n", snap->explicit_buckets);
+    bs_buf_printf(buf, "BucketMaxRequestWorkers: %d\n", snap->max_workers);
+    bs_buf_printf(buf, "BucketServerLimit: %d\n", snap->server_limit);
     auto_balance(buf, "Bucket", &snap->over_buckets);
     auto_balance(buf, "BucketChild", &snap->over_children);
     for (i = 0; i < snap->num_buckets; i++) {
@@ -659,7 +692,9 @@ void bs_format_json(bs_buf_t *buf, const bs_snapshot_t *snap)
     int i;
 
     if (!snap->available) {
-        buf_puts(buf, "{\"available\": false, \"reason\": ");
+        bs_buf_printf(buf, "{\"schema_version\": %d, \"available\": false, "
+                           "\"reason\": ",
+                      BS_JSON_SCHEMA_VERSION);
         {
             bs_buf_t reason;
 
@@ -671,7 +706,9 @@ void bs_format_json(bs_buf_t *buf, const bs_snapshot_t *snap)
         buf_puts(buf, "}\n");
         return;
     }
-    buf_puts(buf, "{\"available\": true, \"version\": ");
+    bs_buf_printf(buf, "{\"schema_version\": %d, \"available\": true, "
+                       "\"version\": ",
+                  BS_JSON_SCHEMA_VERSION);
     bs_buf_json_string(buf, BS_VERSION);
     buf_puts(buf, ", \"mode\": ");
     bs_buf_json_string(buf, snap->mode);
@@ -693,7 +730,8 @@ void bs_format_json(bs_buf_t *buf, const bs_snapshot_t *snap)
                   " \"cpus\": {\"online\": %d, \"affinity\": %d, \"quota\": "
                   "%d, \"usable\": %d},\n \"directives\": "
                   "{\"ListenCoresBucketsRatio\": %d, \"ListenBuckets\": %d, "
-                  "\"MaxRequestWorkers\": %d},\n \"buckets\": [",
+                  "\"MaxRequestWorkers\": %d, \"ServerLimit\": %d},\n "
+                  "\"buckets\": [",
                   snap->so_reuseport > 0   ? "true"
                   : snap->so_reuseport == 0 ? "false"
                                             : "null",
@@ -702,7 +740,7 @@ void bs_format_json(bs_buf_t *buf, const bs_snapshot_t *snap)
                   snap->buckets_per_listen, snap->num_listeners,
                   snap->cpus_online, snap->cpus_affinity, snap->cpus_quota,
                   snap->cpus_usable, snap->ratio, snap->explicit_buckets,
-                  snap->max_workers);
+                  snap->max_workers, snap->server_limit);
     for (i = 0; i < snap->num_buckets; i++) {
         const bs_bucket_t *b = &snap->buckets[i];
 
@@ -906,6 +944,15 @@ void bs_format_prometheus(bs_buf_t *buf, const bs_snapshot_t *snap)
     prom_family(buf, "httpd_bucket_cpus_usable", "gauge",
                 "CPUs the bucket count was based on");
     bs_buf_printf(buf, "httpd_bucket_cpus_usable %d\n", snap->cpus_usable);
+    prom_family(buf, "httpd_bucket_max_request_workers", "gauge",
+                "MaxRequestWorkers in force: most children alive at once, "
+                "server-wide");
+    bs_buf_printf(buf, "httpd_bucket_max_request_workers %d\n",
+                  snap->max_workers);
+    prom_family(buf, "httpd_bucket_server_limit", "gauge",
+                "ServerLimit in force: the upper bound of MaxRequestWorkers "
+                "until a full restart");
+    bs_buf_printf(buf, "httpd_bucket_server_limit %d\n", snap->server_limit);
     prom_per_bucket(buf, snap, "httpd_bucket_accepted_connections_total",
                     "counter", "Connections accepted by the bucket's children",
                     PROM_ACCEPTED);

@@ -34,6 +34,10 @@
  *  the JSON's "version".  The unit tests hold it equal to configure's. */
 #define BS_VERSION "0.1.0"
 
+/** The JSON document's "schema_version": raised whenever a field is
+ *  renamed, removed or changes meaning (added fields keep it). */
+#define BS_JSON_SCHEMA_VERSION 1
+
 /** Balance of a set of counts (accepted connections per bucket or per
  *  child).  With no traffic, or one element, everything counts as even:
  *  max/mean = min/mean = 1, CV = 0, Jain = 1. */
@@ -85,7 +89,9 @@ typedef struct {
     int so_reuseport;           /**< 1, 0, or -1 not probed */
     int cpus_online, cpus_affinity, cpus_quota, cpus_usable;
     int ratio, explicit_buckets, buckets_per_listen, num_listeners;
-    int generation, max_workers;
+    int generation;
+    int max_workers;            /**< MaxRequestWorkers in force */
+    int server_limit;           /**< ServerLimit in force */
     double uptime;              /**< seconds since the first start */
     double start_time;          /**< the first start, Unix seconds */
     int num_buckets;
@@ -140,7 +146,9 @@ typedef struct {
 /**
  * Parses the handler's query string: empty, or '&'-separated words from
  * "auto", "json", "prometheus" (at most one of them) and "refresh=N"
- * (1 to BS_MAX_REFRESH).  Anything else is refused.
+ * (1 to BS_MAX_REFRESH).  With "prometheus", any other word is ignored:
+ * a scrape configuration may add parameters of its own.  Otherwise
+ * anything else is refused.
  * @param query NUL-terminated, may be NULL
  * @return 0 and *out filled, or -1 with a static reason in *error
  */

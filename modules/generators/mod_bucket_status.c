@@ -256,7 +256,15 @@ static void take_snapshot(bs_snapshot_t *snap, apr_pool_t *p)
     snap->buckets_per_listen = h->buckets_per_listen;
     snap->num_listeners = (int)h->num_listeners;
     snap->generation = h->generation;
-    snap->max_workers = h->max_workers;
+    /* The limits from this process's own configuration, as the MPM
+     * corrected it, not from the segment a child can write. */
+    if (ap_mpm_query(AP_MPMQ_MAX_DAEMONS, &snap->max_workers) != APR_SUCCESS) {
+        snap->max_workers = 0;
+    }
+    if (ap_mpm_query(AP_MPMQ_HARD_LIMIT_DAEMONS, &snap->server_limit)
+        != APR_SUCCESS) {
+        snap->server_limit = 0;
+    }
     /* In floating point: the start time is the segment's, and a child may
      * have written anything there. */
     snap->uptime = ((double)now - (double)h->started) / APR_USEC_PER_SEC;

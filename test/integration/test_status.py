@@ -191,7 +191,8 @@ class BucketStatus(unittest.TestCase):
                              {0, 1, 2, 3})
 
     def test_auto_and_server_status_sections_parse(self):
-        with self.server(extra="ListenBuckets 2\n") as srv:
+        with self.server(extra="ListenBuckets 2\nServerLimit 64\n"
+                         "MaxRequestWorkers 40\n") as srv:
             srv.start()
             status, ctype, body = fetch(srv, "/bucket-status?auto")
             self.assertEqual(status, 200)
@@ -205,6 +206,13 @@ class BucketStatus(unittest.TestCase):
                              "127.0.0.1:%d" % srv.ports[0])
             self.assertEqual(values["BucketSteeringFallback"], "none")
             float(values["BucketBalanceJain"])
+            # Booleans as 1 or 0, and the limits the server runs with.
+            self.assertEqual(values["BucketSoReuseport"], "1")
+            self.assertEqual(values["BucketCPUAffinity"], "0")
+            self.assertEqual(values["BucketMaxRequestWorkers"],
+                             "40")
+            self.assertEqual(values["BucketServerLimit"],
+                             "64")
             _, _, auto = fetch(srv, "/server-status?auto")
             values = parse_auto(auto, mod_status=True)
             self.assertEqual(values["ServerMPM"], "prefork")
@@ -213,7 +221,8 @@ class BucketStatus(unittest.TestCase):
             self.assertIn("<h2>Listener buckets</h2>", page)
 
     def test_prometheus_output_passes_strict_check(self):
-        with self.server() as srv:
+        with self.server(extra="ListenBuckets 4\nStartServers 8\n"
+                         "ServerLimit 64\nMaxRequestWorkers 40\n") as srv:
             srv.start()
             load = Load("127.0.0.1", srv.ports[0], concurrency=4,
                         max_requests=200).start().wait(300)
@@ -237,6 +246,20 @@ class BucketStatus(unittest.TestCase):
                              r'",httpd="Apache/2\.4\.[^"]*",mpm="prefork"\} 1')
             self.assertIn('steering="hash",steering_wanted="hash",'
                           'steering_fallback="none"', body)
+            self.assertIn("httpd_bucket_max_request_workers %d\n"
+                          % 40, body)
+            self.assertIn("httpd_bucket_server_limit %d\n"
+                          % 64, body)
+            # A scrape configuration's own parameters are ignored.
+            status, _, extra = fetch(srv, "/bucket-status?prometheus&x=1")
+            self.assertEqual(status, 200)
+            check_prometheus(extra)
+            self.assertEqual(fetch(srv, "/bucket-status?module=a&prometheus=")
+                             [0], 200)
+            doc = json.loads(fetch(srv, "/bucket-status?json")[2])
+            self.assertEqual(doc["schema_version"], 1)
+            self.assertEqual((doc["directives"]["MaxRequestWorkers"],
+                              doc["directives"]["ServerLimit"]), (40, 64))
             # Gone: a precomputed rate and since-start balance gauges.
             self.assertNotIn("_last_10s", body)
             self.assertNotIn("httpd_bucket_balance", body)
@@ -260,7 +283,9 @@ class BucketStatus(unittest.TestCase):
                     "httpd_bucket_steering_idle{" in body, preload is None)
                 values = parse_auto(fetch(srv, "/bucket-status?auto")[2])
                 self.assertEqual(values["BucketSteeringFallback"], fallback)
-                self.assertEqual("Bucket[1]SteerKept" in values,
+                self.assertEqual("Bucket[1]SteeringKept" in values,
+                                 preload is None)
+                self.assertEqual("Bucket[1]SteeringIdle" in values,
                                  preload is None)
 
     def test_html_page_is_well_formed_and_refreshes(self):

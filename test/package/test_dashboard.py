@@ -11,8 +11,10 @@ scraping the same server's /server-status?auto; the recording rules' names
 from the rules file.  The dashboard must also have the panels
 docs/monitoring.md promises, filter every query by its job and instance
 variables, never add up series of different instances, and use only the
-data source variable it declares.  Ends with 'dashboard: N passed, N
-failed'.
+data source variable it declares; mark restarts and firing bucket alerts,
+show the firing alerts in a panel, repeat the per-bucket panels per server
+so that legends name no address twice, and filter the apache_exporter row
+by the same instance.  Ends with 'dashboard: N passed, N failed'.
 """
 
 import json
@@ -35,7 +37,8 @@ KEYWORDS = {
     "and", "or", "unless", "offset", "atan2", "inf", "nan", "start", "end",
 }
 # Series that Prometheus itself makes for every target.
-PROMETHEUS_OWN = {"up", "scrape_duration_seconds", "scrape_samples_scraped"}
+PROMETHEUS_OWN = {"up", "scrape_duration_seconds", "scrape_samples_scraped",
+                  "ALERTS"}
 
 # Panel title -> a metric it must query (docs/monitoring.md's list).
 REQUIRED_PANELS = {
@@ -48,6 +51,8 @@ REQUIRED_PANELS = {
     "Idle children per bucket": "httpd_bucket_children",
     "Steering: kept / moved": "httpd_bucket_steered_connections_total",
     "Requests per second (apache_exporter)": "apache_accesses_total",
+    "Firing bucket alerts": "ALERTS",
+    "Busy children / MaxRequestWorkers": "httpd_bucket_max_request_workers",
 }
 AGGREGATIONS = r"\b(sum|count|max|min|avg|stddev|topk|bottomk|quantile)\b"
 STEERING_METRICS = {"httpd_bucket_steered_connections_total",
@@ -87,6 +92,9 @@ def dashboard_queries(dashboard):
             walk(panel.get("panels", []))
 
     walk(dashboard.get("panels", []))
+    for note in dashboard.get("annotations", {}).get("list", []):
+        if note.get("expr"):
+            queries.append(("annotation '%s'" % note.get("name"), note["expr"]))
     for var in dashboard.get("templating", {}).get("list", []):
         query = var.get("query")
         if isinstance(query, dict):
@@ -141,7 +149,8 @@ def selector_problems(expr):
     problems = []
     for m in re.finditer(r"\b((?:httpd_bucket|apache)_\w+)(\{[^}]*\})?", expr):
         name, matchers = m.group(1), m.group(2) or ""
-        wanted = ('job=~"$apache_job"',) if name.startswith("apache_") \
+        wanted = ('job=~"$apache_job"', 'instance=~"$instance"') \
+            if name.startswith("apache_") \
             else ('job=~"$job"', 'instance=~"$instance"')
         missing = [w for w in wanted if w not in matchers]
         if missing:
@@ -218,6 +227,32 @@ def main():
         check("%s names exported metrics" % where, names and not unknown,
               "unknown %s in %r" % (unknown, expr))
 
+    notes = {n.get("name"): n.get("expr", "")
+             for n in dashboard.get("annotations", {}).get("list", [])}
+    check("restarts_annotated",
+          any("httpd_bucket_generation" in e and "changes(" in e
+              for e in notes.values()), sorted(notes))
+    check("firing_alerts_annotated",
+          any(e.startswith("ALERTS{") and 'alertstate="firing"' in e
+              for e in notes.values()), sorted(notes))
+    # The per-bucket panels follow a row repeated per server, so their
+    # legends leave the server out and name the listener once.
+    repeated, in_row, doubled = False, [], []
+    for panel in dashboard.get("panels", []):
+        if panel.get("type") == "row":
+            repeated = panel.get("repeat") == "instance"
+            continue
+        for target in panel.get("targets", []):
+            fmt = target.get("legendFormat", "")
+            if "{{instance}}" in fmt and "{{listener}}" in fmt:
+                doubled.append(panel.get("title"))
+        if panel.get("type") == "timeseries" \
+                and "apache_exporter" not in panel.get("title", ""):
+            in_row.append((panel.get("title"), repeated))
+    check("legends_name_no_address_twice", not doubled, doubled)
+    check("time_series_repeat_per_instance",
+          in_row and all(r for _, r in in_row),
+          [t for t, r in in_row if not r])
     titles = {}
     for panel in dashboard.get("panels", []):
         for target in panel.get("targets", []):

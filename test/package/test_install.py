@@ -24,7 +24,9 @@ Steps, as an admin would take them:
      mpm_prefork this MPM: configtest, start, a PHP page served, bucket
      data available; then switching back (apt-get purge of the -divert
      package) puts Debian's mod_mpm_prefork.so back, byte for byte;
-  8. apt-get purge: no file of the packages left, no a2enmod state;
+  8. apt-get purge while this MPM is enabled: Debian's mpm_prefork is
+     enabled in its place (configtest passes, apache2 is asked to
+     restart); no file of the packages left, no a2enmod state;
   9. Debian's own MPM can be enabled again (a2enmod, configtest).
 
 CI runs on the developer's own machine, so everything is put back on every
@@ -395,17 +397,6 @@ def dependents_of(mpms):
                   and set(load_file_deps(n)) & set(mpms))
 
 
-def link_module(name):
-    """README's way to enable a module whose '# Depends:' names Debian's
-    prefork: a2enmod would enable that MPM beside this one."""
-    for ext in ("load", "conf"):
-        target = "../mods-available/%s.%s" % (name, ext)
-        link = "/etc/apache2/mods-enabled/%s.%s" % (name, ext)
-        if os.path.exists(os.path.join("/etc/apache2/mods-enabled", target)):
-            print("$ ln -s %s %s" % (target, link))
-            os.symlink(target, link)
-
-
 def enabled_mpms():
     return sorted(os.path.basename(p)[:-5] for p in
                   glob.glob("/etc/apache2/mods-enabled/mpm_*.load"))
@@ -429,10 +420,21 @@ def step_install(debs, before):
         expected += ["/etc/apache2/mods-available/%s.%s" % (module, ext)
                      for ext in ("load", "conf")]
     expected += [readme_debian(p) for p in PACKAGES]
+    # The documents README.Debian points at: the log catalogue and the
+    # rendered manual (dh_compress compresses the larger ones).
+    for package, doc in (
+            (PACKAGES[0], "log-messages.md"),
+            (PACKAGES[0], "manual/prefork.md"),
+            (PACKAGES[0], "manual/mpm_common.md"),
+            (PACKAGES[1], "manual/mod_bucket_status.md")):
+        path = "/usr/share/doc/%s/%s" % (package, doc)
+        expected.append(path + ".gz" if os.path.exists(path + ".gz")
+                        else path)
     expected += ["/usr/share/doc/libapache2-mod-bucket-status/examples/%s"
                  % f for f in ("prefork-buckets.json", "bucket-alerts.yml")]
     missing = [p for p in expected if not os.path.exists(p)]
-    check("installs the modules, .load/.conf and README.Debian",
+    check("installs the modules, .load/.conf, README.Debian, the manual and "
+          "the log catalogue",
           not missing, "missing %s" % missing)
     after = snapshot("/etc/apache2")
     changed = sorted(k for k in set(before) | set(after)
@@ -484,11 +486,9 @@ def step_switch(debs, debian_mpms, dependents):
         ok = rc == 0
     check("a2dismod %s && a2enmod %s" % (" ".join(debian_mpms),
                                          " ".join(MODULES)), ok)
-    for name in dependents:
-        link_module(name)
-        rc, _ = sh(["a2query", "-m", name])
-        check("%s enabled again beside this MPM (README's links)" % name,
-              rc == 0)
+    # Modules that ask for mpm_prefork by name (mod_php) stay disabled
+    # here: README's way for them is the divert package (step 7, and
+    # test_readme_mod_php.py); the restore enables them again.
     rc, out = sh(["a2query", "-M"])
     check("a2query -M says prefork", rc == 0 and out.strip() == "prefork",
           out.strip())
@@ -602,8 +602,9 @@ def php_module():
     return found[-1] if found else None
 
 
-def serve_php(port):
-    """A PHP page under Alias /pfb-php/, from a private directory."""
+def install_php_page():
+    """A PHP page under Alias /pfb-php/, from a private directory (its
+    conf-enabled file goes with the restore)."""
     os.makedirs(PHP_DIR, exist_ok=True)
     os.chmod(PHP_DIR, 0o755)
     with open(os.path.join(PHP_DIR, "answer.php"), "w") as f:
@@ -614,6 +615,10 @@ def serve_php(port):
                 "Alias /pfb-php/ %s/\n<Directory %s/>\n"
                 "    Require all granted\n</Directory>\n"
                 % (PHP_DIR, PHP_DIR))
+
+
+def serve_php(port):
+    install_php_page()
     rc, _ = sh(["apache2ctl", "start"], timeout=60)
     up = rc == 0 and pfbserver.wait_for(
         lambda: server_pid() and not port_refuses(port), 30)
@@ -693,6 +698,11 @@ def step_php(divert_deb, port):
 
 
 def step_purge(debian_mpms):
+    """Purges the packages while this MPM is the enabled one: Debian's
+    mpm_prefork takes its place, and apache2 is asked to restart."""
+    check("this MPM is the enabled one before the purge",
+          enabled_mpms() == ["mpm_prefork_buckets"], str(enabled_mpms()))
+    seen = len(invoke_rc_calls())
     files = []
     for name in PACKAGES:
         _, out = sh(["dpkg-query", "-L", name], quiet=True)
@@ -710,6 +720,18 @@ def step_purge(debian_mpms):
         left += glob.glob("/var/lib/apache2/module/*/%s" % module)
     check("purge leaves no file of the packages", not left,
           "left %s" % left)
+    check("removing the enabled MPM enables Debian's mpm_prefork",
+          enabled_mpms() == ["mpm_prefork"], str(enabled_mpms()))
+    rc, out = sh(["apache2ctl", "configtest"], timeout=60)
+    check("configtest with Debian's mpm_prefork after the purge",
+          rc == 0 and "Syntax OK" in out, out[-600:])
+    calls = invoke_rc_calls()[seen:]
+    if recording():
+        check("the purge asks apache2 to restart into Debian's prefork",
+              any(re.match(r"apache2\b.*\brestart\b", c) for c in calls),
+              "invoke-rc.d asked for %s" % calls)
+    if debian_mpms != ["mpm_prefork"]:
+        sh(["a2dismod", "-q", "mpm_prefork"])
     rc, _ = sh(["a2enmod"] + debian_mpms)
     ok = rc == 0
     if ok:
@@ -744,14 +766,63 @@ def run(debs, divert_deb):
         step_purge(debian_mpms)
     finally:
         restore_machine()
-        for top in TREES:
-            after = snapshot(top)
-            diff = sorted(k for k in set(before[top]) | set(after)
-                          if before[top].get(k) != after.get(k))
-            check("%s restored exactly" % top, not diff,
-                  "differs: %s" % diff[:20])
-        check("no system apache2 left running", server_pid() is None)
-        shutil.rmtree(STATE, ignore_errors=True)
+        check_restored(before)
+
+
+def check_restored(before):
+    """After restore_machine(): the trees as @a before (snapshots), no
+    server of ours running; the saved copy goes."""
+    for top in TREES:
+        after = snapshot(top)
+        diff = sorted(k for k in set(before[top]) | set(after)
+                      if before[top].get(k) != after.get(k))
+        check("%s restored exactly" % top, not diff,
+              "differs: %s" % diff[:20])
+    check("no system apache2 left running", server_pid() is None)
+    shutil.rmtree(STATE, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def exclusive(report, hold_dpkg=True):
+    """The machine for one package test: the tests' lock (and, with
+    @a hold_dpkg, dpkg's frontend lock for the whole test), a killed run's
+    changes undone, none of the packages installed.  Yields whether the
+    test may go on; when not, it has printed why, and the report line.
+    SIGTERM and SIGHUP raise Interrupted from here on."""
+    def refuse(why):
+        print(why)
+        print("%s: 0 passed, 1 failed" % report)
+        return False
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    os.makedirs(os.path.dirname(LOCK), exist_ok=True)
+    with open(LOCK, "w") as lock:
+        print("  waiting for %s" % LOCK, flush=True)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        fd = hold_dpkg_lock()
+        if fd is None:
+            yield refuse("dpkg's frontend lock stayed busy for 600 s")
+            return
+        if os.path.exists(os.path.join(STATE, "saved")):
+            print("a previous run did not finish: restoring what it saved")
+            restore_machine()
+            shutil.rmtree(STATE, ignore_errors=True)
+        elif os.path.exists(STATE):
+            shutil.rmtree(STATE)    # killed before it changed anything
+        if not hold_dpkg:
+            os.close(fd)
+        if glob.glob("/etc/apache2.pfb-*") or \
+                glob.glob("/var/lib/apache2.pfb-*"):
+            yield refuse("leftover /etc/apache2.pfb-* from a killed restore: "
+                         "look at them and remove them")
+        elif any(package_state(p) != "not-installed"
+                 for p in PACKAGES + (DIVERT,)):
+            yield refuse("%s already installed here: the test would remove "
+                         "it; purge it first"
+                         % " or ".join(PACKAGES + (DIVERT,)))
+        else:
+            yield True
 
 
 def main(argv):
@@ -776,33 +847,8 @@ def main(argv):
         print("no %s_*.deb in %s: bash tools/build-deb.sh" % (DIVERT, deb_dir))
         print("package-install: 0 passed, 1 failed")
         return 1
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, on_signal)
-    os.makedirs(os.path.dirname(LOCK), exist_ok=True)
-    with open(LOCK, "w") as lock:
-        print("  waiting for %s" % LOCK, flush=True)
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if hold_dpkg_lock() is None:
-            print("dpkg's frontend lock stayed busy for 600 s")
-            print("package-install: 0 passed, 1 failed")
-            return 1
-        if os.path.exists(os.path.join(STATE, "saved")):
-            print("a previous run did not finish: restoring what it saved")
-            restore_machine()
-            shutil.rmtree(STATE, ignore_errors=True)
-        elif os.path.exists(STATE):
-            shutil.rmtree(STATE)    # killed before it changed anything
-        if glob.glob("/etc/apache2.pfb-*") or \
-                glob.glob("/var/lib/apache2.pfb-*"):
-            print("leftover /etc/apache2.pfb-* from a killed restore: "
-                  "look at them and remove them")
-            print("package-install: 0 passed, 1 failed")
-            return 1
-        if any(package_state(p) != "not-installed"
-               for p in PACKAGES + (DIVERT,)):
-            print("%s already installed here: the test would remove it; "
-                  "purge it first" % " or ".join(PACKAGES + (DIVERT,)))
-            print("package-install: 0 passed, 1 failed")
+    with exclusive("package-install") as ready:
+        if not ready:
             return 1
         try:
             run(debs, divert[-1])

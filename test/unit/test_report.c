@@ -137,6 +137,18 @@ static const query_row_t query_rows[] = {
     { "js", 0, BS_FORMAT_HTML, 0 },
     { "auto=1", 0, BS_FORMAT_HTML, 0 },
     { "<script>", 0, BS_FORMAT_HTML, 0 },
+    /* With prometheus, a scrape configuration's own parameters are
+     * ignored, wherever they stand; two formats or a refresh are still
+     * refused. */
+    { "prometheus&x=1", 1, BS_FORMAT_PROMETHEUS, 0 },
+    { "x=1&prometheus=", 1, BS_FORMAT_PROMETHEUS, 0 },
+    { "prometheus&&module=http&", 1, BS_FORMAT_PROMETHEUS, 0 },
+    { "prometheus&auto", 0, BS_FORMAT_HTML, 0 },
+    { "prometheus&refresh=5", 0, BS_FORMAT_HTML, 0 },
+    { "prometheus&refresh=0", 0, BS_FORMAT_HTML, 0 },
+    { "prometheusx&x=1", 0, BS_FORMAT_HTML, 0 },
+    { "json&x=1", 0, BS_FORMAT_HTML, 0 },
+    { "auto&x=1", 0, BS_FORMAT_HTML, 0 },
 };
 
 START_TEST(parse_query_follows_table)
@@ -211,6 +223,7 @@ static void make_snapshot(bs_snapshot_t *snap, int available)
     snap->buckets_per_listen = 2;
     snap->num_listeners = 1;
     snap->max_workers = 150;
+    snap->server_limit = 256;
     snap->num_buckets = 2;
     snap->buckets = test_buckets;
     test_buckets[0].id = 0;
@@ -247,8 +260,11 @@ START_TEST(json_has_schema_fields_and_escapes)
     bs_buf_init(&buf);
     bs_format_json(&buf, &snap);
     ck_assert(!buf.failed);
-    ck_assert_ptr_nonnull(strstr(buf.data, "\"available\": true"));
+    ck_assert_ptr_nonnull(strstr(buf.data, "{\"schema_version\": 1, "
+                                           "\"available\": true"));
     ck_assert_ptr_nonnull(strstr(buf.data, "\"mode\": \"reuseport\""));
+    ck_assert_ptr_nonnull(strstr(buf.data, "\"MaxRequestWorkers\": 150, "
+                                           "\"ServerLimit\": 256}"));
     ck_assert_ptr_nonnull(strstr(buf.data, "\"bucket_count\": 2"));
     ck_assert_ptr_nonnull(strstr(buf.data, "\"accepted\": 300"));
     ck_assert_ptr_nonnull(strstr(buf.data,
@@ -297,7 +313,9 @@ START_TEST(steering_figures_in_every_format)
                 ck_assert_ptr_nonnull(strstr(buf.data,
                                              "BucketCPUAffinity: 1\n"));
                 ck_assert(!idle == !strstr(buf.data,
-                                           "Bucket[0]SteerMoved: 50\n"));
+                                           "Bucket[0]SteeringMoved: 50\n"));
+                ck_assert(!idle == !strstr(buf.data,
+                                           "Bucket[1]SteeringIdle: -2\n"));
                 ck_assert_ptr_nonnull(strstr(buf.data, idle
                     ? "BucketSteeringFallback: none\n"
                     : "BucketSteeringFallback: refused\n"));
@@ -316,6 +334,8 @@ START_TEST(steering_figures_in_every_format)
             default:
                 bs_format_html_page(&buf, &snap, 0);
                 ck_assert(!idle == !strstr(buf.data, "idle child\">Moved</th>"));
+                ck_assert(!idle == !strstr(buf.data,
+                                           "accepted\">Steering idle</th>"));
                 ck_assert(idle == !strstr(buf.data, "(idle asked for"));
                 break;
             }
@@ -349,7 +369,7 @@ START_TEST(local_steering_in_every_format)
     bs_buf_init(&buf);
     bs_format_auto(&buf, &snap);
     ck_assert_ptr_nonnull(strstr(buf.data, "BucketSteering: local\n"));
-    ck_assert_ptr_nonnull(strstr(buf.data, "Bucket[1]SteerMoved: 30\n"));
+    ck_assert_ptr_nonnull(strstr(buf.data, "Bucket[1]SteeringMoved: 30\n"));
     bs_buf_free(&buf);
     bs_buf_init(&buf);
     bs_format_prometheus(&buf, &snap);
@@ -384,12 +404,22 @@ START_TEST(auto_lines_are_name_colon_value)
     ck_assert_ptr_nonnull(strstr(buf.data, "Bucket[0]Accepted: 300\n"));
     ck_assert_ptr_nonnull(strstr(buf.data, "BucketChildBalanceJain: "));
     ck_assert_ptr_nonnull(strstr(buf.data, "BucketBalanceJain: 0.8000\n"));
+    ck_assert_ptr_nonnull(strstr(buf.data, "BucketSoReuseport: 1\n"));
+    ck_assert_ptr_nonnull(strstr(buf.data, "BucketMaxRequestWorkers: 150\n"));
+    ck_assert_ptr_nonnull(strstr(buf.data, "BucketServerLimit: 256\n"));
     for (line = strtok_r(buf.data, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save)) {
         char *colon = strstr(line, ": ");
         char *p;
+        static const char *const words[] = { "yes", "no", "true", "false",
+                                             "on", "off", "unknown" };
+        size_t w;
 
         ck_assert_msg(colon != NULL, "no ': ' in '%s'", line);
+        /* Booleans in one style, 1 or 0, as BucketDataAvailable. */
+        for (w = 0; w < sizeof(words) / sizeof(words[0]); w++) {
+            ck_assert_msg(strcmp(colon + 2, words[w]) != 0, "'%s'", line);
+        }
         /* One prefix for the module's lines; a bucket's own figures in
          * httpd's indexed style, Bucket[N]Name, never Bucket0Name. */
         ck_assert_msg(strncmp(line, "Bucket", 6) == 0, "'%s'", line);
@@ -400,6 +430,13 @@ START_TEST(auto_lines_are_name_colon_value)
         lines++;
     }
     ck_assert_int_gt(lines, 30);
+    bs_buf_free(&buf);
+
+    /* SO_REUSEPORT not probed (nothing needed it): no line, not a word. */
+    snap.so_reuseport = -1;
+    bs_buf_init(&buf);
+    bs_format_auto(&buf, &snap);
+    ck_assert_ptr_null(strstr(buf.data, "BucketSoReuseport"));
     bs_buf_free(&buf);
 }
 END_TEST
@@ -563,7 +600,7 @@ static int prom_samples(const char *text)
 /* The exposition keeps to the conventions: no precomputed rate and no
  * since-start balance (rate() and the recording rules do those), a start
  * time in seconds, the generation, build facts as labels, and the series
- * count docs/monitoring.md gives: 7 for the server, 7 per bucket, 10 per
+ * count docs/monitoring.md gives: 9 for the server, 7 per bucket, 10 per
  * bucket under idle steering. */
 START_TEST(prometheus_follows_the_conventions)
 {
@@ -594,13 +631,16 @@ START_TEST(prometheus_follows_the_conventions)
                                  "\"yes\",steering=\"hash\",steering_wanted="
                                  "\"hash\",steering_fallback=\"none\","
                                  "cpu_affinity=\"off\"} 1\n"));
-    ck_assert_int_eq(prom_samples(buf.data), 7 + 7 * 2);
+    ck_assert_ptr_nonnull(strstr(buf.data,
+                                 "httpd_bucket_max_request_workers 150\n"));
+    ck_assert_ptr_nonnull(strstr(buf.data, "httpd_bucket_server_limit 256\n"));
+    ck_assert_int_eq(prom_samples(buf.data), 9 + 7 * 2);
     bs_buf_free(&buf);
 
     snap.steering = snap.steering_wanted = "idle";
     bs_buf_init(&buf);
     bs_format_prometheus(&buf, &snap);
-    ck_assert_int_eq(prom_samples(buf.data), 7 + 10 * 2);
+    ck_assert_int_eq(prom_samples(buf.data), 9 + 10 * 2);
     bs_buf_free(&buf);
 }
 END_TEST
