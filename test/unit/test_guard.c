@@ -470,20 +470,24 @@ START_TEST(descriptions_name_every_change)
 {
     static const struct {
         int bits;
+        const char *options;
         const char *want;
     } cases[] = {
-        { 0, "" },
-        { PF_GUARD_NOT_LISTENING, "stopped listening" },
-        { PF_GUARD_NOT_LISTENING | PF_GUARD_REPLACED,
+        { 0, NULL, "" },
+        { PF_GUARD_NOT_LISTENING, NULL, "stopped listening" },
+        { PF_GUARD_NOT_LISTENING | PF_GUARD_REPLACED, "SO_LINGER",
           "stopped listening, could not be put right in place and was "
           "replaced" },
         { PF_GUARD_FILTER | PF_GUARD_FILTER_LOCKED | PF_GUARD_OPTIONS
-              | PF_GUARD_REPLACED,
+              | PF_GUARD_REPLACED, "",
           "socket filter attached, socket filters locked, options "
           "connections inherit changed, could not be put right in place "
           "and was replaced" },
+        { PF_GUARD_OPTIONS | PF_GUARD_REPLACED, "SO_SNDBUF, IP_TTL",
+          "options connections inherit changed: SO_SNDBUF, IP_TTL, could "
+          "not be put right in place and was replaced" },
         { PF_GUARD_BACKLOG | PF_GUARD_NONBLOCK | PF_GUARD_RCVTIMEO
-              | PF_GUARD_FILTER | PF_GUARD_REUSEPORT,
+              | PF_GUARD_FILTER | PF_GUARD_REUSEPORT, NULL,
           "backlog changed, O_NONBLOCK changed, receive timeout set, socket "
           "filter attached, SO_REUSEPORT turned off" },
     };
@@ -491,11 +495,12 @@ START_TEST(descriptions_name_every_change)
     size_t i;
 
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        ck_assert_str_eq(pf_guard_describe(cases[i].bits, buf, sizeof(buf)),
+        ck_assert_str_eq(pf_guard_describe(cases[i].bits, cases[i].options,
+                                           buf, sizeof(buf)),
                          cases[i].want);
     }
     /* Cut, never overrun. */
-    pf_guard_describe(0x1ff, small, sizeof(small));
+    pf_guard_describe(0x1ff, "SO_LINGER", small, sizeof(small));
     ck_assert_uint_eq(strlen(small), sizeof(small) - 1);
 }
 END_TEST

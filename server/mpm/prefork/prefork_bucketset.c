@@ -1159,7 +1159,7 @@ static void log_guard(pf_bucketset_t *bs, int b, int found, int unfixed,
                       server_rec *s)
 {
     identity_t *rec = &bs->ids[bs->buckets[b].record];
-    char what[256], opts[512], left[256], opts_left[512];
+    char what[768], left[768], names[512];
 
     if ((found & ~rec->guard_logged) == 0
         && (options & ~rec->options_logged) == 0) {
@@ -1167,24 +1167,23 @@ static void log_guard(pf_bucketset_t *bs, int b, int found, int unfixed,
     }
     rec->guard_logged |= found;
     rec->options_logged |= options;
-    pf_guard_describe(found, what, sizeof(what));
-    pf_sockopts_describe(options, opts, sizeof(opts));
+    pf_sockopts_describe(options, names, sizeof(names));
+    pf_guard_describe(found, names, what, sizeof(what));
     if (unfixed == 0 && options_left == 0) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      PFBLOGNO(00060) "bucket %d (%s): a child changed the "
-                     "listening socket it shares (%s%s%s); put back as the "
-                     "parent had it", b, bs->buckets[b].address, what,
-                     options ? ": " : "", opts);
+                     "listening socket it shares (%s); put back as the "
+                     "parent had it", b, bs->buckets[b].address, what);
         return;
     }
-    pf_guard_describe(unfixed, left, sizeof(left));
-    pf_sockopts_describe(options_left, opts_left, sizeof(opts_left));
+    pf_sockopts_describe(options_left, names, sizeof(names));
+    pf_guard_describe(unfixed | (options_left ? PF_GUARD_OPTIONS : 0), names,
+                      left, sizeof(left));
     ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
                  PFBLOGNO(00061) "bucket %d (%s): a child changed the "
-                 "listening socket it shares (%s%s%s); could not put back: "
-                 "%s%s%s; the parent tries again at every maintenance cycle",
-                 b, bs->buckets[b].address, what, options ? ": " : "", opts,
-                 left, *left && options_left ? ", " : "", opts_left);
+                 "listening socket it shares (%s); could not put back: %s; "
+                 "the parent tries again at every maintenance cycle",
+                 b, bs->buckets[b].address, what, left);
 }
 
 /* Returns whether a socket of the bucket listens again (in place or

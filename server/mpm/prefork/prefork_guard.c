@@ -721,7 +721,8 @@ void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
     }
 }
 
-char *pf_guard_describe(int bits, char *buf, apr_size_t len)
+char *pf_guard_describe(int bits, const char *options, char *buf,
+                        apr_size_t len)
 {
     static const struct {
         int bit;
@@ -746,8 +747,15 @@ char *pf_guard_describe(int bits, char *buf, apr_size_t len)
     buf[0] = '\0';
     for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (bits & names[i].bit) {
-            apr_snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
-                         names[i].words);
+            apr_snprintf(buf + used, len - used, "%s%s%s%s",
+                         used ? ", " : "", names[i].words,
+                         names[i].bit == PF_GUARD_OPTIONS && options
+                                 && *options
+                             ? ": "
+                             : "",
+                         names[i].bit == PF_GUARD_OPTIONS && options
+                             ? options
+                             : "");
             used += strlen(buf + used);
         }
     }

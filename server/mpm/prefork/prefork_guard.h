@@ -194,9 +194,12 @@ int pf_guard_backlog(apr_socket_t *sd);
 int pf_guard_local_port(apr_socket_t *sd);
 
 /**
- * Describes @a bits for the log: "stopped listening, backlog changed".
+ * Describes @a bits for the log: "stopped listening, backlog changed";
+ * PF_GUARD_OPTIONS followed by @a options, the options' names, if any
+ * ("options connections inherit changed: SO_LINGER, IP_TTL").
  * @return buf
  */
-char *pf_guard_describe(int bits, char *buf, apr_size_t len);
+char *pf_guard_describe(int bits, const char *options, char *buf,
+                        apr_size_t len);
 
 #endif /* PREFORK_GUARD_H */
