@@ -243,7 +243,9 @@ int pf_sockopts_find(const char *name)
     return -1;
 }
 
-void pf_sockopts_read(int fd, pf_sockopts_t *now)
+/* Reads the options of @a which: a check reads only what the record
+ * holds, not options the socket's family lacks. */
+static void read_options(int fd, pf_sockopt_set_t which, pf_sockopts_t *now)
 {
     unsigned char value[PF_SOCKOPT_VALUE_MAX];
     socklen_t len;
@@ -251,6 +253,9 @@ void pf_sockopts_read(int fd, pf_sockopts_t *now)
 
     memset(now, 0, sizeof(*now));
     for (i = 0; i < NUM_OPTIONS; i++) {
+        if (!(which & bit(i))) {
+            continue;
+        }
         memset(value, 0, sizeof(value));
         len = options[i].size;
         if (getsockopt(fd, options[i].level, options[i].name, value, &len)
@@ -262,6 +267,11 @@ void pf_sockopts_read(int fd, pf_sockopts_t *now)
         now->len[i] = (unsigned char)len;
         memcpy(now->value[i], value, len);
     }
+}
+
+void pf_sockopts_read(int fd, pf_sockopts_t *now)
+{
+    read_options(fd, ~(pf_sockopt_set_t)0, now);
 }
 
 static int same_value(const pf_sockopts_t *a, const pf_sockopts_t *b, int i)
@@ -348,7 +358,7 @@ pf_sockopt_set_t pf_sockopts_repair(int fd, const pf_sockopts_t *want,
     int i;
 
     *failed = 0;
-    pf_sockopts_read(fd, &now);
+    read_options(fd, want->have, &now);
     changed = pf_sockopts_compare(want, &now);
     if (changed == 0) {
         return 0;
@@ -360,7 +370,7 @@ pf_sockopt_set_t pf_sockopts_repair(int fd, const pf_sockopts_t *want,
     }
     /* What the kernel made of it: one option may move another (a large
      * SO_RCVLOWAT grows the receive buffer), and some cannot go back. */
-    pf_sockopts_read(fd, &now);
+    read_options(fd, changed, &now);
     *failed = pf_sockopts_compare(want, &now) & changed;
     return changed;
 }
