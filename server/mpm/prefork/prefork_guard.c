@@ -144,20 +144,23 @@ static int add_rules(scmp_filter_ctx ctx, const int *bucket_fds,
     apr_size_t i;
     int rc = 0, nr;
 
-    for (i = 0; rc == 0 && i < sizeof(refused_options)
-                                   / sizeof(refused_options[0]); i++) {
-        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setsockopt),
-                              2, ARG_IS(1, refused_options[i].level),
-                              ARG_IS(2, refused_options[i].name));
-    }
     /* The child's own bucket sockets: it has no option to set on them,
-     * and a copy of one under another number is the parent's to check. */
+     * and a copy of one under another number is the parent's to check.
+     * These go first: libseccomp 2.5.4 loses track of part of its rule
+     * tree (a leak) when a rule on the descriptor alone follows rules on
+     * the level and the option of the same call. */
     for (i = 0; rc == 0 && (int)i < num_fds; i++) {
         if (bucket_fds[i] >= 0) {
             rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
                                   SCMP_SYS(setsockopt), 1,
                                   ARG_IS(0, bucket_fds[i]));
         }
+    }
+    for (i = 0; rc == 0 && i < sizeof(refused_options)
+                                   / sizeof(refused_options[0]); i++) {
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setsockopt),
+                              2, ARG_IS(1, refused_options[i].level),
+                              ARG_IS(2, refused_options[i].name));
     }
 #ifdef SYS_SETSOCKOPT
     /* Through socketcall() (32-bit x86) the level and the option are in
