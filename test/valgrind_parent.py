@@ -10,10 +10,11 @@ it (a bpf(2) argument with uninitialised bytes, say).  Children are forked
 copies and are not checked (--child-silent-after-fork).  A third pass has
 a hostile child (test/modules/mod_pfb_hostile.c) write huge and random
 values over the scoreboard, the shared segment and the idle counts, and
-exit, shut its bucket socket down and shrink its backlog, and exit with
-APEXIT_CHILDFATAL, before the graceful restart: memcheck then watches the
-parent use whatever a child can write, put the socket right and replace
-the children."""
+exit, shut its bucket socket down, shrink its backlog, set SO_LINGER and a
+buffer size on it through a copy (put back in place, and with a new socket),
+and exit with APEXIT_CHILDFATAL, before the graceful restart: memcheck then
+watches the parent use whatever a child can write, put the socket right,
+replace it and replace the children."""
 
 import os
 import re
@@ -27,7 +28,8 @@ from pfbtest import Server, HOSTILE_SO, http_get
 OURS = ("mod_mpm_prefork", "prefork.c", "prefork_os.c", "prefork_policy.c",
         "prefork_steering.c", "prefork_steering_rules.c",
         "prefork_steering_kernel.c", "prefork_bucketset.c",
-        "prefork_children.c", "prefork_guard.c", "prefork_topology.c")
+        "prefork_children.c", "prefork_guard.c", "prefork_topology.c",
+        "prefork_sockopts.c", "prefork_ready.c", "prefork_filter.c")
 # libbpf's feature probes, which valgrind misreads (the file says how).
 SUPPRESSIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                             "valgrind-libbpf.supp")
@@ -47,11 +49,14 @@ def scribble(srv):
                                 "/hostile?" + query, timeout=120)
         if status != 200 or b"segment" not in body:
             raise SystemExit("valgrind: hostile child answered %d" % status)
-    # Its bucket socket shut down and its backlog shrunk, then a fatal
-    # exit after serving: the parent puts the socket right (PFB00060) and
-    # replaces the child (PFB00068).
+    # Its bucket socket shut down, its backlog shrunk, an option every
+    # connection inherits set and a buffer size set (which takes a new
+    # socket), then a fatal exit after serving: the parent puts the socket
+    # right (PFB00060) and replaces the child (PFB00068).
     for query, tag in (("sock=backlog", "PFB00060"),
                        ("sock=shutdown", "PFB00060"),
+                       ("sock=opt&opt=linger&via=dup", "SO_LINGER"),
+                       ("sock=opt&opt=sndbuf&via=dup", "SO_SNDBUF"),
                        ("then=fatal", "PFB00068")):
         seen = srv.log_count(tag)
         status, _ = http_get("127.0.0.1", srv.ports[0], "/hostile?" + query,

@@ -59,8 +59,9 @@ class BadConfiguration(unittest.TestCase):
         cases = [("ListenBucketSteering", v, "is not a steering mode; "
                   "expected hash, cpu, idle or local")
                  for v in ("random", "hashing", "0", "idle,cpu", "locality")]
-        cases += [("BucketCPUAffinity", v, "is not a switch; expected On or "
-                   "Off") for v in ("yes", "1", "onn")]
+        cases += [(d, v, "is not a switch; expected On or Off")
+                  for d in ("BucketCPUAffinity", "ChildSyscallFilter")
+                  for v in ("yes", "1", "onn")]
         for directive, value, expected in cases:
             with self.subTest(directive=directive, value=value):
                 with Server(extra="%s %s\n" % (directive, value)) as srv:
@@ -75,11 +76,15 @@ class BadConfiguration(unittest.TestCase):
                           "idle or local", srv.startup_output)
 
     def test_directive_outside_global_context_is_refused(self):
-        extra = "<VirtualHost *:80>\nListenBuckets 2\n</VirtualHost>\n"
-        with Server(extra=extra) as srv:
-            rc = srv.start(expect_failure=True)
-            self.assertNotEqual(rc, 0)
-            self.assertIn("ListenBuckets cannot occur within", srv.startup_output)
+        for directive in ("ListenBuckets 2", "ChildSyscallFilter off"):
+            extra = "<VirtualHost *:80>\n%s\n</VirtualHost>\n" % directive
+            with self.subTest(directive=directive):
+                with Server(extra=extra) as srv:
+                    rc = srv.start(expect_failure=True)
+                    self.assertNotEqual(rc, 0)
+                    self.assertIn("%s cannot occur within"
+                                  % directive.split()[0],
+                                  srv.startup_output)
 
     def test_junk_reaches_the_console_when_started_as_a_daemon(self):
         # apachectl start and httpd -k start read the configuration before

@@ -148,7 +148,7 @@ $libc = FFI::cdef("
     int shutdown(int, int);
     int listen(int, int);
     int *__errno_location(void);", "libc.so.6");
-for ($fd = 0; $fd < 64; $fd++) {
+for ($fd = 0; $fd < 1024; $fd++) {
     $on = FFI::new("int");
     $len = FFI::new("unsigned int");
     $len->cdata = 4;

@@ -41,6 +41,9 @@
  *   rounds=N         kill: stop after N rounds, without waiting for stop=
  *   ignore=TERM      ignores SIGTERM (the stop signal) and waits
  *                    ("waited 1")
+ *   hold=1           holds its connection until the stop file, then
+ *                    leaves as then= says ("held 1"), so that a test
+ *                    can make many children leave at once
  *   stop=PATH        the file that ends the attack
  *
  * Attacks on the bucket socket(s) this child holds (every listening
@@ -59,7 +62,19 @@
  *                    6.18 refuses it to a process without privileges)
  *   sock=lock        SO_LOCK_FILTER
  *   sock=noreuseport SO_REUSEPORT off
+ *   sock=opt         opt=NAME: an option that every accepted connection
+ *                    inherits, set to a harmful value: linger (SO_LINGER
+ *                    {1, 0}: every close a reset), ttl (IP_TTL 1), tos,
+ *                    sndbuf and rcvbuf (2304), maxseg (TCP_MAXSEG 88),
+ *                    keepalive, priority, nodelay, cork, keepidle,
+ *                    defer (TCP_DEFER_ACCEPT 5), clamp (TCP_WINDOW_CLAMP
+ *                    2048), usertimeout, congestion (reno), rcvlowat,
+ *                    minttl (IP_MINTTL 255), dontroute, pacing
+ *                    (SO_MAX_PACING_RATE 1000)
  *   via=dup          make each call through a dup() of the descriptor
+ *   high=1           make each setsockopt() a raw system call with bits
+ *                    32 to 63 of the descriptor, the level and the option
+ *                    set (the kernel reads the low 32 bits only)
  *
  * "PfbHostileChildInit fatal" makes every child exit with
  * APEXIT_CHILDFATAL from its child_init hook, before it serves anything.
@@ -77,6 +92,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -445,8 +461,64 @@ static int is_listening(int fd)
     return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on;
 }
 
+/* high=1: every setsockopt() with the high bits of its ints set. */
+static int high_bits;
+
+static int set_option(int fd, int level, int name, const void *value,
+                      socklen_t len)
+{
+    long high = high_bits ? 1L << 32 : 0;
+
+    return (int)syscall(SYS_setsockopt, (long)fd | high, (long)level | high,
+                        (long)name | high, value, (long)len);
+}
+
+/* sock=opt: what every connection accepted from the socket inherits. */
+static int option_attack(int fd, const char *name)
+{
+    static const struct {
+        const char *name;
+        int level, option, value;
+    } ints[] = {
+        { "ttl", IPPROTO_IP, IP_TTL, 1 },
+        { "tos", IPPROTO_IP, IP_TOS, 0x10 },
+        { "minttl", IPPROTO_IP, IP_MINTTL, 255 },
+        { "sndbuf", SOL_SOCKET, SO_SNDBUF, 2304 },
+        { "rcvbuf", SOL_SOCKET, SO_RCVBUF, 2304 },
+        { "keepalive", SOL_SOCKET, SO_KEEPALIVE, 0 },
+        { "priority", SOL_SOCKET, SO_PRIORITY, 6 },
+        { "dontroute", SOL_SOCKET, SO_DONTROUTE, 1 },
+        { "rcvlowat", SOL_SOCKET, SO_RCVLOWAT, 100 },
+        { "pacing", SOL_SOCKET, SO_MAX_PACING_RATE, 1000 },
+        { "maxseg", IPPROTO_TCP, TCP_MAXSEG, 88 },
+        { "nodelay", IPPROTO_TCP, TCP_NODELAY, 0 },
+        { "cork", IPPROTO_TCP, TCP_CORK, 1 },
+        { "keepidle", IPPROTO_TCP, TCP_KEEPIDLE, 1 },
+        { "defer", IPPROTO_TCP, TCP_DEFER_ACCEPT, 5 },
+        { "clamp", IPPROTO_TCP, TCP_WINDOW_CLAMP, 2048 },
+        { "usertimeout", IPPROTO_TCP, TCP_USER_TIMEOUT, 1 },
+    };
+    struct linger reset = { 1, 0 };
+    size_t i;
+
+    if (strcmp(name, "linger") == 0) {
+        return set_option(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+    }
+    if (strcmp(name, "congestion") == 0) {
+        return set_option(fd, IPPROTO_TCP, TCP_CONGESTION, "reno", 4);
+    }
+    for (i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+        if (strcmp(name, ints[i].name) == 0) {
+            return set_option(fd, ints[i].level, ints[i].option,
+                              &ints[i].value, sizeof(int));
+        }
+    }
+    errno = EINVAL;
+    return -1;
+}
+
 /* One attack on one listening socket: 0 or an errno. */
-static int socket_attack(int fd, const char *how)
+static int socket_attack(int fd, const char *how, const char *opt)
 {
     struct sock_filter pick_two[] = { BPF_STMT(BPF_RET | BPF_K, 2) };
     struct sock_filter drop_all[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
@@ -460,7 +532,7 @@ static int socket_attack(int fd, const char *how)
     prog.len = 1;
     if (strcmp(how, "cbpf") == 0) {
         prog.filter = pick_two;
-        rc = setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog,
+        rc = set_option(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog,
                         sizeof(prog));
     }
     else if (strcmp(how, "ebpf") == 0) {
@@ -468,11 +540,11 @@ static int socket_attack(int fd, const char *how)
          * not): the kernel says EBADF, a filter EPERM first. */
         int no_program = -1;
 
-        rc = setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_EBPF,
+        rc = set_option(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_EBPF,
                         &no_program, sizeof(no_program));
     }
     else if (strcmp(how, "detach") == 0) {
-        rc = setsockopt(fd, SOL_SOCKET, SO_DETACH_REUSEPORT_BPF, &zero,
+        rc = set_option(fd, SOL_SOCKET, SO_DETACH_REUSEPORT_BPF, &zero,
                         sizeof(zero));
     }
     else if (strcmp(how, "shutdown") == 0) {
@@ -498,20 +570,23 @@ static int socket_attack(int fd, const char *how)
         rc = ioctl(fd, FIONBIO, &one);
     }
     else if (strcmp(how, "rcvtimeo") == 0) {
-        rc = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        rc = set_option(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     }
     else if (strcmp(how, "filter") == 0) {
         prog.filter = drop_all;
-        rc = setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog,
+        rc = set_option(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog,
                         sizeof(prog));
     }
     else if (strcmp(how, "lock") == 0) {
         /* With or without a filter: locked, no filter can be attached or
          * removed for the socket's life, not even by root. */
-        rc = setsockopt(fd, SOL_SOCKET, SO_LOCK_FILTER, &one, sizeof(one));
+        rc = set_option(fd, SOL_SOCKET, SO_LOCK_FILTER, &one, sizeof(one));
+    }
+    else if (strcmp(how, "opt") == 0 && opt != NULL) {
+        rc = option_attack(fd, opt);
     }
     else if (strcmp(how, "noreuseport") == 0) {
-        rc = setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &zero, sizeof(zero));
+        rc = set_option(fd, SOL_SOCKET, SO_REUSEPORT, &zero, sizeof(zero));
     }
     else {
         errno = EINVAL;
@@ -520,7 +595,8 @@ static int socket_attack(int fd, const char *how)
 }
 
 /* Every listening socket this child holds: its bucket's. */
-static void bucket_socket_attack(request_rec *r, const char *how, int dup_it)
+static void bucket_socket_attack(request_rec *r, const char *how,
+                                 const char *opt, int dup_it)
 {
     int fd, found = 0, ok = 0, last_errno = 0, err;
 
@@ -535,7 +611,7 @@ static void bucket_socket_attack(request_rec *r, const char *how, int dup_it)
             last_errno = errno;
             continue;
         }
-        err = socket_attack(target, how);
+        err = socket_attack(target, how, opt);
         if (err == 0) {
             ok++;
         }
@@ -583,15 +659,17 @@ static int pfb_hostile_handler(request_rec *r)
     unsigned int seed = 1;
     const char *then = "", *segment_how = NULL, *kill_how = NULL;
     const char *sock_how = NULL, *stop_file = NULL, *ignore_how = NULL;
+    const char *opt = NULL;
     long kill_rounds = 0;
     char *args, *word, *state;
     size_t seg_bytes = 0, bpf_bytes = 0;
     int slots = 0, mappings = 0, fds, changes, own_quiescing = 0;
-    int via_dup = 0;
+    int via_dup = 0, hold = 0;
 
     if (strcmp(r->handler, "pfb-hostile") != 0) {
         return DECLINED;
     }
+    high_bits = 0;
     args = apr_pstrdup(r->pool, r->args ? r->args : "");
     for (word = apr_strtok(args, "&", &state); word;
          word = apr_strtok(NULL, "&", &state)) {
@@ -625,11 +703,33 @@ static int pfb_hostile_handler(request_rec *r)
         else if (strcmp(word, "via=dup") == 0) {
             via_dup = 1;
         }
+        else if (strncmp(word, "opt=", 4) == 0) {
+            opt = word + 4;
+        }
+        else if (strcmp(word, "high=1") == 0) {
+            high_bits = 1;
+        }
+        else if (strcmp(word, "hold=1") == 0) {
+            hold = 1;
+        }
         else if (strncmp(word, "stop=", 5) == 0) {
             stop_file = word + 5;
         }
     }
     ap_set_content_type(r, "text/plain");
+    if (hold) {
+        time_t started = time(NULL);
+
+        ap_rprintf(r, "running pid %ld\n", (long)getpid());
+        ap_rflush(r);
+        while (!time_is_up(stop_file, started)) {
+            usleep(20000);
+        }
+        ap_rprintf(r, "held 1\n");
+        ap_rflush(r);
+        leave(then);
+        return OK;
+    }
     if (ignore_how && strcmp(ignore_how, "TERM") == 0) {
         ap_rprintf(r, "running pid %ld\n", (long)getpid());
         ap_rflush(r);
@@ -651,7 +751,7 @@ static int pfb_hostile_handler(request_rec *r)
         return OK;
     }
     if (sock_how) {
-        bucket_socket_attack(r, sock_how, via_dup);
+        bucket_socket_attack(r, sock_how, opt, via_dup);
         ap_rflush(r);
         leave(then);
         return OK;

@@ -28,6 +28,8 @@ int main(void)
     srunner_add_suite(runner, linger_suite());
     srunner_add_suite(runner, respawn_suite());
     srunner_add_suite(runner, guard_suite());
+    srunner_add_suite(runner, sockopts_suite());
+    srunner_add_suite(runner, ready_suite());
     srunner_add_suite(runner, topology_suite());
     if (geteuid() == 0) {
         srunner_add_suite(runner, steer_kernel_suite());

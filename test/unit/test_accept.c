@@ -143,7 +143,8 @@ START_TEST(duplicate_listener_passes_nodelay_to_connections)
     ck_assert_int_eq(apr_socket_addr_get(&bound, APR_LOCAL, orig),
                      APR_SUCCESS);
 
-    ck_assert_int_eq(pf_os_duplicate_listener(&dup, orig, bound, 16, pool),
+    ck_assert_int_eq(pf_os_duplicate_listener(&dup, orig, bound, 16, NULL,
+                                              pool),
                      APR_SUCCESS);
     ck_assert_int_eq(apr_socket_opt_get(dup, APR_TCP_NODELAY, &on),
                      APR_SUCCESS);

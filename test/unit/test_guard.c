@@ -1,10 +1,15 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE.
  *
  * The bucket socket a child must hold (prefork_guard.c): the parent's
- * checks put back each thing a child can change, on real sockets; and, as
- * root, the children's system-call filter installed in a process of our
- * own, refusing exactly what it should through every ABI the kernel
- * offers a 64-bit process, and nothing else.
+ * checks put back each thing a child can change, on real sockets, and
+ * replace a socket that cannot be put right in place (filters locked, an
+ * option the kernel will not take back) under the same descriptor, its
+ * old one no longer listening; the children's system-call filter read
+ * as libseccomp exports it (every argument compared on its low 32 bits);
+ * and, as root, the filter installed in a process of our own, refusing
+ * exactly what it should, with the high bits of its arguments set too,
+ * through every ABI the kernel offers a 64-bit process, and nothing
+ * else.
  */
 
 #include <errno.h>
@@ -19,15 +24,21 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <linux/filter.h>
 #include <linux/net.h>
 
+#ifdef HAVE_LIBSECCOMP
+#include <seccomp.h>
+#endif
+
 #include "apr_general.h"
 #include "apr_portable.h"
 
 #include "prefork_guard.h"
+#include "prefork_guard_unit.h"
 #include "unit.h"
 
 static apr_pool_t *pool;
@@ -224,18 +235,259 @@ START_TEST(a_socket_filter_goes_unless_it_is_the_parents)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* The book, and what cannot be put right in place                     */
+
+static apr_ino_t inode_of(int fd)
+{
+    struct stat st;
+
+    ck_assert_int_eq(fstat(fd, &st), 0);
+    return (apr_ino_t)st.st_ino;
+}
+
+static apr_sockaddr_t *loopback(int port)
+{
+    apr_sockaddr_t *sa = NULL;
+
+    ck_assert_int_eq(apr_sockaddr_info_get(&sa, "127.0.0.1", APR_INET,
+                                           (apr_port_t)port, 0, pool),
+                     APR_SUCCESS);
+    return sa;
+}
+
+/* The parent's book with one socket put in service. */
+static pf_guard_book_t *book_of(apr_socket_t *sd)
+{
+    pf_guard_book_t *book = pf_guard_book_create(pool);
+
+    pf_guard_book_begin(book);
+    ck_assert_ptr_nonnull(pf_guard_book_note(book, sd));
+    pf_guard_book_end(book);
+    return book;
+}
+
+START_TEST(inherited_options_go_back_in_place)
+{
+    struct linger reset = { 1, 0 }, got;
+    socklen_t len = sizeof(got);
+    int port, fd = listener(&port), held = dup(fd), ttl = 1;
+    apr_socket_t *sd = wrap(fd);
+    pf_guard_book_t *book = book_of(sd);
+    apr_ino_t before = inode_of(fd);
+    pf_guard_found_t found;
+
+    /* A child, through its own descriptor for the socket. */
+    ck_assert_int_eq(setsockopt(held, SOL_SOCKET, SO_LINGER, &reset,
+                                sizeof(reset)), 0);
+    ck_assert_int_eq(setsockopt(held, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl)),
+                     0);
+    pf_guard_socket(book, sd, loopback(port), &usual, &found);
+    ck_assert_int_eq(found.fixed, PF_GUARD_OPTIONS);
+    ck_assert_int_eq(found.failed, 0);
+    ck_assert(found.options_changed != 0 && found.options_failed == 0);
+    ck_assert(inode_of(fd) == before);
+    ck_assert_int_eq(getsockopt(fd, SOL_SOCKET, SO_LINGER, &got, &len), 0);
+    ck_assert_int_eq(got.l_onoff, 0);
+    ck_assert_int_eq(int_option(fd, IPPROTO_IP, IP_TTL), 64);
+    pf_guard_socket(book, sd, loopback(port), &usual, &found);
+    ck_assert_int_eq(found.fixed | found.failed, 0);
+    close(held);
+    close(fd);
+}
+END_TEST
+
+/* A clamp on the window cannot be cleared on a listening socket, a
+ * buffer size once set turns autotuning off for good, filters once locked
+ * stay: such a socket is replaced under its descriptor number, with the
+ * options the parent recorded, and the old one, which a child may still
+ * hold, stops listening and cannot listen again under SO_REUSEPORT. */
+START_TEST(a_socket_that_cannot_be_put_right_in_place_is_replaced)
+{
+    static const struct {
+        int level, name, value;
+        int guard_bit;
+    } cases[] = {
+        { SOL_SOCKET, SO_LOCK_FILTER, 1, PF_GUARD_FILTER_LOCKED },
+        { IPPROTO_TCP, TCP_WINDOW_CLAMP, 2048, PF_GUARD_OPTIONS },
+        { SOL_SOCKET, SO_SNDBUF, 2304, PF_GUARD_OPTIONS },
+    };
+    apr_size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int port, fd = listener(&port), held = dup(fd), fresh_sndbuf;
+        int probe = socket(AF_INET, SOCK_STREAM, 0);
+        apr_socket_t *sd = wrap(fd);
+        pf_guard_book_t *book = book_of(sd);
+        apr_ino_t before = inode_of(fd);
+        pf_guard_found_t found;
+
+        fresh_sndbuf = int_option(probe, SOL_SOCKET, SO_SNDBUF);
+        close(probe);
+        ck_assert_int_eq(setsockopt(held, cases[i].level, cases[i].name,
+                                    &cases[i].value, sizeof(int)), 0);
+        pf_guard_socket(book, sd, loopback(port), &usual, &found);
+        ck_assert_msg(found.fixed & cases[i].guard_bit, "case %d", (int)i);
+        ck_assert_msg(found.fixed & PF_GUARD_REPLACED, "case %d", (int)i);
+        ck_assert_int_eq(found.failed, 0);
+        ck_assert(found.options_failed == 0);
+        ck_assert(inode_of(fd) != before);
+        ck_assert_int_eq(int_option(fd, SOL_SOCKET, SO_ACCEPTCONN), 1);
+        ck_assert_int_eq(int_option(held, SOL_SOCKET, SO_ACCEPTCONN), 0);
+        ck_assert_int_eq(int_option(held, SOL_SOCKET, SO_REUSEPORT), 0);
+        ck_assert_int_ne(listen(held, 1), 0);
+        ck_assert_int_eq(int_option(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP), 0);
+        ck_assert_int_eq(int_option(fd, SOL_SOCKET, SO_SNDBUF),
+                         fresh_sndbuf);
+        ck_assert_int_eq(pf_guard_backlog(sd), 128);
+        ck_assert(accepts(fd, port));
+        /* The record follows the new socket: nothing more to find. */
+        pf_guard_socket(book, sd, loopback(port), &usual, &found);
+        ck_assert_int_eq(found.fixed | found.failed, 0);
+        close(held);
+        close(fd);
+    }
+}
+END_TEST
+
+/* A socket kept across a restart keeps the record made when it was new;
+ * one no longer in service loses it. */
+START_TEST(the_book_keeps_records_across_restarts_and_drops_the_rest)
+{
+    int port, fd = listener(&port), other_port, other = listener(&other_port);
+    int ttl = 1;
+    apr_socket_t *sd = wrap(fd), *other_sd = wrap(other);
+    pf_guard_book_t *book = pf_guard_book_create(pool);
+    const pf_guard_record_t *first, *again;
+    pf_guard_found_t found;
+
+    pf_guard_book_begin(book);
+    first = pf_guard_book_note(book, sd);
+    pf_guard_book_note(book, other_sd);
+    pf_guard_book_end(book);
+    ck_assert_ptr_nonnull(first);
+    /* Changed by a child before the restart: not what is kept. */
+    setsockopt(fd, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl));
+    pf_guard_book_begin(book);
+    again = pf_guard_book_note(book, sd);
+    pf_guard_book_end(book);
+    ck_assert_int_eq(again->inode, inode_of(fd));
+    pf_guard_socket(book, sd, loopback(port), &usual, &found);
+    ck_assert_int_eq(found.fixed, PF_GUARD_OPTIONS);
+    ck_assert_int_eq(int_option(fd, IPPROTO_IP, IP_TTL), 64);
+    /* No record: the state is checked, the options are not. */
+    setsockopt(other, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl));
+    pf_guard_socket(book, other_sd, loopback(other_port), &usual, &found);
+    ck_assert(found.options_changed == 0);
+    close(other);
+    close(fd);
+}
+END_TEST
+
+START_TEST(a_child_moves_its_bucket_sockets_out_of_reach)
+{
+    int port, fd = listener(&port), moved = -1;
+    apr_socket_t *sd = wrap(fd);
+    apr_os_sock_t now;
+
+    pf_guard_move_high(&sd, 1, &moved);
+    ck_assert_int_gt(moved, fd);
+    ck_assert_int_lt(moved, 1024);
+    ck_assert_int_eq(fcntl(fd, F_GETFD), -1);
+    ck_assert(fcntl(moved, F_GETFD) & FD_CLOEXEC);
+    apr_os_sock_get(&now, sd);
+    ck_assert_int_eq(now, moved);
+    ck_assert(accepts(moved, port));
+    close(moved);
+}
+END_TEST
+
+#ifdef HAVE_LIBSECCOMP
+static int seccomp_native_is_wide(void)
+{
+    uint32_t native = seccomp_arch_native();
+
+    return native == SCMP_ARCH_X86_64 || native == SCMP_ARCH_AARCH64;
+}
+
+/* The filter as libseccomp would load it: on a 64-bit ABI each argument
+ * is two 32-bit words, and every rule must ignore the high one, since the
+ * kernel reads the descriptor, the level and the option as ints. */
+START_TEST(every_comparison_of_the_filter_is_on_the_low_32_bits)
+{
+    static const long wanted[] = {
+        1000, 1001, SOL_SOCKET, IPPROTO_TCP, SO_ATTACH_REUSEPORT_CBPF,
+        SO_ATTACH_REUSEPORT_EBPF, SO_DETACH_REUSEPORT_BPF, SO_LOCK_FILTER,
+        TCP_MD5SIG,
+    };
+    int fds[2] = { 1000, 1001 }, wide = 0, found[9] = { 0 }, low = 0;
+    char line[512], *at;
+    apr_size_t i;
+    FILE *pfc = tmpfile();
+
+    ck_assert_ptr_nonnull(pfc);
+    ck_assert_int_eq(pf_guard_filter_export(fileno(pfc), fds, 2), 0);
+    rewind(pfc);
+    while (fgets(line, sizeof(line), pfc)) {
+        if (strstr(line, "# filter for arch")) {
+            wide = strstr(line, "x86_64") != NULL
+                   || strstr(line, "aarch64") != NULL;
+            continue;
+        }
+        at = strstr(line, "if ($a");
+        if (!wide || at == NULL || at[6] < '0' || at[6] > '5') {
+            continue;           /* not an argument's comparison */
+        }
+        ck_assert_msg(strstr(line, ".hi32") || strstr(line, ".lo32"),
+                      "a whole 64-bit comparison: %s", line);
+        if (strstr(line, ".hi32")) {
+            ck_assert_msg(strstr(line, ".hi32 & 0x00000000 == 0") != NULL,
+                          "the high word compared: %s", line);
+            continue;
+        }
+        at = strstr(line, ".lo32 & 0xffffffff == ");
+        ck_assert_msg(at != NULL, "the low word unmasked: %s", line);
+        low++;
+        for (i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++) {
+            if (strtol(at + strlen(".lo32 & 0xffffffff == "), NULL, 10)
+                == wanted[i]) {
+                found[i] = 1;
+            }
+        }
+    }
+    fclose(pfc);
+    if (seccomp_native_is_wide()) {
+        ck_assert_int_gt(low, 0);
+        for (i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++) {
+            ck_assert_msg(found[i], "no rule compares %ld", wanted[i]);
+        }
+    }
+}
+END_TEST
+#endif
+
 START_TEST(descriptions_name_every_change)
 {
     static const struct {
         int bits;
+        const char *options;
         const char *want;
     } cases[] = {
-        { 0, "" },
-        { PF_GUARD_NOT_LISTENING, "stopped listening" },
-        { PF_GUARD_NOT_LISTENING | PF_GUARD_REPLACED,
-          "stopped listening, could not listen again and was replaced" },
+        { 0, NULL, "" },
+        { PF_GUARD_NOT_LISTENING, NULL, "stopped listening" },
+        { PF_GUARD_NOT_LISTENING | PF_GUARD_REPLACED, "SO_LINGER",
+          "stopped listening, could not be put right in place and was "
+          "replaced" },
+        { PF_GUARD_FILTER | PF_GUARD_FILTER_LOCKED | PF_GUARD_OPTIONS
+              | PF_GUARD_REPLACED, "",
+          "socket filter attached, socket filters locked, options "
+          "connections inherit changed, could not be put right in place "
+          "and was replaced" },
+        { PF_GUARD_OPTIONS | PF_GUARD_REPLACED, "SO_SNDBUF, IP_TTL",
+          "options connections inherit changed: SO_SNDBUF, IP_TTL, could "
+          "not be put right in place and was replaced" },
         { PF_GUARD_BACKLOG | PF_GUARD_NONBLOCK | PF_GUARD_RCVTIMEO
-              | PF_GUARD_FILTER | PF_GUARD_REUSEPORT,
+              | PF_GUARD_FILTER | PF_GUARD_REUSEPORT, NULL,
           "backlog changed, O_NONBLOCK changed, receive timeout set, socket "
           "filter attached, SO_REUSEPORT turned off" },
     };
@@ -243,11 +495,12 @@ START_TEST(descriptions_name_every_change)
     size_t i;
 
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        ck_assert_str_eq(pf_guard_describe(cases[i].bits, buf, sizeof(buf)),
+        ck_assert_str_eq(pf_guard_describe(cases[i].bits, cases[i].options,
+                                           buf, sizeof(buf)),
                          cases[i].want);
     }
     /* Cut, never overrun. */
-    pf_guard_describe(0x7f, small, sizeof(small));
+    pf_guard_describe(0x1ff, "SO_LINGER", small, sizeof(small));
     ck_assert_uint_eq(strlen(small), sizeof(small) - 1);
 }
 END_TEST
@@ -311,26 +564,43 @@ static int ia32_entry_available(void)
 }
 #endif
 
+/* setsockopt() with bits 32 to 63 of the descriptor, the level and the
+ * option set: the kernel reads the low 32 bits only. */
+static int high_option(int fd, int level, int name, const void *value,
+                       socklen_t len)
+{
+    long high = 1L << 32;
+
+    return syscall(SYS_setsockopt, (long)fd | high, (long)level | high,
+                   (long)name | high, value, (long)len) == 0 ? 0 : -errno;
+}
+
 /* Runs in a child of the test: every finding is a distinct exit code, so
  * the test names the one that failed. */
 static int filter_findings(void)
 {
     struct sock_filter pick[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
     struct sock_fprog prog = { 1, pick };
-    int port, fd, copy, one = 1, bad_fd = -1, rcvbuf = 65536;
+    struct tcp_md5sig md5;
+    int port, bucket_port, fd, bucket, copy, one = 1, bad_fd = -1;
+    int rcvbuf = 65536, ttl = 64;
 #if defined(__x86_64__)
     int ia32 = ia32_entry_available();
 #endif
 
-    if (pf_guard_install_filter() != APR_SUCCESS) {
+    /* The child's own bucket socket, as it has it when it installs the
+     * filter; another socket it opens later; its bucket socket under
+     * another number. */
+    bucket = listener(&bucket_port);
+    if (pf_guard_install_filter(&bucket, 1) != APR_SUCCESS) {
         return 10;
     }
     if (status_value("Seccomp:") != 2 || status_value("NoNewPrivs:") != 0) {
         return 11;
     }
     fd = listener(&port);
-    copy = dup(fd);
-    /* Refused on the socket and on any other number for it. */
+    copy = dup(bucket);
+    /* Refused on any socket, the bucket's under any number. */
     if (try_option(fd, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof(prog))
             != -EPERM
         || try_option(copy, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof(prog))
@@ -348,12 +618,13 @@ static int filter_findings(void)
     if (try_option(fd, SO_LOCK_FILTER, &one, sizeof(one)) != -EPERM) {
         return 15;
     }
-    /* The rest of SOL_SOCKET, and other levels, as before. */
+    /* The rest of SOL_SOCKET, and other levels, as before, on any socket
+     * but the bucket's own number. */
     if (try_option(fd, SO_REUSEADDR, &one, sizeof(one)) != 0
         || try_option(fd, SO_KEEPALIVE, &one, sizeof(one)) != 0
         || try_option(fd, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) != 0
-        || setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one))
-               != 0) {
+        || setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0
+        || try_option(copy, SO_KEEPALIVE, &one, sizeof(one)) != 0) {
         return 16;
     }
     /* A level other than SOL_SOCKET with the same option numbers. */
@@ -367,6 +638,38 @@ static int filter_findings(void)
         return 18;
     }
 #endif
+    /* Every option on the bucket's own number. */
+    if (try_option(bucket, SO_KEEPALIVE, &one, sizeof(one)) != -EPERM
+        || setsockopt(bucket, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl)) == 0
+        || setsockopt(bucket, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one))
+               == 0) {
+        return 22;
+    }
+    /* The high bits set: the same refusals. */
+    if (high_option(copy, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog,
+                    sizeof(prog)) != -EPERM
+        || high_option(copy, SOL_SOCKET, SO_DETACH_REUSEPORT_BPF, &one,
+                       sizeof(one)) != -EPERM
+        || high_option(fd, SOL_SOCKET, SO_LOCK_FILTER, &one, sizeof(one))
+               != -EPERM
+        || high_option(bucket, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one))
+               != -EPERM) {
+        return 23;
+    }
+    /* TCP MD5 keys, plain and with the high bits. */
+    memset(&md5, 0, sizeof(md5));
+    md5.tcpm_addr.ss_family = AF_INET;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_MD5SIG, &md5, sizeof(md5)) == 0
+        || errno != EPERM
+        || high_option(fd, IPPROTO_TCP, TCP_MD5SIG, &md5, sizeof(md5))
+               != -EPERM) {
+        return 24;
+    }
+    /* The masks refuse no more than the values: high bits on an option
+     * nobody refuses still reach the kernel, which takes it. */
+    if (high_option(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0) {
+        return 25;
+    }
 #if defined(__x86_64__)
     if (ia32) {
         /* 32-bit x86 entry: setsockopt() direct, then via socketcall(),
@@ -382,7 +685,9 @@ static int filter_findings(void)
         if (int80(366, fd, SOL_SOCKET, SO_DETACH_REUSEPORT_BPF,
                   (long)(unsigned long)low, 4) != -EPERM
             || int80(366, fd, SOL_SOCKET, SO_REUSEADDR,
-                     (long)(unsigned long)low, 4) != 0) {
+                     (long)(unsigned long)low, 4) != 0
+            || int80(366, bucket, SOL_SOCKET, SO_REUSEADDR,
+                     (long)(unsigned long)low, 4) != -EPERM) {
             return 20;
         }
         low[1] = (unsigned int)fd;
@@ -402,6 +707,7 @@ static int filter_findings(void)
 #endif
     close(copy);
     close(fd);
+    close(bucket);
     return 0;
 }
 
@@ -436,6 +742,16 @@ Suite *guard_suite(void)
     tcase_add_test(checks, each_changed_option_is_put_back);
     tcase_add_test(checks, a_polled_socket_stays_non_blocking);
     tcase_add_test(checks, descriptions_name_every_change);
+    tcase_add_test(checks, inherited_options_go_back_in_place);
+    tcase_add_test(checks,
+                   a_socket_that_cannot_be_put_right_in_place_is_replaced);
+    tcase_add_test(checks,
+                   the_book_keeps_records_across_restarts_and_drops_the_rest);
+    tcase_add_test(checks, a_child_moves_its_bucket_sockets_out_of_reach);
+#ifdef HAVE_LIBSECCOMP
+    tcase_add_test(checks,
+                   every_comparison_of_the_filter_is_on_the_low_32_bits);
+#endif
     suite_add_tcase(s, checks);
     return s;
 }

@@ -18,6 +18,8 @@ Suite *linger_suite(void);
 Suite *respawn_suite(void);
 Suite *guard_suite(void);
 Suite *guard_kernel_suite(void);
+Suite *sockopts_suite(void);
+Suite *ready_suite(void);
 Suite *topology_suite(void);
 
 #endif /* PREFORK_UNIT_H */

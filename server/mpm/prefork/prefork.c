@@ -91,8 +91,9 @@
 #include "prefork_bucketset.h"
 #include "prefork_children.h"
 #include "prefork_close.h"
-#include "prefork_guard.h"
+#include "prefork_filter.h"
 #include "prefork_policy.h"
+#include "prefork_ready.h"
 #include "prefork_steering_rules.h"
 #include "prefork_os.h"
 
@@ -123,13 +124,12 @@ typedef struct {
     pf_bucketset_t *buckets;
     apr_time_t started;
     int wake_pipe[2];           /* SIGCHLD wakes the parent through it */
-    /* Children report ready through it once they have run child_init:
-     * [0] the parent's end (SO_PASSCRED: the kernel names the sender's
-     * pid), [1] the end a child sends on and then closes. */
+    /* Children report ready through it once they have run child_init
+     * (prefork_ready.h): [0] the parent's end, [1] the children's. */
     int ready_channel[2];
     int ready_channel_logged;   /* the one line about its absence */
-    int filter_probed;          /* the children's system-call filter: */
-    pf_filter_state_e filter;   /* whether they can install it */
+    pf_filter_retained_t filter;        /* the children's system-call
+                                           filter, found out once */
 } prefork_retained_data;
 
 /* Per-bucket figures of one maintenance cycle. */
@@ -163,6 +163,7 @@ static int buckets_ratio;       /* ListenCoresBucketsRatio */
 static int buckets_explicit;    /* ListenBuckets */
 static int steering_wanted;     /* ListenBucketSteering */
 static int bucket_cpu_affinity; /* BucketCPUAffinity */
+static int child_syscall_filter;        /* ChildSyscallFilter */
 
 /* Where each integer directive's value goes and what it accepts; the
  * command table points each directive at its entry. */
@@ -230,12 +231,14 @@ typedef enum {
 
 static apr_pool_t *pconf;
 static int one_process;
+static pid_t parent_pid;        /* the server's parent, once detached */
 
 /* The write end of the parent's wake-up pipe, for the SIGCHLD handler;
  * -1 whenever the handler is not installed. */
 static volatile int wake_fd = -1;
 
 /* Child-side state. */
+static int in_bucket_child;     /* this process is one of the children */
 static apr_pool_t *pchild;
 static int my_child_num;
 static int my_bucket_index;
@@ -568,8 +571,9 @@ static apr_pollset_t *child_make_pollset(pf_bucket_t *bucket)
 
 /* Children have no use for the parent's wake-up pipe, nor for its end
  * of the ready channel (where they could read other children's
- * reports). */
-static void close_parent_channels(void)
+ * reports); a process that is no child, not for the children's end
+ * either. */
+static void close_parent_channels(int ready_end_too)
 {
     int i;
 
@@ -580,27 +584,34 @@ static void close_parent_channels(void)
             retained->wake_pipe[i] = -1;
         }
     }
-    if (retained->ready_channel[0] >= 0) {
-        close(retained->ready_channel[0]);
-        retained->ready_channel[0] = -1;
+    for (i = 0; i < 1 + ready_end_too; i++) {
+        if (retained->ready_channel[i] >= 0) {
+            close(retained->ready_channel[i]);
+            retained->ready_channel[i] = -1;
+        }
     }
 }
 
 /* Tells the parent, once, that this child has started: child_init has
  * run, so from now on an APEXIT_CHILDFATAL is a module or a script asking
- * to stop the server, not a child that cannot start.  The kernel attaches
- * our pid to the datagram; the end is closed at once, so nothing the
- * child runs later can report anything. */
+ * to stop the server, not a child that cannot start.  The end is closed
+ * at once, so nothing the child runs later can report anything. */
 static void report_ready(void)
 {
     int fd = retained->ready_channel[1];
-    ssize_t sent;
+    apr_status_t rv;
 
     if (fd < 0) {
         return;
     }
-    sent = send(fd, "ready", 5, MSG_DONTWAIT | MSG_NOSIGNAL);
-    (void)sent;                 /* lost: the parent treats it as httpd */
+    rv = pf_ready_report(fd, PF_READY_PATIENCE);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, ap_server_conf,
+                     PFBLOGNO(00172) "child of bucket %d couldn't report "
+                     "ready to the parent within %d s; if it exits with "
+                     "APEXIT_CHILDFATAL, the server stops", my_bucket_index,
+                     (int)apr_time_sec(PF_READY_PATIENCE));
+    }
     close(fd);
     retained->ready_channel[1] = -1;
 }
@@ -608,6 +619,7 @@ static void report_ready(void)
 static void child_init_process(pf_bucket_t *bucket)
 {
     apr_status_t rv;
+    int *bucket_fds, num_fds;
 
     ap_reopen_scoreboard(pchild, NULL, 0);
     if (bucket->mutex) {
@@ -624,18 +636,17 @@ static void child_init_process(pf_bucket_t *bucket)
         }
     }
     devnull_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    close_parent_channels();
-    pf_bucketset_child_init(retained->buckets, my_bucket_index, my_child_num,
-                            bucket_cpu_affinity, ap_server_conf);
+    close_parent_channels(0);
+    bucket_fds = apr_palloc(pchild, sizeof(int)
+                                        * (apr_size_t)bucket->num_listeners);
+    num_fds = pf_bucketset_child_init(retained->buckets, my_bucket_index,
+                                      my_child_num, bucket_cpu_affinity,
+                                      bucket_fds, bucket->num_listeners,
+                                      ap_server_conf);
     /* While still root: no_new_privs need not be set, so setuid helpers
      * the child runs keep working. */
-    if (retained->filter_probed && retained->filter == PF_FILTER_READY
-        && (rv = pf_guard_install_filter()) != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, ap_server_conf,
-                     PFBLOGNO(00065) "couldn't install the system-call "
-                     "filter in the child of bucket %d; it runs without "
-                     "it", my_bucket_index);
-    }
+    pf_filter_child(&retained->filter, child_syscall_filter, bucket_fds,
+                    num_fds, my_bucket_index, ap_server_conf);
     if (ap_run_drop_privileges(pchild, ap_server_conf)) {
         clean_child_exit(APEXIT_CHILDFATAL);
     }
@@ -656,6 +667,7 @@ static void child_main(int child_num, int bucket_index)
     int connections_served = 0;
     apr_status_t rv;
 
+    in_bucket_child = 1;
     my_child_num = child_num;
     my_bucket_index = bucket_index;
     retained->mpm->mpm_state = AP_MPMQ_STARTING;
@@ -1199,44 +1211,17 @@ static void respawn_stranded_buckets(server_rec *s)
     }
 }
 
+static void note_ready(void *AP_MAYBE_UNUSED(baton), pid_t pid)
+{
+    pf_children_mark_ready(retained->children, pid);
+}
+
 /* Reads the children's ready reports: each names its sender's pid, as
- * the kernel vouches (SCM_CREDENTIALS), and nothing else is read from
- * it.  A pid that is none of our children is ignored. */
+ * the kernel vouches, and nothing else is read from it.  A pid that is
+ * none of our children is ignored. */
 static void read_ready_reports(void)
 {
-    int fd = retained->ready_channel[0], n;
-
-    for (n = 0; fd >= 0 && n < 1024; n++) {
-        union {
-            struct cmsghdr align;
-            char buf[CMSG_SPACE(sizeof(struct ucred))];
-        } control;
-        struct msghdr msg;
-        struct cmsghdr *cmsg;
-        struct iovec iov;
-        struct ucred cred;
-        char data[16];
-
-        memset(&msg, 0, sizeof(msg));
-        iov.iov_base = data;
-        iov.iov_len = sizeof(data);
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.buf;
-        msg.msg_controllen = sizeof(control.buf);
-        if (recvmsg(fd, &msg, MSG_DONTWAIT) < 0) {
-            return;
-        }
-        for (cmsg = CMSG_FIRSTHDR(&msg); cmsg != NULL;
-             cmsg = CMSG_NXTHDR(&msg, cmsg)) {
-            if (cmsg->cmsg_level == SOL_SOCKET
-                && cmsg->cmsg_type == SCM_CREDENTIALS
-                && cmsg->cmsg_len == CMSG_LEN(sizeof(cred))) {
-                memcpy(&cred, CMSG_DATA(cmsg), sizeof(cred));
-                pf_children_mark_ready(retained->children, cred.pid);
-            }
-        }
-    }
+    pf_ready_read(retained->ready_channel[0], 1024, note_ready, NULL);
 }
 
 /* "killed by signal 9", "exit status 15": for the pacing's log line. */
@@ -1404,66 +1389,33 @@ static apr_status_t restore_sigchld(void *AP_MAYBE_UNUSED(data))
 
 /* The channel children report ready on (report_ready), one for the life
  * of the server, in retained data: a module loaded again must not open
- * another.  Without it a child's APEXIT_CHILDFATAL stops the server, as
- * in httpd. */
+ * another.  Its room is for twice ServerLimit reports: at most ServerLimit
+ * children start at once, and children that left before the parent read
+ * their reports hold room until it does.  Without the channel a child's
+ * APEXIT_CHILDFATAL stops the server, as in httpd. */
 static void open_ready_channel(server_rec *s)
 {
-    int fds[2], on = 1;
+    int wanted = 2 * retained->first_server_limit + 64, room = 0;
     apr_status_t why;
 
     if (retained->ready_channel[0] >= 0) {
         return;
     }
-    if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0,
-                   fds) != 0) {
-        why = errno;
+    why = pf_ready_open(retained->ready_channel, wanted, &room);
+    if (why == APR_SUCCESS && room < wanted) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                     PFBLOGNO(00173) "the channel children report ready on "
+                     "holds %d reports, fewer than the %d wanted for "
+                     "ServerLimit %d: when more children start at once, "
+                     "they wait for room", room, wanted,
+                     retained->first_server_limit);
     }
-    else if (setsockopt(fds[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on))
-             != 0) {
-        why = errno;            /* before close() may change it */
-        close(fds[0]);
-        close(fds[1]);
-    }
-    else {
-        retained->ready_channel[0] = fds[0];
-        retained->ready_channel[1] = fds[1];
-        return;
-    }
-    if (!retained->ready_channel_logged) {
+    if (why != APR_SUCCESS && !retained->ready_channel_logged) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, why, s,
                      PFBLOGNO(00069) "couldn't open the channel children "
                      "report ready on; a child that exits with "
                      "APEXIT_CHILDFATAL stops the server, as in httpd");
         retained->ready_channel_logged = 1;
-    }
-}
-
-/* Whether children can install their system-call filter, found and said
- * once for the life of the server. */
-static void probe_filter(server_rec *s)
-{
-    const char *why = NULL;
-
-    if (retained->filter_probed) {
-        return;
-    }
-    retained->filter_probed = 1;
-    retained->filter = pf_guard_filter_probe(&why);
-    if (retained->filter == PF_FILTER_READY) {
-        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
-                     PFBLOGNO(00063) "system-call filter on: children, and "
-                     "every program they run, may not attach, replace or "
-                     "detach a reuseport group's program nor lock a socket "
-                     "filter, and get ENOSYS from io_uring; the parent "
-                     "checks each bucket socket every cycle");
-    }
-    else {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
-                     PFBLOGNO(00064) "system-call filter unavailable (%s): "
-                     "a child, or a program it runs, can attach, replace "
-                     "or detach the steering program of its Listen's "
-                     "reuseport group; the parent still checks and puts "
-                     "right each bucket socket every cycle", why);
     }
 }
 
@@ -1592,7 +1544,7 @@ static void drain_accept_queues(server_rec *s, apr_time_t cutoff)
     if (!until) {
         until = apr_time_now() + s->timeout;
     }
-    rv = pf_bucketset_refuse_new(retained->buckets);
+    rv = pf_bucketset_refuse_new(retained->buckets, s);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_INFO, rv, s,
                      PFBLOGNO(00040) "graceful stop: can't stop new "
@@ -1726,7 +1678,7 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
     if (!one_process) {
         parent_wake_on_child_exit(pconf);
         open_ready_channel(s);
-        probe_filter(s);
+        pf_filter_probe(&retained->filter, child_syscall_filter, s);
     }
 
     if (one_process) {
@@ -1795,6 +1747,7 @@ static int prefork_open_logs(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
     int startup = retained->mpm->module_loads == 1;
 
     pconf = p;
+    parent_pid = getpid();
     if (ap_setup_listeners(ap_server_conf) < 1) {
         ap_log_error(APLOG_MARK, APLOG_ALERT | (startup ? APLOG_STARTUP : 0),
                      0, startup ? NULL : s,
@@ -1876,6 +1829,7 @@ static int prefork_pre_config(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
     buckets_explicit = PF_BUCKETS_UNSET;
     steering_wanted = PFB_STEER_HASH;
     bucket_cpu_affinity = 0;
+    child_syscall_filter = 1;
     ap_max_mem_free = APR_ALLOCATOR_MAX_FREE_UNLIMITED;
 
     rv = ap_mutex_register(p, AP_ACCEPT_MUTEX_TYPE, NULL, APR_LOCK_DEFAULT, 0);
@@ -2005,6 +1959,7 @@ static int prefork_check_config(apr_pool_t *AP_MAYBE_UNUSED(p),
      * these wait for log_after_core_opened_logs(). */
     if (startup) {
         log_corrections(1, NULL);
+        pf_filter_log_off(child_syscall_filter, 1, NULL);
     }
     return OK;
 }
@@ -2025,6 +1980,7 @@ static int log_after_core_opened_logs(apr_pool_t *AP_MAYBE_UNUSED(p),
         return OK;
     }
     log_corrections(0, s);
+    pf_filter_log_off(child_syscall_filter, 0, s);
     if (retained->buckets != NULL) {
         pf_bucketset_log_plan(retained->buckets, 0, s);
     }
@@ -2083,6 +2039,26 @@ static int prefork_query(int query_code, int *result, apr_status_t *rv)
     return OK;
 }
 
+/* A process a module forks from the parent and runs as User: mod_cgid's
+ * daemon, which forks every CGI script.  It would hold every bucket
+ * socket the parent held at the fork and run outside the children's
+ * system-call filter, with everything it starts, so that a child could
+ * have it start a program and pass that its socket.  It gets what a child
+ * gets: no bucket socket (it serves none), none of the parent's channels,
+ * and the filter. */
+static int prefork_drop_privileges(apr_pool_t *AP_MAYBE_UNUSED(p),
+                                   server_rec *s)
+{
+    if (in_bucket_child || getpid() == parent_pid || retained == NULL
+        || retained->buckets == NULL) {
+        return DECLINED;
+    }
+    pf_bucketset_child_init(retained->buckets, -1, -1, 0, NULL, 0, s);
+    close_parent_channels(1);
+    pf_filter_helper(child_syscall_filter, s);
+    return DECLINED;
+}
+
 static const char *prefork_get_name(void)
 {
     return "prefork";
@@ -2110,6 +2086,9 @@ static void prefork_hooks(apr_pool_t *AP_MAYBE_UNUSED(p))
     ap_hook_mpm(prefork_run, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_mpm_query(prefork_query, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_mpm_get_name(prefork_get_name, NULL, NULL, APR_HOOK_MIDDLE);
+    /* Before mod_unixd's: the filter goes in while the process is root. */
+    ap_hook_drop_privileges(prefork_drop_privileges, NULL, NULL,
+                            APR_HOOK_FIRST);
     APR_REGISTER_OPTIONAL_FN(prefork_buckets_segment);
 }
 
@@ -2171,20 +2150,22 @@ static const char *set_bucket_steering(cmd_parms *cmd,
     return NULL;
 }
 
-static const char *set_bucket_cpu_affinity(cmd_parms *cmd,
-                                           void *AP_MAYBE_UNUSED(dir_config),
-                                           const char *arg)
+/* BucketCPUAffinity and ChildSyscallFilter: On or Off, into the int
+ * their command_rec points at. */
+static const char *set_switch(cmd_parms *cmd, void *AP_MAYBE_UNUSED(dir_config),
+                              const char *arg)
 {
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    int *value = cmd->info;
 
     if (err != NULL) {
         return err;
     }
     if (!strcasecmp(arg, "on")) {
-        bucket_cpu_affinity = 1;
+        *value = 1;
     }
     else if (!strcasecmp(arg, "off")) {
-        bucket_cpu_affinity = 0;
+        *value = 0;
     }
     else {
         return apr_psprintf(cmd->pool, "%s: '%s' is not a switch; expected "
@@ -2226,9 +2207,12 @@ AP_INIT_TAKE1("ListenBuckets", set_int_directive,
 AP_INIT_TAKE1("ListenBucketSteering", set_bucket_steering, NULL, RSRC_CONF,
     "hash, cpu, idle or local: how a new connection picks its bucket "
     "among a Listen's sockets (default hash)"),
-AP_INIT_TAKE1("BucketCPUAffinity", set_bucket_cpu_affinity, NULL, RSRC_CONF,
-    "On or Off: pin each bucket's children to the CPUs that feed it under "
-    "cpu or local steering (default Off)"),
+AP_INIT_TAKE1("BucketCPUAffinity", set_switch, &bucket_cpu_affinity,
+    RSRC_CONF, "On or Off: pin each bucket's children to the CPUs that feed "
+    "it under cpu or local steering (default Off)"),
+AP_INIT_TAKE1("ChildSyscallFilter", set_switch, &child_syscall_filter,
+    RSRC_CONF, "On or Off: children install the system-call filter that "
+    "guards the bucket sockets (default On)"),
 AP_INIT_TAKE1("StartServers", set_int_directive,
     &int_directives[D_START_SERVERS],
     RSRC_CONF, "an integer from 0 to 2147483647: number of child processes "

@@ -62,12 +62,9 @@ typedef struct {
                                    counters, as the last cycle summed them */
     apr_uint32_t sample_next;   /* the record's next rate sample */
     int children;               /* live children forked for it */
-    int backlog;                /* its sockets' accept-queue limit when the
-                                   parent first saw them, before any child
-                                   could change it... */
-    apr_ino_t backlog_inode;    /* ...read from this socket */
     int guard_logged;           /* what pf_bucketset_guard() has said about
-                                   its sockets in the present episode */
+                                   its sockets in the present episode... */
+    pf_sockopt_set_t options_logged;    /* ...and of their options */
 } identity_t;
 
 /* What the parent knows of a slot's child.  Parent-private. */
@@ -118,6 +115,7 @@ struct pf_bucketset_s {
     const char **names;         /* per bucket: its address, for steering */
 
     pf_steer_t *steer;          /* ListenBucketSteering */
+    pf_guard_book_t *book;      /* each socket as the parent opened it */
 
     /* What the count was made from. */
     int reuseport_usable;       /* -1 not probed, 0 no, 1 yes */
@@ -172,6 +170,7 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
     }
     bs->started = started;
     bs->steer = pf_steer_create(pool);
+    bs->book = pf_guard_book_create(pool);
     bs->my_bucket = -1;
     bs->my_slot = -1;
     bs->reuseport_usable = -1;
@@ -339,7 +338,8 @@ static apr_status_t bucket_socket(pf_bucketset_t *bs, identity_t *rec,
                                   ap_listen_rec *orig, server_rec *s,
                                   apr_socket_t **sd)
 {
-    int queued = 0, backlog = DEFAULT_LISTENBACKLOG;
+    const pf_guard_record_t *kept;
+    int backlog = DEFAULT_LISTENBACKLOG;
     apr_status_t rv;
 
     if (rec->shard == 0) {
@@ -350,15 +350,17 @@ static apr_status_t bucket_socket(pf_bucketset_t *bs, identity_t *rec,
         *sd = rec->dup;
         return APR_SUCCESS;
     }
-    /* The duplicate gets the backlog the original runs with. */
-    if (pf_os_listener_queue(orig->sd, &queued, &backlog) != APR_SUCCESS
-        || backlog <= 0) {
-        backlog = DEFAULT_LISTENBACKLOG;
+    /* The duplicate gets the backlog and the options of the original as
+     * the parent first had them. */
+    kept = pf_guard_book_note(bs->book, orig->sd);
+    if (kept != NULL && kept->backlog > 0) {
+        backlog = kept->backlog;
     }
     apr_pool_create(&rec->dup_pool, bs->pool);
     apr_pool_tag(rec->dup_pool, "prefork_bucket_socket");
     rv = pf_os_duplicate_listener(&rec->dup, orig->sd, orig->bind_addr,
-                                  backlog, rec->dup_pool);
+                                  backlog, kept ? &kept->options : NULL,
+                                  rec->dup_pool);
     if (rv != APR_SUCCESS) {
         apr_pool_destroy(rec->dup_pool);
         rec->dup_pool = NULL;
@@ -370,24 +372,6 @@ static apr_status_t bucket_socket(pf_bucketset_t *bs, identity_t *rec,
     }
     *sd = rec->dup;
     return APR_SUCCESS;
-}
-
-/* The backlog an identity's sockets must keep, read the first time the
- * parent puts a socket in service: children cannot have touched it yet.
- * A socket kept across restarts keeps what was read then; a new one (a
- * Listen removed and added again, a replacement) is read again. */
-static void note_backlog(identity_t *rec, apr_socket_t *sd)
-{
-    apr_os_sock_t fd;
-    struct stat st;
-
-    if (apr_os_sock_get(&fd, sd) != APR_SUCCESS || fstat(fd, &st) != 0) {
-        return;
-    }
-    if (rec->backlog <= 0 || rec->backlog_inode != (apr_ino_t)st.st_ino) {
-        rec->backlog = pf_guard_backlog(sd);
-        rec->backlog_inode = (apr_ino_t)st.st_ino;
-    }
 }
 
 /* Gives every bucket of the plan its identity record and its sockets. */
@@ -428,8 +412,8 @@ static apr_status_t open_buckets(pf_bucketset_t *bs,
                  * child took first must not block us in accept(). */
                 apr_socket_opt_set(lr->sd, APR_SO_NONBLOCK,
                                    bs->num_listeners > 1);
+                pf_guard_book_note(bs->book, lr->sd);
             }
-            note_backlog(&bs->ids[r], ap_listeners->sd);
             continue;
         }
         lr = nth_listener(out->listener[b]);
@@ -447,7 +431,7 @@ static apr_status_t open_buckets(pf_bucketset_t *bs,
         /* One socket per bucket, used by its children alone: they block
          * in accept(), and the kernel wakes one per connection. */
         apr_socket_opt_set(sd, APR_SO_NONBLOCK, 0);
-        note_backlog(&bs->ids[r], sd);
+        pf_guard_book_note(bs->book, sd);
         bucket->listeners = bucket_listener(pconf, lr, sd);
         bucket->num_listeners = 1;
         bucket->address = out->bucket[b].listener;
@@ -612,6 +596,9 @@ static apr_status_t plan_and_open(pf_bucketset_t *bs, pf_generation_in_t *in,
     int nb, r;
 
     alloc_generation_out(pconf, pf_generation_room(in), in->num_old, out);
+    /* Each attempt notes its own sockets: one that failed may have closed
+     * some, whose inodes a new socket could take. */
+    pf_guard_book_begin(bs->book);
     nb = pf_plan_generation(in, out);
     if (nb < 1) {
         return APR_EINVAL;
@@ -822,6 +809,7 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
     if (rv != APR_SUCCESS) {
         return rv;
     }
+    pf_guard_book_end(bs->book);
     bs->planned = 1;
     bs->change_deferred = out->change_deferred;
     rv = create_accept_mutexes(bs, pconf, s);
@@ -1108,11 +1096,13 @@ static void close_in_child(apr_socket_t *sd)
     }
 }
 
-void pf_bucketset_child_init(pf_bucketset_t *bs, int bucket, int slot,
-                             int cpu_affinity, server_rec *s)
+int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket, int slot,
+                            int cpu_affinity, int *fds, int room,
+                            server_rec *s)
 {
-    int b;
+    apr_socket_t **own;
     ap_listen_rec *lr;
+    int b, n = 0;
 
     bs->my_bucket = bucket;
     bs->my_slot = slot >= 0 && slot < bs->num_slots ? slot : -1;
@@ -1127,7 +1117,16 @@ void pf_bucketset_child_init(pf_bucketset_t *bs, int bucket, int slot,
             close_in_child(lr->sd);
         }
     }
+    if (bucket >= 0 && bucket < bs->num_buckets && room > 0) {
+        own = apr_palloc(bs->pool, sizeof(*own) * (apr_size_t)room);
+        for (lr = bs->buckets[bucket].listeners; lr && n < room;
+             lr = lr->next) {
+            own[n++] = lr->sd;
+        }
+        pf_guard_move_high(own, n, fds);
+    }
     pf_steer_child_init(bs->steer, bucket, cpu_affinity, s);
+    return n;
 }
 
 void pf_bucketset_accept_begin(pf_bucketset_t *bs)
@@ -1153,55 +1152,38 @@ void pf_bucketset_accept_end(pf_bucketset_t *bs, int got_connection)
 /* ------------------------------------------------------------------ */
 /* Guarding the sockets children hold                                  */
 
-/* A new socket for a bucket whose own cannot listen again (a child
- * connected it elsewhere): same address, options and backlog, put under
- * the old descriptor number, so that every record of it in the parent
- * (core's listener, the bucket's) holds the new one.  Children holding
- * the old socket get EINVAL from accept() and are replaced. */
-static apr_status_t replace_socket(pf_bucketset_t *bs, ap_listen_rec *lr,
-                                   const pf_guard_want_t *want)
+/* Says once per bucket and episode what the parent found and put right,
+ * or could not. */
+static void log_guard(pf_bucketset_t *bs, int b, int found, int unfixed,
+                      pf_sockopt_set_t options, pf_sockopt_set_t options_left,
+                      server_rec *s)
 {
-    apr_os_sock_t old_fd, new_fd;
-    apr_socket_t *fresh;
-    apr_pool_t *tmp;
-    apr_status_t rv;
+    identity_t *rec = &bs->ids[bs->buckets[b].record];
+    char what[768], left[768], names[512];
 
-    if (apr_os_sock_get(&old_fd, lr->sd) != APR_SUCCESS || old_fd < 0) {
-        return APR_EBADF;
+    if ((found & ~rec->guard_logged) == 0
+        && (options & ~rec->options_logged) == 0) {
+        return;                 /* said once for this episode */
     }
-    apr_pool_create(&tmp, bs->pool);
-    rv = pf_os_duplicate_listener(&fresh, lr->sd, lr->bind_addr,
-                                  want->backlog > 0 ? want->backlog
-                                                    : DEFAULT_LISTENBACKLOG,
-                                  tmp);
-    if (rv == APR_SUCCESS) {
-        apr_os_sock_get(&new_fd, fresh);
-#ifdef SO_REUSEPORT
-        if (!want->reuseport) {
-            int off = 0;
-
-            /* Joined nothing, and now nothing can join it. */
-            setsockopt(new_fd, SOL_SOCKET, SO_REUSEPORT, &off, sizeof(off));
-        }
-#endif
-        if (want->nonblock) {
-            fcntl(new_fd, F_SETFL, fcntl(new_fd, F_GETFL) | O_NONBLOCK);
-        }
-        if (dup3(new_fd, old_fd, O_CLOEXEC) < 0) {
-            rv = errno;
-        }
+    rec->guard_logged |= found;
+    rec->options_logged |= options;
+    pf_sockopts_describe(options, names, sizeof(names));
+    pf_guard_describe(found, names, what, sizeof(what));
+    if (unfixed == 0 && options_left == 0) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     PFBLOGNO(00060) "bucket %d (%s): a child changed the "
+                     "listening socket it shares (%s); put back as the "
+                     "parent had it", b, bs->buckets[b].address, what);
+        return;
     }
-    /* Closes the new socket's first descriptor; the old number keeps it. */
-    apr_pool_destroy(tmp);
-    return rv;
-}
-
-/* Whether a socket that listens again does so on its own port: one bound
- * without a port lock would have picked another.  Asked of the kernel:
- * APR's record is the address it was bound to. */
-static int on_its_port(ap_listen_rec *lr)
-{
-    return pf_guard_local_port(lr->sd) == (int)lr->bind_addr->port;
+    pf_sockopts_describe(options_left, names, sizeof(names));
+    pf_guard_describe(unfixed | (options_left ? PF_GUARD_OPTIONS : 0), names,
+                      left, sizeof(left));
+    ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                 PFBLOGNO(00061) "bucket %d (%s): a child changed the "
+                 "listening socket it shares (%s); could not put back: %s; "
+                 "the parent tries again at every maintenance cycle",
+                 b, bs->buckets[b].address, what, left);
 }
 
 /* Returns whether a socket of the bucket listens again (in place or
@@ -1210,57 +1192,31 @@ static int guard_bucket(pf_bucketset_t *bs, int b, server_rec *s)
 {
     pf_bucket_t *bucket = &bs->buckets[b];
     identity_t *rec = &bs->ids[bucket->record];
+    pf_sockopt_set_t options = 0, options_left = 0;
     pf_guard_want_t want;
+    pf_guard_found_t got;
     ap_listen_rec *lr;
-    int found = 0, unfixed = 0, fixed, failed, relistened;
-    char what[256], left[256];
+    int found = 0, unfixed = 0;
 
-    want.backlog = rec->backlog;
+    want.backlog = 0;           /* each socket's own, from the book */
     want.nonblock = bucket->num_listeners > 1;
     want.reuseport = bs->plan.mode == PFB_MODE_REUSEPORT;
     want.keep_filter = bs->refusing_new;
     for (lr = bucket->listeners; lr; lr = lr->next) {
-        fixed = pf_guard_check_socket(lr->sd, &want, &failed);
-        if ((failed & PF_GUARD_NOT_LISTENING)
-            || ((fixed & PF_GUARD_NOT_LISTENING) && !on_its_port(lr))) {
-            if (replace_socket(bs, lr, &want) == APR_SUCCESS) {
-                fixed |= PF_GUARD_NOT_LISTENING | PF_GUARD_REPLACED;
-                failed &= ~PF_GUARD_NOT_LISTENING;
-            }
-            else {
-                failed |= PF_GUARD_NOT_LISTENING;
-            }
-        }
-        found |= fixed | failed;
-        unfixed |= failed;
+        pf_guard_socket(bs->book, lr->sd, lr->bind_addr, &want, &got);
+        found |= got.fixed | got.failed;
+        unfixed |= got.failed;
+        options |= got.options_changed;
+        options_left |= got.options_failed;
     }
-    relistened = (found & PF_GUARD_NOT_LISTENING)
-                 && !(unfixed & PF_GUARD_NOT_LISTENING);
     if (found == 0) {
         rec->guard_logged = 0;
+        rec->options_logged = 0;
         return 0;
     }
-    if ((found & ~rec->guard_logged) == 0) {
-        return relistened;      /* said once for this episode */
-    }
-    rec->guard_logged |= found;
-    pf_guard_describe(found, what, sizeof(what));
-    if (unfixed == 0) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
-                     PFBLOGNO(00060) "bucket %d (%s): a child changed the "
-                     "listening socket it shares (%s); put back as the "
-                     "parent had it", b, bucket->address, what);
-    }
-    else {
-        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
-                     PFBLOGNO(00061) "bucket %d (%s): a child changed the "
-                     "listening socket it shares (%s); could not put back: "
-                     "%s; the bucket's children are replaced at "
-                     "maintenance pace until it serves again",
-                     b, bucket->address, what,
-                     pf_guard_describe(unfixed, left, sizeof(left)));
-    }
-    return relistened;
+    log_guard(bs, b, found, unfixed, options, options_left, s);
+    return (found & (PF_GUARD_NOT_LISTENING | PF_GUARD_REPLACED))
+           && !(unfixed & PF_GUARD_NOT_LISTENING);
 }
 
 void pf_bucketset_guard(pf_bucketset_t *bs, int bucket, server_rec *s)
@@ -1300,9 +1256,13 @@ int pf_bucketset_queued_total(pf_bucketset_t *bs)
     return total;
 }
 
-apr_status_t pf_bucketset_refuse_new(pf_bucketset_t *bs)
+/* A socket whose filters a child locked takes no filter of the parent's
+ * either: it goes on taking handshakes while the others drain, and those
+ * it holds when it closes are reset.  Said for each such bucket; any other
+ * failure ends the refusal. */
+apr_status_t pf_bucketset_refuse_new(pf_bucketset_t *bs, server_rec *s)
 {
-    apr_status_t rv = APR_SUCCESS;
+    apr_status_t rv = APR_SUCCESS, failed;
     ap_listen_rec *lr;
     int b;
 
@@ -1310,7 +1270,20 @@ apr_status_t pf_bucketset_refuse_new(pf_bucketset_t *bs)
     for (b = 0; b < bs->num_buckets && rv == APR_SUCCESS; b++) {
         for (lr = bs->buckets[b].listeners; lr && rv == APR_SUCCESS;
              lr = lr->next) {
-            rv = pf_os_refuse_new_connections(lr->sd);
+            failed = pf_os_refuse_new_connections(lr->sd);
+            if (failed == EPERM) {
+                ap_log_error(APLOG_MARK, APLOG_WARNING, failed, s,
+                             PFBLOGNO(00171) "graceful stop: bucket %d "
+                             "(%s): a child locked the socket filters of "
+                             "its listening socket %pI, so it goes on "
+                             "taking new handshakes while the other "
+                             "sockets drain; connections still queued on "
+                             "it when it closes are reset",
+                             b, bs->buckets[b].address, lr->bind_addr);
+            }
+            else {
+                rv = failed;
+            }
         }
     }
     return rv;

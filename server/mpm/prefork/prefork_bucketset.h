@@ -194,11 +194,19 @@ int pf_bucketset_slot_bucket(const pf_bucketset_t *bs, int slot);
 
 /**
  * Child, right after fork: closes every listening socket but its own
- * bucket's and the steering maps' descriptors, and pins itself to the
- * bucket's CPUs when BucketCPUAffinity is on.
+ * bucket's and the steering maps' descriptors, moves its own bucket's
+ * sockets to the descriptor numbers the system-call filter will refuse
+ * setsockopt() on (pf_guard_move_high()), and pins itself to the
+ * bucket's CPUs when BucketCPUAffinity is on.  With @a bucket -1 (a
+ * process a module forks from the parent, mod_cgid's daemon) it closes
+ * every bucket socket.
+ * @param fds Set to the descriptors of its own bucket's sockets (room for
+ *        @a room; NULL with 0)
+ * @return how many it set
  */
-void pf_bucketset_child_init(pf_bucketset_t *bs, int bucket, int slot,
-                             int cpu_affinity, server_rec *s);
+int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket, int slot,
+                            int cpu_affinity, int *fds, int room,
+                            server_rec *s);
 
 /** Child, about to wait in accept(): counts itself idle for steering. */
 void pf_bucketset_accept_begin(pf_bucketset_t *bs);
@@ -211,11 +219,14 @@ void pf_bucketset_accept_end(pf_bucketset_t *bs, int got_connection);
  * Parent: checks the listening sockets of bucket @a bucket (every bucket
  * when -1), which its children hold and can change, and puts back what a
  * child changed (prefork_guard.h): a socket that stopped listening
- * listens again in place, or is replaced under the same descriptor; the
- * backlog, O_NONBLOCK, SO_RCVTIMEO and SO_REUSEPORT go back to what the
- * parent set; a socket filter it did not attach goes.  One log line per
- * bucket and episode.  Run each maintenance cycle and when a child of the
- * bucket exits.
+ * listens again in place; the backlog, O_NONBLOCK, SO_RCVTIMEO and
+ * SO_REUSEPORT go back to what the parent set; a socket filter it did not
+ * attach goes; the options connections inherit go back to what the
+ * parent recorded when it put the socket in service; a socket that
+ * cannot be put right in place (connected elsewhere, filters locked, an
+ * option the kernel will not take back) is replaced under the same
+ * descriptor.  One log line per bucket and episode.  Run each maintenance
+ * cycle and when a child of the bucket exits.
  */
 void pf_bucketset_guard(pf_bucketset_t *bs, int bucket, server_rec *s);
 
@@ -224,9 +235,12 @@ int pf_bucketset_queued_total(pf_bucketset_t *bs);
 
 /**
  * Graceful stop: every bucket socket drops new handshakes from now on,
- * while the connections already queued stay to be accepted.
+ * while the connections already queued stay to be accepted; a socket
+ * whose filters a child locked cannot, and is named in the log.
+ * @return APR_SUCCESS, or the first failure on a socket that was not
+ *         locked (the drain is pointless then)
  */
-apr_status_t pf_bucketset_refuse_new(pf_bucketset_t *bs);
+apr_status_t pf_bucketset_refuse_new(pf_bucketset_t *bs, server_rec *s);
 
 /** Stop: closes every bucket socket, core's listeners included. */
 void pf_bucketset_close(pf_bucketset_t *bs);

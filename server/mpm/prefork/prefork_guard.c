@@ -18,9 +18,11 @@
 
 /* First: in httpd's tree HAVE_LIBSECCOMP comes from ap_config_auto.h. */
 #include "ap_config.h"
+#include "mpm_common.h"         /* DEFAULT_LISTENBACKLOG */
 
 #include "apr.h"
 #include "apr_network_io.h"
+#include "apr_hash.h"
 #include "apr_portable.h"
 #include "apr_strings.h"
 
@@ -28,8 +30,11 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <arpa/inet.h>
 #if APR_HAVE_UNISTD_H
 #include <unistd.h>
@@ -51,24 +56,53 @@
 
 #ifdef HAVE_LIBSECCOMP
 
-/* SOL_SOCKET options no process but a reuseport server's owner has a use
- * for, refused on every descriptor: a rule by descriptor number would not
- * hold (dup(), F_DUPFD and SCM_RIGHTS renumber a socket, and after exec()
- * the number means whatever the program opened). */
-static const int refused_options[] = {
+/* The unit-test build (PF_UNIT_TEST) also has a function that exports
+ * the filter, declared in prefork_guard_unit.h. */
+#ifdef PF_UNIT_TEST
+#include "prefork_guard_unit.h"
+#endif
+
+/* Linux's numbers for the TCP-AO options, newer than Debian 12's C
+ * library headers. */
+#ifndef TCP_AO_ADD_KEY
+#define TCP_AO_ADD_KEY 38
+#endif
+#ifndef TCP_AO_INFO
+#define TCP_AO_INFO 40
+#endif
+
+/* Options no process but a reuseport server's owner, or a router's
+ * routing daemon, has a use for, refused on every descriptor: a rule by
+ * descriptor number alone would not hold (dup(), F_DUPFD and SCM_RIGHTS
+ * renumber a socket). */
+static const struct {
+    int level;
+    int name;
+} refused_options[] = {
 #ifdef SO_ATTACH_REUSEPORT_CBPF
-    SO_ATTACH_REUSEPORT_CBPF,
+    { SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF },
 #endif
 #ifdef SO_ATTACH_REUSEPORT_EBPF
-    SO_ATTACH_REUSEPORT_EBPF,
+    { SOL_SOCKET, SO_ATTACH_REUSEPORT_EBPF },
 #endif
 #ifdef SO_DETACH_REUSEPORT_BPF
-    SO_DETACH_REUSEPORT_BPF,
+    { SOL_SOCKET, SO_DETACH_REUSEPORT_BPF },
 #endif
 #ifdef SO_LOCK_FILTER
     /* A locked socket filter cannot be removed, even by root. */
-    SO_LOCK_FILTER,
+    { SOL_SOCKET, SO_LOCK_FILTER },
 #endif
+    /* Keys on a listener apply to every handshake it takes (one for every
+     * address drops every client that does not sign), and the parent
+     * cannot read them back to undo them. */
+#ifdef TCP_MD5SIG
+    { IPPROTO_TCP, TCP_MD5SIG },
+#endif
+#ifdef TCP_MD5SIG_EXT
+    { IPPROTO_TCP, TCP_MD5SIG_EXT },
+#endif
+    { IPPROTO_TCP, TCP_AO_ADD_KEY },
+    { IPPROTO_TCP, TCP_AO_INFO },
 };
 
 /* io_uring runs socket operations (setsockopt among them, since Linux
@@ -77,6 +111,15 @@ static const int refused_options[] = {
 static const char *const refused_syscalls[] = {
     "io_uring_setup", "io_uring_enter", "io_uring_register",
 };
+
+/* The kernel reads setsockopt()'s descriptor, level and option, and
+ * socketcall()'s call number, as 32-bit ints: only the low 32 bits of the
+ * 64-bit argument count, and a caller is free to set the others.  Every
+ * comparison masks them off, or a caller that set them would walk past
+ * the rule. */
+#define LOW32 0xffffffffULL
+#define ARG_IS(n, value) \
+    SCMP_CMP((n), SCMP_CMP_MASKED_EQ, LOW32, (scmp_datum_t)(apr_uint32_t)(value))
 
 /* The ABIs a process of the native one can also call the kernel through:
  * without them in the filter their calls would meet the filter's
@@ -95,17 +138,29 @@ static void add_compat_arches(scmp_filter_ctx ctx)
     }
 }
 
-static int add_rules(scmp_filter_ctx ctx)
+static int add_rules(scmp_filter_ctx ctx, const int *bucket_fds,
+                     int num_fds)
 {
     apr_size_t i;
     int rc = 0, nr;
 
+    /* The child's own bucket sockets: it has no option to set on them,
+     * and a copy of one under another number is the parent's to check.
+     * These go first: libseccomp 2.5.4 loses track of part of its rule
+     * tree (a leak) when a rule on the descriptor alone follows rules on
+     * the level and the option of the same call. */
+    for (i = 0; rc == 0 && (int)i < num_fds; i++) {
+        if (bucket_fds[i] >= 0) {
+            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+                                  SCMP_SYS(setsockopt), 1,
+                                  ARG_IS(0, bucket_fds[i]));
+        }
+    }
     for (i = 0; rc == 0 && i < sizeof(refused_options)
                                    / sizeof(refused_options[0]); i++) {
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setsockopt),
-                              2, SCMP_A1(SCMP_CMP_EQ, SOL_SOCKET),
-                              SCMP_A2(SCMP_CMP_EQ,
-                                      (scmp_datum_t)refused_options[i]));
+                              2, ARG_IS(1, refused_options[i].level),
+                              ARG_IS(2, refused_options[i].name));
     }
 #ifdef SYS_SETSOCKOPT
     /* Through socketcall() (32-bit x86) the level and the option are in
@@ -114,7 +169,7 @@ static int add_rules(scmp_filter_ctx ctx)
      * nothing. */
     if (rc == 0) {
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socketcall),
-                              1, SCMP_A0(SCMP_CMP_EQ, SYS_SETSOCKOPT));
+                              1, ARG_IS(0, SYS_SETSOCKOPT));
     }
 #endif
     for (i = 0; rc == 0 && i < sizeof(refused_syscalls)
@@ -126,6 +181,47 @@ static int add_rules(scmp_filter_ctx ctx)
     }
     return rc;
 }
+
+/* The filter, built and not loaded; NULL on failure (*rc says why). */
+static scmp_filter_ctx build_filter(const int *bucket_fds, int num_fds,
+                                    int *rc)
+{
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+
+    if (ctx == NULL) {
+        *rc = -ENOMEM;
+        return NULL;
+    }
+    /* no_new_privs off: we are root, and setuid and setgid programs the
+     * child runs must keep their privileges. */
+    *rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+    if (*rc == 0) {
+        add_compat_arches(ctx);
+        *rc = add_rules(ctx, bucket_fds, num_fds);
+    }
+    if (*rc != 0) {
+        seccomp_release(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+#ifdef PF_UNIT_TEST
+/* Writes the filter as libseccomp's pseudo filter code, for the unit
+ * tests to read what it compares. */
+int pf_guard_filter_export(int out_fd, const int *bucket_fds, int num_fds)
+{
+    int rc;
+    scmp_filter_ctx ctx = build_filter(bucket_fds, num_fds, &rc);
+
+    if (ctx == NULL) {
+        return rc;
+    }
+    rc = seccomp_export_pfc(ctx, out_fd);
+    seccomp_release(ctx);
+    return rc;
+}
+#endif /* PF_UNIT_TEST */
 
 /* CAP_SYS_ADMIN in our effective set: what installing a filter without
  * no_new_privs takes. */
@@ -160,24 +256,15 @@ pf_filter_state_e pf_guard_filter_probe(const char **why)
     return PF_FILTER_READY;
 }
 
-apr_status_t pf_guard_install_filter(void)
+apr_status_t pf_guard_install_filter(const int *bucket_fds, int num_fds)
 {
-    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     int rc;
+    scmp_filter_ctx ctx = build_filter(bucket_fds, num_fds, &rc);
 
     if (ctx == NULL) {
-        return APR_ENOMEM;
+        return -rc;
     }
-    /* no_new_privs off: we are root, and setuid and setgid programs the
-     * child runs must keep their privileges. */
-    rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
-    if (rc == 0) {
-        add_compat_arches(ctx);
-        rc = add_rules(ctx);
-    }
-    if (rc == 0) {
-        rc = seccomp_load(ctx);
-    }
+    rc = seccomp_load(ctx);
     seccomp_release(ctx);
     return rc == 0 ? APR_SUCCESS : -rc;
 }
@@ -190,12 +277,48 @@ pf_filter_state_e pf_guard_filter_probe(const char **why)
     return PF_FILTER_NOT_BUILT;
 }
 
-apr_status_t pf_guard_install_filter(void)
+apr_status_t pf_guard_install_filter(const int *bucket_fds, int num_fds)
 {
+    (void)bucket_fds;
+    (void)num_fds;
     return APR_ENOTIMPL;
 }
 
 #endif /* HAVE_LIBSECCOMP */
+
+/* Numbers a program the child runs would have to open a thousand
+ * descriptors to reach, and below 1024, where select() still works and
+ * the kernel's table of descriptors stays small. */
+void pf_guard_move_high(apr_socket_t *const *sds, int n, int *fds)
+{
+    struct rlimit limit;
+    apr_sockaddr_t *addr;
+    apr_os_sock_t fd, moved;
+    apr_socket_t *sd;
+    int top = 1024, i;
+
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < 1024) {
+        top = (int)limit.rlim_cur;
+    }
+    for (i = 0; i < n; i++) {
+        fds[i] = -1;
+        sd = sds[i];
+        if (sd == NULL || apr_os_sock_get(&fd, sd) != APR_SUCCESS || fd < 0) {
+            continue;
+        }
+        fds[i] = fd;
+        if (top - n <= fd
+            || (moved = fcntl(fd, F_DUPFD_CLOEXEC, top - n)) < 0) {
+            continue;
+        }
+        close(fd);
+        apr_os_sock_put(&sd, &moved, NULL);
+        /* apr_os_sock_put() forgets the local address; asking for it once
+         * here spares a getsockname() for every connection accepted. */
+        apr_socket_addr_get(&addr, APR_LOCAL, sd);
+        fds[i] = moved;
+    }
+}
 
 /* ------------------------------------------------------------------ */
 /* The parent's checks                                                 */
@@ -318,9 +441,27 @@ static int check_timeout(int fd)
     return 0;
 }
 
+/* How many instructions the classic filter on a socket has (0: none). */
+static int filter_length(int fd)
+{
+#ifdef SO_GET_FILTER
+    char none[1];
+    socklen_t len = 0;
+
+    /* Given no room, the kernel says how much the program would need. */
+    return getsockopt(fd, SOL_SOCKET, SO_GET_FILTER, none, &len) == 0
+               ? (int)len
+               : 0;
+#else
+    (void)fd;
+    return 0;
+#endif
+}
+
 /* A socket filter drops the bucket's handshakes.  The parent attaches one
  * of its own only at a graceful stop; any other was a child's.  Detaching
- * where there is none says ENOENT. */
+ * where there is none says ENOENT, on a locked socket EPERM (with a filter
+ * or without one: a lock alone refuses the parent's own at a stop). */
 static int check_filter(int fd, const pf_guard_want_t *want, int *failed)
 {
 #ifdef SO_DETACH_FILTER
@@ -334,7 +475,8 @@ static int check_filter(int fd, const pf_guard_want_t *want, int *failed)
         return PF_GUARD_FILTER;
     }
     if (errno == EPERM) {
-        *failed |= PF_GUARD_FILTER;
+        *failed |= PF_GUARD_FILTER_LOCKED
+                   | (filter_length(fd) > 0 ? PF_GUARD_FILTER : 0);
     }
 #else
     (void)fd;
@@ -362,19 +504,243 @@ int pf_guard_check_socket(apr_socket_t *sd, const pf_guard_want_t *want,
     return fixed;
 }
 
-char *pf_guard_describe(int bits, char *buf, apr_size_t len)
+/* ------------------------------------------------------------------ */
+/* The parent's record of its bucket sockets                           */
+
+struct pf_guard_book_s {
+    apr_pool_t *parent;
+    apr_pool_t *pool;           /* the records of the sockets in service */
+    apr_hash_t *records;        /* inode -> pf_guard_record_t */
+    apr_pool_t *old_pool;       /* during a (re)start: the last */
+    apr_hash_t *old_records;    /* generation's */
+};
+
+pf_guard_book_t *pf_guard_book_create(apr_pool_t *pool)
+{
+    pf_guard_book_t *book = apr_pcalloc(pool, sizeof(*book));
+
+    book->parent = pool;
+    apr_pool_create(&book->pool, pool);
+    apr_pool_tag(book->pool, "prefork_guard_book");
+    book->records = apr_hash_make(book->pool);
+    return book;
+}
+
+void pf_guard_book_begin(pf_guard_book_t *book)
+{
+    if (book->old_pool != NULL) {
+        /* The last (re)start failed before its end: what it noted goes,
+         * the generation before it is still the one in service. */
+        apr_pool_destroy(book->pool);
+    }
+    else {
+        book->old_pool = book->pool;
+        book->old_records = book->records;
+    }
+    apr_pool_create(&book->pool, book->parent);
+    apr_pool_tag(book->pool, "prefork_guard_book");
+    book->records = apr_hash_make(book->pool);
+}
+
+void pf_guard_book_end(pf_guard_book_t *book)
+{
+    if (book->old_pool != NULL) {
+        apr_pool_destroy(book->old_pool);
+        book->old_pool = NULL;
+        book->old_records = NULL;
+    }
+}
+
+static int socket_inode(apr_socket_t *sd, int *fd, apr_ino_t *inode)
+{
+    apr_os_sock_t os;
+    struct stat st;
+
+    if (sd == NULL || apr_os_sock_get(&os, sd) != APR_SUCCESS || os < 0
+        || fstat(os, &st) != 0) {
+        return 0;
+    }
+    *fd = os;
+    *inode = (apr_ino_t)st.st_ino;
+    return 1;
+}
+
+static pf_guard_record_t *book_find(const pf_guard_book_t *book,
+                                    apr_socket_t *sd)
+{
+    apr_ino_t inode;
+    int fd;
+
+    if (!socket_inode(sd, &fd, &inode)) {
+        return NULL;
+    }
+    return apr_hash_get(book->records, &inode, sizeof(inode));
+}
+
+const pf_guard_record_t *pf_guard_book_note(pf_guard_book_t *book,
+                                            apr_socket_t *sd)
+{
+    pf_guard_record_t *rec, *kept = NULL;
+    apr_ino_t inode;
+    int fd;
+
+    if (!socket_inode(sd, &fd, &inode)) {
+        return NULL;
+    }
+    rec = apr_hash_get(book->records, &inode, sizeof(inode));
+    if (rec != NULL) {
+        return rec;
+    }
+    if (book->old_records != NULL) {
+        kept = apr_hash_get(book->old_records, &inode, sizeof(inode));
+    }
+    rec = apr_palloc(book->pool, sizeof(*rec));
+    if (kept != NULL) {
+        *rec = *kept;
+    }
+    else {
+        rec->inode = inode;
+        rec->backlog = pf_guard_backlog(sd);
+        pf_sockopts_record(fd, &rec->options);
+    }
+    apr_hash_set(book->records, &rec->inode, sizeof(rec->inode), rec);
+    return rec;
+}
+
+/* The record now belongs to the socket that replaced its own. */
+static void book_rekey(pf_guard_book_t *book, pf_guard_record_t *rec,
+                       apr_socket_t *sd)
+{
+    apr_ino_t inode;
+    int fd;
+
+    if (rec == NULL || !socket_inode(sd, &fd, &inode)) {
+        return;
+    }
+    apr_hash_set(book->records, &rec->inode, sizeof(rec->inode), NULL);
+    rec->inode = inode;
+    apr_hash_set(book->records, &rec->inode, sizeof(rec->inode), rec);
+}
+
+/* Whether a socket that listens again does so on its own port: one bound
+ * without a port lock would have picked another.  Asked of the kernel:
+ * APR's record is the address it was bound to. */
+static int on_its_port(apr_socket_t *sd, apr_sockaddr_t *bind_addr)
+{
+    return pf_guard_local_port(sd) == (int)bind_addr->port;
+}
+
+/* A new socket for a bucket whose own cannot be put right in place: same
+ * address, the record's options and backlog, under the old descriptor
+ * number, so that every record of it in the parent (core's listener, the
+ * bucket's) holds the new one.  The old socket stops listening first: it
+ * leaves its reuseport group and every child still holding it gets EINVAL
+ * from accept() and is replaced, whatever that child did to it (a filter
+ * locked on it stays on it, but it takes no connection).  Connections it
+ * had queued are reset.  Its SO_REUSEPORT goes too, so that a child
+ * listening on it again finds the port taken. */
+static apr_status_t replace_socket(pf_guard_record_t *rec, apr_socket_t *sd,
+                                   apr_sockaddr_t *bind_addr,
+                                   const pf_guard_want_t *want,
+                                   apr_pool_t *pool)
+{
+    apr_os_sock_t old_fd, new_fd;
+    apr_socket_t *fresh;
+    apr_pool_t *tmp;
+    apr_status_t rv;
+    int off = 0;
+
+    if (apr_os_sock_get(&old_fd, sd) != APR_SUCCESS || old_fd < 0) {
+        return APR_EBADF;
+    }
+    apr_pool_create(&tmp, pool);
+    rv = pf_os_duplicate_listener(&fresh, sd, bind_addr,
+                                  want->backlog > 0 ? want->backlog
+                                                    : DEFAULT_LISTENBACKLOG,
+                                  rec != NULL ? &rec->options : NULL, tmp);
+    if (rv == APR_SUCCESS) {
+        apr_os_sock_get(&new_fd, fresh);
+#ifdef SO_REUSEPORT
+        if (!want->reuseport) {
+            /* Joined nothing, and now nothing can join it. */
+            setsockopt(new_fd, SOL_SOCKET, SO_REUSEPORT, &off, sizeof(off));
+        }
+#endif
+        if (want->nonblock) {
+            fcntl(new_fd, F_SETFL, fcntl(new_fd, F_GETFL) | O_NONBLOCK);
+        }
+        shutdown(old_fd, SHUT_RDWR);
+#ifdef SO_REUSEPORT
+        setsockopt(old_fd, SOL_SOCKET, SO_REUSEPORT, &off, sizeof(off));
+#endif
+        if (dup3(new_fd, old_fd, O_CLOEXEC) < 0) {
+            rv = errno;
+        }
+    }
+    /* Closes the new socket's first descriptor; the old number keeps it. */
+    apr_pool_destroy(tmp);
+    return rv;
+}
+
+void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
+                     apr_sockaddr_t *bind_addr, const pf_guard_want_t *want,
+                     pf_guard_found_t *found)
+{
+    pf_guard_record_t *rec = book_find(book, sd);
+    pf_guard_want_t mine = *want;
+    int fd, replace;
+
+    memset(found, 0, sizeof(*found));
+    mine.backlog = rec != NULL ? rec->backlog : 0;
+    found->fixed = pf_guard_check_socket(sd, &mine, &found->failed);
+    if (rec != NULL && apr_os_sock_get(&fd, sd) == APR_SUCCESS && fd >= 0) {
+        found->options_changed = pf_sockopts_repair(fd, &rec->options,
+                                                    &found->options_failed);
+    }
+    if (found->options_changed) {
+        found->fixed |= PF_GUARD_OPTIONS;
+    }
+    /* At a graceful stop (keep_filter) the socket is draining: it keeps
+     * its place whatever is wrong with it. */
+    replace = !want->keep_filter
+              && ((found->failed & (PF_GUARD_NOT_LISTENING
+                                    | PF_GUARD_FILTER_LOCKED))
+                  || found->options_failed
+                  || ((found->fixed & PF_GUARD_NOT_LISTENING)
+                      && !on_its_port(sd, bind_addr)));
+    if (!replace) {
+        return;
+    }
+    if (replace_socket(rec, sd, bind_addr, &mine, book->parent)
+        == APR_SUCCESS) {
+        book_rekey(book, rec, sd);
+        found->fixed |= found->failed | PF_GUARD_REPLACED;
+        found->failed = 0;
+        found->options_failed = 0;
+    }
+    else if (found->fixed & PF_GUARD_NOT_LISTENING) {
+        /* Listening again, but on a port of its own choosing. */
+        found->failed |= PF_GUARD_NOT_LISTENING;
+    }
+}
+
+char *pf_guard_describe(int bits, const char *options, char *buf,
+                        apr_size_t len)
 {
     static const struct {
         int bit;
         const char *words;
     } names[] = {
         { PF_GUARD_NOT_LISTENING, "stopped listening" },
-        { PF_GUARD_REPLACED, "could not listen again and was replaced" },
         { PF_GUARD_BACKLOG, "backlog changed" },
         { PF_GUARD_NONBLOCK, "O_NONBLOCK changed" },
         { PF_GUARD_RCVTIMEO, "receive timeout set" },
         { PF_GUARD_FILTER, "socket filter attached" },
+        { PF_GUARD_FILTER_LOCKED, "socket filters locked" },
         { PF_GUARD_REUSEPORT, "SO_REUSEPORT turned off" },
+        { PF_GUARD_OPTIONS, "options connections inherit changed" },
+        { PF_GUARD_REPLACED, "could not be put right in place and was "
+                             "replaced" },
     };
     apr_size_t i, used = 0;
 
@@ -384,8 +750,15 @@ char *pf_guard_describe(int bits, char *buf, apr_size_t len)
     buf[0] = '\0';
     for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (bits & names[i].bit) {
-            apr_snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
-                         names[i].words);
+            apr_snprintf(buf + used, len - used, "%s%s%s%s",
+                         used ? ", " : "", names[i].words,
+                         names[i].bit == PF_GUARD_OPTIONS && options
+                                 && *options
+                             ? ": "
+                             : "",
+                         names[i].bit == PF_GUARD_OPTIONS && options
+                             ? options
+                             : "");
             used += strlen(buf + used);
         }
     }

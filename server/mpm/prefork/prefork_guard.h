@@ -28,27 +28,38 @@
  * Refused, in the child and everything it runs (a seccomp filter the
  * child installs after fork while it is still root, so no_new_privs is
  * not set and setuid helpers such as sendmail's postdrop keep working):
+ * every setsockopt() on the descriptor numbers of its own bucket sockets,
+ * which the child first moves out of the low numbers that programs it
+ * runs use; and on every descriptor, since nothing else needs them,
  * attaching, replacing or detaching the group's steering program
  * (SO_ATTACH_REUSEPORT_CBPF, SO_ATTACH_REUSEPORT_EBPF,
- * SO_DETACH_REUSEPORT_BPF) and locking a socket filter (SO_LOCK_FILTER),
- * on every descriptor, since nothing else needs them; setsockopt() through
- * 32-bit x86 socketcall(), whose arguments a filter cannot see; and
- * io_uring, whose operations it cannot see at all.
+ * SO_DETACH_REUSEPORT_BPF), locking a socket filter (SO_LOCK_FILTER),
+ * and TCP MD5 and TCP-AO keys, which a listener applies to every
+ * handshake and which cannot be read back; setsockopt() through 32-bit
+ * x86 socketcall(), whose arguments a filter cannot see; and io_uring,
+ * whose operations it cannot see at all.  Every argument is compared on
+ * its low 32 bits, as the kernel reads it.
  *
  * Checked by the parent and put right (each maintenance cycle, and when a
  * child of the bucket exits), because the calls that do it have
- * legitimate uses a filter cannot tell apart: a socket that stopped
- * listening (shutdown()) listens again in place, joining its group again;
- * one that cannot (connected elsewhere) is replaced under the same
- * descriptor number; the backlog, O_NONBLOCK, SO_RCVTIMEO and
- * SO_REUSEPORT go back to what the parent set; a socket filter a child
- * attached is removed.
+ * legitimate uses a filter cannot tell apart, and a copy of the
+ * descriptor escapes the rule by number: a socket that stopped listening
+ * (shutdown()) listens again in place, joining its group again; the
+ * backlog, O_NONBLOCK, SO_RCVTIMEO and SO_REUSEPORT go back to what the
+ * parent set; a socket filter a child attached is removed; the options
+ * connections inherit go back to what the parent recorded when it put the
+ * socket in service (prefork_sockopts.h).  A socket that cannot be put
+ * right in place (connected elsewhere, a filter locked on it, an option
+ * the kernel will not take back) is replaced under the same descriptor
+ * number, and the old one stops listening.
  */
 
 #ifndef PREFORK_GUARD_H
 #define PREFORK_GUARD_H
 
 #include "apr_network_io.h"
+
+#include "prefork_sockopts.h"
 
 /* ------------------------------------------------------------------ */
 /* The child's system-call filter                                      */
@@ -71,8 +82,20 @@ pf_filter_state_e pf_guard_filter_probe(const char **why);
 /**
  * Child, after fork, while still root: installs the filter, which every
  * process it runs inherits.  no_new_privs stays off.
+ * @param bucket_fds The descriptors of the child's bucket sockets, on
+ *        which every setsockopt() is refused (see pf_guard_move_high())
  */
-apr_status_t pf_guard_install_filter(void);
+apr_status_t pf_guard_install_filter(const int *bucket_fds, int num_fds);
+
+/**
+ * Child, before it installs the filter: moves its bucket sockets to
+ * descriptor numbers just under 1024 (or the descriptor limit, if lower),
+ * where a program it runs will not open a socket of its own, since the
+ * filter refuses setsockopt() on those numbers for the child's life and
+ * every program it runs.
+ * @param fds Set to each socket's descriptor afterwards
+ */
+void pf_guard_move_high(apr_socket_t *const *sds, int n, int *fds);
 
 /* ------------------------------------------------------------------ */
 /* The parent's checks                                                 */
@@ -94,18 +117,75 @@ typedef struct {
 #define PF_GUARD_RCVTIMEO       0x08
 #define PF_GUARD_FILTER         0x10
 #define PF_GUARD_REUSEPORT      0x20
-/** Set by the bucket set when it replaced the socket. */
+/** Put right by a new socket under the same descriptor. */
 #define PF_GUARD_REPLACED       0x40
+/** SO_LOCK_FILTER set: no filter can be attached or removed. */
+#define PF_GUARD_FILTER_LOCKED  0x80
+/** Options connections inherit changed (see pf_guard_found_t). */
+#define PF_GUARD_OPTIONS        0x100
 
 /**
- * Checks a bucket socket and puts back what a child changed.
+ * Checks a bucket socket's state (not its options) and puts back what a
+ * child changed.
  * @param failed Set to the bits found changed that could not be put back
  *        (PF_GUARD_NOT_LISTENING: listen() refused, the socket must be
- *        replaced; PF_GUARD_FILTER: a filter locked on it)
+ *        replaced; PF_GUARD_FILTER_LOCKED, with PF_GUARD_FILTER if a
+ *        filter is on it: the socket must be replaced)
  * @return the bits found changed and put back
  */
 int pf_guard_check_socket(apr_socket_t *sd, const pf_guard_want_t *want,
                           int *failed);
+
+/* ------------------------------------------------------------------ */
+/* The parent's record of its bucket sockets                           */
+
+/** What the parent read of a bucket socket when it first put it in
+ *  service, before any child could hold it. */
+typedef struct {
+    apr_ino_t inode;            /**< the socket's: the record's key */
+    int backlog;                /**< accept-queue limit (0: unknown) */
+    pf_sockopts_t options;      /**< what connections inherit */
+} pf_guard_record_t;
+
+/** The records of the sockets in service, kept across restarts. */
+typedef struct pf_guard_book_s pf_guard_book_t;
+
+pf_guard_book_t *pf_guard_book_create(apr_pool_t *pool);
+
+/** At each (re)start, before the generation's sockets are noted. */
+void pf_guard_book_begin(pf_guard_book_t *book);
+
+/**
+ * A socket in service in this generation: recorded now if the book has
+ * no record of it (a new socket: no child has held it yet), else the
+ * record made when it was new.  NULL if it cannot be read.
+ */
+const pf_guard_record_t *pf_guard_book_note(pf_guard_book_t *book,
+                                            apr_socket_t *sd);
+
+/** After the generation's last socket: the records of the sockets that
+ *  are no longer in service go. */
+void pf_guard_book_end(pf_guard_book_t *book);
+
+/** What one check of a bucket socket found (pf_guard_socket()). */
+typedef struct {
+    int fixed;                  /**< PF_GUARD_* put right */
+    int failed;                 /**< PF_GUARD_* still wrong */
+    pf_sockopt_set_t options_changed;   /**< found changed */
+    pf_sockopt_set_t options_failed;    /**< of those, still wrong */
+} pf_guard_found_t;
+
+/**
+ * Checks a bucket socket against its record and @a want (backlog from
+ * the record), puts back what it can, and replaces the socket when it
+ * cannot be put right in place: a new socket on @a bind_addr with the
+ * record's options and backlog takes its descriptor number, after the
+ * old one has stopped listening (shutdown()) and left its reuseport
+ * group, so that no child still holding it takes a connection on it.
+ */
+void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
+                     apr_sockaddr_t *bind_addr, const pf_guard_want_t *want,
+                     pf_guard_found_t *found);
 
 /** The accept-queue limit a listening socket has now, 0 if unknown. */
 int pf_guard_backlog(apr_socket_t *sd);
@@ -114,9 +194,12 @@ int pf_guard_backlog(apr_socket_t *sd);
 int pf_guard_local_port(apr_socket_t *sd);
 
 /**
- * Describes @a bits for the log: "stopped listening, backlog changed".
+ * Describes @a bits for the log: "stopped listening, backlog changed";
+ * PF_GUARD_OPTIONS followed by @a options, the options' names, if any
+ * ("options connections inherit changed: SO_LINGER, IP_TTL").
  * @return buf
  */
-char *pf_guard_describe(int bits, char *buf, apr_size_t len);
+char *pf_guard_describe(int bits, const char *options, char *buf,
+                        apr_size_t len);
 
 #endif /* PREFORK_GUARD_H */

@@ -134,40 +134,24 @@ static apr_status_t copy_int_option(int from, int to, int level, int name)
     return APR_SUCCESS;
 }
 
-/* The kernel reports twice the buffer size that was set.  Copy a buffer
- * size only when the original's differs from a fresh socket's, because an
- * explicit size turns off the kernel's autotuning for every connection
- * accepted from the socket. */
-static apr_status_t copy_buffer_option(int from, int to, int name)
-{
-    int orig = 0, fresh = 0, half;
-    socklen_t len = sizeof(orig);
-
-    if (getsockopt(from, SOL_SOCKET, name, &orig, &len)) {
-        return APR_SUCCESS;
-    }
-    len = sizeof(fresh);
-    if (getsockopt(to, SOL_SOCKET, name, &fresh, &len) || orig == fresh) {
-        return APR_SUCCESS;
-    }
-    half = orig / 2;
-    if (setsockopt(to, SOL_SOCKET, name, &half, sizeof(half))) {
-        return errno;
-    }
-    return APR_SUCCESS;
-}
-
 apr_status_t pf_os_duplicate_listener(apr_socket_t **out, apr_socket_t *orig,
                                       apr_sockaddr_t *bind_addr, int backlog,
+                                      const pf_sockopts_t *options,
                                       apr_pool_t *p)
 {
     apr_os_sock_t from, fd;
     apr_os_sock_info_t info;
     apr_status_t rv = APR_SUCCESS;
     apr_int32_t nodelay = 0;
+    pf_sockopts_t now;
+    pf_sockopt_set_t failed;
     int one = 1;
 
     apr_os_sock_get(&from, orig);
+    if (options == NULL) {
+        pf_sockopts_record(from, &now);
+        options = &now;
+    }
     fd = socket(bind_addr->family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
     if (fd < 0) {
         return errno;
@@ -183,17 +167,15 @@ apr_status_t pf_os_duplicate_listener(apr_socket_t **out, apr_socket_t *orig,
 #else
     rv = APR_ENOTIMPL;
 #endif
+    /* Every option connections inherit; a buffer size the kernel chose is
+     * left to the kernel, since setting one turns off its autotuning for
+     * every connection accepted from the socket. */
     if (rv == APR_SUCCESS) {
-        rv = copy_int_option(from, fd, SOL_SOCKET, SO_KEEPALIVE);
+        pf_sockopts_repair(fd, options, &failed);
+        if (failed) {
+            rv = APR_EINVAL;    /* an option the kernel would not take */
+        }
     }
-    if (rv == APR_SUCCESS) {
-        rv = copy_int_option(from, fd, IPPROTO_TCP, TCP_NODELAY);
-    }
-#ifdef TCP_DEFER_ACCEPT
-    if (rv == APR_SUCCESS) {
-        rv = copy_int_option(from, fd, IPPROTO_TCP, TCP_DEFER_ACCEPT);
-    }
-#endif
 #ifdef IP_FREEBIND
     if (rv == APR_SUCCESS) {
         rv = copy_int_option(from, fd, IPPROTO_IP, IP_FREEBIND);
@@ -204,12 +186,6 @@ apr_status_t pf_os_duplicate_listener(apr_socket_t **out, apr_socket_t *orig,
         rv = copy_int_option(from, fd, IPPROTO_IPV6, IPV6_V6ONLY);
     }
 #endif
-    if (rv == APR_SUCCESS) {
-        rv = copy_buffer_option(from, fd, SO_SNDBUF);
-    }
-    if (rv == APR_SUCCESS) {
-        rv = copy_buffer_option(from, fd, SO_RCVBUF);
-    }
     if (rv == APR_SUCCESS
         && bind(fd, (struct sockaddr *)&bind_addr->sa, bind_addr->salen)) {
         rv = errno;

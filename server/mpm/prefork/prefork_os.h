@@ -27,6 +27,8 @@
 #include "apr_network_io.h"
 #include "apr_pools.h"
 
+#include "prefork_sockopts.h"
+
 /** What pf_os_probe_cpus() found. */
 typedef struct {
     int online;     /**< online CPUs */
@@ -51,13 +53,14 @@ apr_status_t pf_os_set_reuseport(apr_socket_t *sd);
 
 /**
  * Opens a new listening socket on the same address as @a orig, with
- * SO_REUSEPORT and the options of the original copied over (SO_REUSEADDR,
- * SO_KEEPALIVE, TCP_NODELAY, IPV6_V6ONLY, SO_SNDBUF, SO_RCVBUF,
- * TCP_DEFER_ACCEPT, IP_FREEBIND) and the same backlog.
+ * SO_REUSEADDR, SO_REUSEPORT, the options connections inherit as
+ * @a options has them (NULL: as @a orig has them now), the original's
+ * IPV6_V6ONLY and IP_FREEBIND, and the given backlog.
  * @param out The new socket, allocated from @a p
  */
 apr_status_t pf_os_duplicate_listener(apr_socket_t **out, apr_socket_t *orig,
                                       apr_sockaddr_t *bind_addr, int backlog,
+                                      const pf_sockopts_t *options,
                                       apr_pool_t *p);
 
 /**

@@ -1,0 +1,460 @@
+/* Licensed under the Apache License, Version 2.0; see LICENSE.
+ *
+ * The options connections inherit from their listener
+ * (prefork_sockopts.c), on real loopback sockets: each option a child can
+ * set is found and put back (a table: the hostile value, and whether it
+ * can go back in place or only with the socket), a connection accepted
+ * afterwards has the listener's original values, a fresh socket given a
+ * record matches it, and the comparison and the description on their own.
+ */
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include "unit.h"
+#include "prefork_sockopts.h"
+
+/* A listening socket on a kernel-chosen loopback port of @a family. */
+static int listener(int family, int *port)
+{
+    struct sockaddr_storage addr;
+    socklen_t len = sizeof(addr);
+    int fd = socket(family, SOCK_STREAM, 0);
+
+    ck_assert_int_ge(fd, 0);
+    memset(&addr, 0, sizeof(addr));
+    if (family == AF_INET6) {
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&addr;
+
+        a6->sin6_family = AF_INET6;
+        a6->sin6_addr = in6addr_loopback;
+        len = sizeof(*a6);
+    }
+    else {
+        struct sockaddr_in *a4 = (struct sockaddr_in *)&addr;
+
+        a4->sin_family = AF_INET;
+        a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        len = sizeof(*a4);
+    }
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&addr, len), 0);
+    ck_assert_int_eq(listen(fd, 16), 0);
+    len = sizeof(addr);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&addr, &len), 0);
+    *port = ntohs(family == AF_INET6
+                      ? ((struct sockaddr_in6 *)&addr)->sin6_port
+                      : ((struct sockaddr_in *)&addr)->sin_port);
+    return fd;
+}
+
+/* A connection to the listener, accepted: returns the accepted end and
+ * sets *client. */
+static int accepted(int lfd, int family, int port, int *client)
+{
+    struct sockaddr_storage addr;
+    socklen_t len;
+    int c = socket(family, SOCK_STREAM, 0), a;
+
+    memset(&addr, 0, sizeof(addr));
+    if (family == AF_INET6) {
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&addr;
+
+        a6->sin6_family = AF_INET6;
+        a6->sin6_addr = in6addr_loopback;
+        a6->sin6_port = htons((unsigned short)port);
+        len = sizeof(*a6);
+    }
+    else {
+        struct sockaddr_in *a4 = (struct sockaddr_in *)&addr;
+
+        a4->sin_family = AF_INET;
+        a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a4->sin_port = htons((unsigned short)port);
+        len = sizeof(*a4);
+    }
+    ck_assert_int_eq(connect(c, (struct sockaddr *)&addr, len), 0);
+    a = accept(lfd, NULL, NULL);
+    ck_assert_int_ge(a, 0);
+    *client = c;
+    return a;
+}
+
+static int int_option(int fd, int level, int name)
+{
+    int value = -12345;
+    socklen_t len = sizeof(value);
+
+    ck_assert_int_eq(getsockopt(fd, level, name, &value, &len), 0);
+    return value;
+}
+
+static pf_sockopt_set_t opt(const char *name)
+{
+    int i = pf_sockopts_find(name);
+
+    ck_assert_msg(i >= 0, "%s is not in the table", name);
+    return (pf_sockopt_set_t)1 << i;
+}
+
+/* ------------------------------------------------------------------ */
+/* Each option a child can set                                         */
+
+typedef enum {
+    PUT_BACK,       /* in place */
+    ONLY_WITH_SOCKET /* cannot go back in place: the socket is replaced */
+} outcome_e;
+
+typedef struct {
+    const char *name;
+    int family;
+    int level;
+    int option;
+    int value;              /* an int option's hostile value */
+    outcome_e outcome;
+    int extra_failed_ok;    /* another option may move with it */
+} hostile_case_t;
+
+#ifndef TCP_TX_DELAY
+#define TCP_TX_DELAY 37
+#endif
+
+static const hostile_case_t hostile_cases[] = {
+    { "SO_SNDBUF", AF_INET, SOL_SOCKET, SO_SNDBUF, 2304, ONLY_WITH_SOCKET,
+      0 },
+    { "SO_RCVBUF", AF_INET, SOL_SOCKET, SO_RCVBUF, 2304, ONLY_WITH_SOCKET,
+      0 },
+    { "SO_KEEPALIVE", AF_INET, SOL_SOCKET, SO_KEEPALIVE, 1, PUT_BACK, 0 },
+    { "SO_OOBINLINE", AF_INET, SOL_SOCKET, SO_OOBINLINE, 1, PUT_BACK, 0 },
+    { "SO_DONTROUTE", AF_INET, SOL_SOCKET, SO_DONTROUTE, 1, PUT_BACK, 0 },
+    { "SO_RCVLOWAT", AF_INET, SOL_SOCKET, SO_RCVLOWAT, 100, PUT_BACK, 0 },
+    /* A large low-water mark also grows the receive buffer and clamps
+     * the window: those go only with the socket. */
+    { "SO_RCVLOWAT", AF_INET, SOL_SOCKET, SO_RCVLOWAT, 1 << 20,
+      ONLY_WITH_SOCKET, 1 },
+    { "SO_PRIORITY", AF_INET, SOL_SOCKET, SO_PRIORITY, 6, PUT_BACK, 0 },
+    { "IP_TTL", AF_INET, IPPROTO_IP, IP_TTL, 1, PUT_BACK, 0 },
+    { "IP_TOS", AF_INET, IPPROTO_IP, IP_TOS, 0x10, PUT_BACK, 0 },
+    { "IP_MTU_DISCOVER", AF_INET, IPPROTO_IP, IP_MTU_DISCOVER,
+      IP_PMTUDISC_DONT, PUT_BACK, 0 },
+    { "IP_MINTTL", AF_INET, IPPROTO_IP, IP_MINTTL, 255, PUT_BACK, 0 },
+    { "IPV6_UNICAST_HOPS", AF_INET6, IPPROTO_IPV6, IPV6_UNICAST_HOPS, 1,
+      PUT_BACK, 0 },
+    { "IPV6_TCLASS", AF_INET6, IPPROTO_IPV6, IPV6_TCLASS, 0x20, PUT_BACK,
+      0 },
+    { "IPV6_MINHOPCOUNT", AF_INET6, IPPROTO_IPV6, IPV6_MINHOPCOUNT, 255,
+      PUT_BACK, 0 },
+    { "TCP_MAXSEG", AF_INET, IPPROTO_TCP, TCP_MAXSEG, 88, PUT_BACK, 0 },
+    { "TCP_NODELAY", AF_INET, IPPROTO_TCP, TCP_NODELAY, 1, PUT_BACK, 0 },
+    { "TCP_CORK", AF_INET, IPPROTO_TCP, TCP_CORK, 1, PUT_BACK, 0 },
+    { "TCP_KEEPIDLE", AF_INET, IPPROTO_TCP, TCP_KEEPIDLE, 1, PUT_BACK, 0 },
+    { "TCP_KEEPINTVL", AF_INET, IPPROTO_TCP, TCP_KEEPINTVL, 1, PUT_BACK, 0 },
+    { "TCP_KEEPCNT", AF_INET, IPPROTO_TCP, TCP_KEEPCNT, 1, PUT_BACK, 0 },
+    { "TCP_SYNCNT", AF_INET, IPPROTO_TCP, TCP_SYNCNT, 1, PUT_BACK, 0 },
+    { "TCP_LINGER2", AF_INET, IPPROTO_TCP, TCP_LINGER2, -1, PUT_BACK, 0 },
+    { "TCP_DEFER_ACCEPT", AF_INET, IPPROTO_TCP, TCP_DEFER_ACCEPT, 30,
+      PUT_BACK, 0 },
+    { "TCP_WINDOW_CLAMP", AF_INET, IPPROTO_TCP, TCP_WINDOW_CLAMP, 2048,
+      ONLY_WITH_SOCKET, 0 },
+    { "TCP_USER_TIMEOUT", AF_INET, IPPROTO_TCP, TCP_USER_TIMEOUT, 1,
+      PUT_BACK, 0 },
+    { "TCP_FASTOPEN", AF_INET, IPPROTO_TCP, TCP_FASTOPEN, 5, PUT_BACK, 0 },
+    { "TCP_NOTSENT_LOWAT", AF_INET, IPPROTO_TCP, TCP_NOTSENT_LOWAT, 1,
+      PUT_BACK, 0 },
+    { "TCP_THIN_LINEAR_TIMEOUTS", AF_INET, IPPROTO_TCP,
+      TCP_THIN_LINEAR_TIMEOUTS, 1, PUT_BACK, 0 },
+    { "TCP_SAVE_SYN", AF_INET, IPPROTO_TCP, TCP_SAVE_SYN, 1, PUT_BACK, 0 },
+    { "TCP_TX_DELAY", AF_INET, IPPROTO_TCP, TCP_TX_DELAY, 100000, PUT_BACK,
+      0 },
+};
+
+START_TEST(each_option_a_child_sets_is_found_and_put_back)
+{
+    const hostile_case_t *c = &hostile_cases[_i];
+    pf_sockopts_t rec, now;
+    pf_sockopt_set_t changed, failed, me = opt(c->name);
+    int port, fd = listener(c->family, &port), copy = dup(fd), value;
+
+    pf_sockopts_record(fd, &rec);
+    ck_assert_msg(rec.have & me, "%s not read", c->name);
+    value = c->value;
+    /* Set as a child would: through its own descriptor for the socket. */
+    ck_assert_msg(setsockopt(copy, c->level, c->option, &value,
+                             sizeof(value)) == 0,
+                  "%s: %s", c->name, strerror(errno));
+    pf_sockopts_read(fd, &now);
+    ck_assert(pf_sockopts_compare(&rec, &now) & me);
+
+    changed = pf_sockopts_repair(fd, &rec, &failed);
+    ck_assert_msg(changed & me, "%s not found changed", c->name);
+    if (c->outcome == PUT_BACK) {
+        ck_assert_msg(failed == 0, "%s: failed %llx", c->name,
+                      (unsigned long long)failed);
+        pf_sockopts_read(fd, &now);
+        ck_assert_msg(pf_sockopts_compare(&rec, &now) == 0, "%s",
+                      c->name);
+        /* Nothing left to find. */
+        ck_assert(pf_sockopts_repair(fd, &rec, &failed) == 0);
+    }
+    else {
+        ck_assert_msg(failed != 0, "%s put back in place", c->name);
+        ck_assert(c->extra_failed_ok || failed == me);
+    }
+    close(copy);
+    close(fd);
+}
+END_TEST
+
+/* SO_LINGER {1, 0} and SO_SNDTIMEO: values that are not one int. */
+START_TEST(structured_options_go_back_byte_for_byte)
+{
+    struct linger reset = { 1, 0 }, got;
+    struct timeval tv = { 1, 0 }, tv_got;
+    socklen_t len = sizeof(got);
+    pf_sockopts_t rec;
+    pf_sockopt_set_t failed;
+    int port, fd = listener(AF_INET, &port);
+
+    pf_sockopts_record(fd, &rec);
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset,
+                                sizeof(reset)), 0);
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv,
+                                sizeof(tv)), 0);
+    ck_assert(pf_sockopts_repair(fd, &rec, &failed)
+              == (opt("SO_LINGER") | opt("SO_SNDTIMEO")));
+    ck_assert(failed == 0);
+    ck_assert_int_eq(getsockopt(fd, SOL_SOCKET, SO_LINGER, &got, &len), 0);
+    ck_assert_int_eq(got.l_onoff, 0);
+    len = sizeof(tv_got);
+    ck_assert_int_eq(getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv_got, &len),
+                     0);
+    ck_assert(tv_got.tv_sec == 0 && tv_got.tv_usec == 0);
+    close(fd);
+}
+END_TEST
+
+/* Another congestion control than the socket's (reno is always built
+ * in): the name goes back. */
+START_TEST(a_congestion_control_goes_back)
+{
+    char name[16], other[16];
+    socklen_t len = sizeof(name);
+    pf_sockopts_t rec;
+    pf_sockopt_set_t failed;
+    int port, fd = listener(AF_INET, &port);
+
+    ck_assert_int_eq(getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name,
+                                &len), 0);
+    strcpy(other, strcmp(name, "reno") == 0 ? "cubic" : "reno");
+    pf_sockopts_record(fd, &rec);
+    ck_assert_int_eq(setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, other,
+                                (socklen_t)strlen(other)), 0);
+    ck_assert(pf_sockopts_repair(fd, &rec, &failed)
+              == opt("TCP_CONGESTION"));
+    ck_assert(failed == 0);
+    len = sizeof(other);
+    ck_assert_int_eq(getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, other,
+                                &len), 0);
+    ck_assert_str_eq(other, name);
+    close(fd);
+}
+END_TEST
+
+/* Values at the kernel's default go back to following the kernel: an
+ * IP_TTL of -1, not a fixed 64; a TCP_MAXSEG of 0, not 536. */
+START_TEST(a_default_goes_back_to_following_the_kernel)
+{
+    pf_sockopts_t rec;
+    pf_sockopt_set_t failed;
+    int port, fd = listener(AF_INET, &port), one = 1, mss = 88;
+
+    pf_sockopts_record(fd, &rec);
+    ck_assert(rec.kernel_default & opt("IP_TTL"));
+    ck_assert(rec.kernel_default & opt("TCP_MAXSEG"));
+    ck_assert(rec.kernel_default & opt("SO_SNDBUF"));
+    setsockopt(fd, IPPROTO_IP, IP_TTL, &one, sizeof(one));
+    setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof(mss));
+    pf_sockopts_repair(fd, &rec, &failed);
+    ck_assert(failed == 0);
+    /* An explicit 64 would read 64 too; the proof is a connection's
+     * MSS, which a fixed 536 would cap. */
+    {
+        int client, a = accepted(fd, AF_INET, port, &client);
+
+        ck_assert_int_gt(int_option(a, IPPROTO_TCP, TCP_MAXSEG), 536);
+        ck_assert_int_eq(int_option(a, IPPROTO_IP, IP_TTL), 64);
+        close(a);
+        close(client);
+    }
+    close(fd);
+}
+END_TEST
+
+/* A buffer the parent set (SendBufferSize) goes back, through the
+ * privileged option where the size is past the system's maximum. */
+START_TEST(an_explicit_buffer_goes_back)
+{
+    pf_sockopts_t rec;
+    pf_sockopt_set_t failed;
+    int port, fd = listener(AF_INET, &port), size = 65536, tiny = 2304;
+
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size,
+                                sizeof(size)), 0);
+    pf_sockopts_record(fd, &rec);
+    ck_assert(!(rec.kernel_default & opt("SO_SNDBUF")));
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &tiny,
+                                sizeof(tiny)), 0);
+    ck_assert(pf_sockopts_repair(fd, &rec, &failed) == opt("SO_SNDBUF"));
+    ck_assert(failed == 0);
+    ck_assert_int_eq(int_option(fd, SOL_SOCKET, SO_SNDBUF), 2 * size);
+    close(fd);
+}
+END_TEST
+
+/* What the kernel copies into each connection: SO_LINGER {1, 0} and
+ * IP_TTL 1 set on the listener reach the next connection; put back, the
+ * one after has the listener's own values. */
+START_TEST(connections_after_the_repair_inherit_the_original_values)
+{
+    struct linger reset = { 1, 0 }, got;
+    socklen_t len = sizeof(got);
+    pf_sockopts_t rec;
+    pf_sockopt_set_t failed;
+    int port, fd = listener(AF_INET, &port), ttl = 1, client, a;
+
+    pf_sockopts_record(fd, &rec);
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+    setsockopt(fd, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl));
+    a = accepted(fd, AF_INET, port, &client);
+    ck_assert_int_eq(getsockopt(a, SOL_SOCKET, SO_LINGER, &got, &len), 0);
+    ck_assert_int_eq(got.l_onoff, 1);
+    ck_assert_int_eq(int_option(a, IPPROTO_IP, IP_TTL), 1);
+    close(a);
+    close(client);
+
+    pf_sockopts_repair(fd, &rec, &failed);
+    ck_assert(failed == 0);
+    a = accepted(fd, AF_INET, port, &client);
+    len = sizeof(got);
+    ck_assert_int_eq(getsockopt(a, SOL_SOCKET, SO_LINGER, &got, &len), 0);
+    ck_assert_int_eq(got.l_onoff, 0);
+    ck_assert_int_eq(int_option(a, IPPROTO_IP, IP_TTL), 64);
+    close(a);
+    close(client);
+    close(fd);
+}
+END_TEST
+
+/* A new socket given a record (a replacement, a bucket's duplicate)
+ * matches it, and a buffer size the kernel chose stays the kernel's. */
+START_TEST(a_fresh_socket_given_a_record_matches_it)
+{
+    pf_sockopts_t rec, now;
+    pf_sockopt_set_t failed;
+    int port, fd = listener(AF_INET, &port), one = 1, defer = 30, fresh;
+
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof(defer));
+    pf_sockopts_record(fd, &rec);
+    fresh = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert(pf_sockopts_repair(fresh, &rec, &failed)
+              == (opt("SO_KEEPALIVE") | opt("TCP_NODELAY")
+                  | opt("TCP_DEFER_ACCEPT")));
+    ck_assert(failed == 0);
+    pf_sockopts_read(fresh, &now);
+    ck_assert(pf_sockopts_compare(&rec, &now) == 0);
+    close(fresh);
+    close(fd);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Pure parts                                                          */
+
+START_TEST(compare_finds_values_lengths_and_missing_options)
+{
+    pf_sockopts_t want, now;
+
+    memset(&want, 0, sizeof(want));
+    want.have = 0x7;
+    want.len[0] = want.len[1] = want.len[2] = 4;
+    want.value[1][0] = 9;
+    now = want;
+    ck_assert(pf_sockopts_compare(&want, &now) == 0);
+    now.value[1][0] = 8;                /* another value */
+    now.len[2] = 8;                     /* another length */
+    ck_assert(pf_sockopts_compare(&want, &now) == 0x6);
+    now = want;
+    now.have = 0x5;                     /* no longer readable */
+    ck_assert(pf_sockopts_compare(&want, &now) == 0x2);
+    now = want;
+    now.have = 0xf;                     /* more than recorded: ignored */
+    ck_assert(pf_sockopts_compare(&want, &now) == 0);
+}
+END_TEST
+
+START_TEST(descriptions_name_each_option)
+{
+    char buf[256], small[10];
+
+    ck_assert_str_eq(pf_sockopts_describe(0, buf, sizeof(buf)), "");
+    ck_assert_str_eq(pf_sockopts_describe(opt("SO_LINGER") | opt("IP_TTL"),
+                                          buf, sizeof(buf)),
+                     "SO_LINGER, IP_TTL");
+    pf_sockopts_describe(~(pf_sockopt_set_t)0, small, sizeof(small));
+    ck_assert_uint_eq(strlen(small), sizeof(small) - 1);
+    ck_assert_ptr_null(pf_sockopts_name(pf_sockopts_count()));
+    ck_assert_int_eq(pf_sockopts_find("no such option"), -1);
+}
+END_TEST
+
+/* The options the issue names, at least, are in the table. */
+START_TEST(the_table_holds_what_connections_inherit)
+{
+    static const char *const named[] = {
+        "SO_LINGER", "SO_SNDBUF", "SO_RCVBUF", "SO_KEEPALIVE",
+        "SO_PRIORITY", "IP_TTL", "IP_TOS", "IPV6_UNICAST_HOPS",
+        "IPV6_TCLASS", "TCP_MAXSEG", "TCP_NODELAY", "TCP_USER_TIMEOUT",
+        "TCP_CONGESTION", "TCP_KEEPIDLE", "TCP_KEEPINTVL", "TCP_KEEPCNT",
+        "TCP_DEFER_ACCEPT", "TCP_FASTOPEN",
+    };
+    apr_size_t i;
+
+    ck_assert_int_le(pf_sockopts_count(), PF_SOCKOPT_MAX);
+    for (i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+        ck_assert_msg(pf_sockopts_find(named[i]) >= 0, "%s", named[i]);
+    }
+}
+END_TEST
+
+Suite *sockopts_suite(void)
+{
+    Suite *s = suite_create("sockopts");
+    TCase *sockets = tcase_create("sockets");
+    TCase *pure = tcase_create("pure");
+
+    tcase_add_loop_test(sockets,
+                        each_option_a_child_sets_is_found_and_put_back, 0,
+                        (int)(sizeof(hostile_cases)
+                              / sizeof(hostile_cases[0])));
+    tcase_add_test(sockets, structured_options_go_back_byte_for_byte);
+    tcase_add_test(sockets, a_congestion_control_goes_back);
+    tcase_add_test(sockets, a_default_goes_back_to_following_the_kernel);
+    tcase_add_test(sockets, an_explicit_buffer_goes_back);
+    tcase_add_test(sockets,
+                   connections_after_the_repair_inherit_the_original_values);
+    tcase_add_test(sockets, a_fresh_socket_given_a_record_matches_it);
+    suite_add_tcase(s, sockets);
+    tcase_add_test(pure, compare_finds_values_lengths_and_missing_options);
+    tcase_add_test(pure, descriptions_name_each_option);
+    tcase_add_test(pure, the_table_holds_what_connections_inherit);
+    suite_add_tcase(s, pure);
+    return s;
+}
