@@ -21,5 +21,6 @@ Suite *guard_kernel_suite(void);
 Suite *sockopts_suite(void);
 Suite *ready_suite(void);
 Suite *topology_suite(void);
+Suite *children_suite(void);
 
 #endif /* PREFORK_UNIT_H */

@@ -238,10 +238,14 @@ static pid_t parent_pid;        /* the server's parent, once detached */
 static volatile int wake_fd = -1;
 
 /* Child-side state. */
-static int in_bucket_child;     /* this process is one of the children */
+/* This process's slot and bucket when it is one of the children, given
+ * to child_main() at the fork; -1 in the parent and in any process a
+ * module forks from it. */
+static struct {
+    int slot;
+    int bucket;
+} me = { -1, -1 };
 static apr_pool_t *pchild;
-static int my_child_num;
-static int my_bucket_index;
 static int devnull_fd = -1;
 static volatile sig_atomic_t child_die_now;
 static volatile sig_atomic_t child_in_accept_wait;
@@ -311,7 +315,7 @@ static void stop_accepting(void)
     if (devnull_fd < 0 || buckets == NULL) {
         return;
     }
-    for (lr = buckets[my_bucket_index].listeners; lr; lr = lr->next) {
+    for (lr = buckets[me.bucket].listeners; lr; lr = lr->next) {
         lr->active = 0;
         if (apr_os_sock_get(&fd, lr->sd) == APR_SUCCESS && fd >= 0) {
             dup2(devnull_fd, fd);
@@ -480,7 +484,7 @@ static apr_status_t accept_one(pf_bucket_t *bucket, apr_pollset_t *pollset,
         }
         ap_log_error(APLOG_MARK, APLOG_EMERG, rv, ap_server_conf,
                      PFBLOGNO(00001) "couldn't grab the accept mutex of "
-                     "bucket %d", my_bucket_index);
+                     "bucket %d", me.bucket);
         return APR_EGENERAL;
     }
     for (;;) {
@@ -514,7 +518,7 @@ static apr_status_t accept_one(pf_bucket_t *bucket, apr_pollset_t *pollset,
     if (unlocked != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_EMERG, unlocked, ap_server_conf,
                      PFBLOGNO(00003) "couldn't release the accept mutex of "
-                     "bucket %d", my_bucket_index);
+                     "bucket %d", me.bucket);
         return APR_EGENERAL;
     }
     return rv;
@@ -540,7 +544,7 @@ static apr_pollset_t *child_make_pollset(pf_bucket_t *bucket)
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_EMERG, rv, ap_server_conf,
                      PFBLOGNO(00004) "couldn't create the pollset of "
-                     "bucket %d", my_bucket_index);
+                     "bucket %d", me.bucket);
         clean_child_exit(APEXIT_CHILDSICK);
     }
     ready_capacity = bucket->num_listeners;
@@ -562,7 +566,7 @@ static apr_pollset_t *child_make_pollset(pf_bucket_t *bucket)
         if (rv != APR_SUCCESS) {
             ap_log_error(APLOG_MARK, APLOG_EMERG, rv, ap_server_conf,
                          PFBLOGNO(00005) "couldn't add a listener to the "
-                         "pollset of bucket %d", my_bucket_index);
+                         "pollset of bucket %d", me.bucket);
             clean_child_exit(APEXIT_CHILDSICK);
         }
     }
@@ -609,7 +613,7 @@ static void report_ready(void)
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, ap_server_conf,
                      PFBLOGNO(00172) "child of bucket %d couldn't report "
                      "ready to the parent within %d s; if it exits with "
-                     "APEXIT_CHILDFATAL, the server stops", my_bucket_index,
+                     "APEXIT_CHILDFATAL, the server stops", me.bucket,
                      (int)apr_time_sec(PF_READY_PATIENCE));
     }
     close(fd);
@@ -630,7 +634,7 @@ static void child_init_process(pf_bucket_t *bucket)
             ap_log_error(APLOG_MARK, APLOG_EMERG, rv, ap_server_conf,
                          PFBLOGNO(00006) "couldn't initialize the accept "
                          "mutex of bucket %d in the child (%s)",
-                         my_bucket_index,
+                         me.bucket,
                          apr_proc_mutex_name(bucket->mutex));
             clean_child_exit(APEXIT_CHILDFATAL);
         }
@@ -639,14 +643,13 @@ static void child_init_process(pf_bucket_t *bucket)
     close_parent_channels(0);
     bucket_fds = apr_palloc(pchild, sizeof(int)
                                         * (apr_size_t)bucket->num_listeners);
-    num_fds = pf_bucketset_child_init(retained->buckets, my_bucket_index,
-                                      my_child_num, bucket_cpu_affinity,
-                                      bucket_fds, bucket->num_listeners,
-                                      ap_server_conf);
+    num_fds = pf_bucketset_child_init(retained->buckets, me.bucket,
+                                      bucket_cpu_affinity, bucket_fds,
+                                      bucket->num_listeners, ap_server_conf);
     /* While still root: no_new_privs need not be set, so setuid helpers
      * the child runs keep working. */
     pf_filter_child(&retained->filter, child_syscall_filter, bucket_fds,
-                    num_fds, my_bucket_index, ap_server_conf);
+                    num_fds, me.bucket, ap_server_conf);
     if (ap_run_drop_privileges(pchild, ap_server_conf)) {
         clean_child_exit(APEXIT_CHILDFATAL);
     }
@@ -654,9 +657,9 @@ static void child_init_process(pf_bucket_t *bucket)
     report_ready();
 }
 
-static void child_main(int child_num, int bucket_index)
+static void child_main(int slot, int bucket_index)
     __attribute__((noreturn));
-static void child_main(int child_num, int bucket_index)
+static void child_main(int slot, int bucket_index)
 {
     pf_bucket_t *bucket = &buckets[bucket_index];
     apr_allocator_t *allocator;
@@ -667,9 +670,8 @@ static void child_main(int child_num, int bucket_index)
     int connections_served = 0;
     apr_status_t rv;
 
-    in_bucket_child = 1;
-    my_child_num = child_num;
-    my_bucket_index = bucket_index;
+    me.slot = slot;
+    me.bucket = bucket_index;
     retained->mpm->mpm_state = AP_MPMQ_STARTING;
 
     apr_allocator_create(&allocator);
@@ -693,7 +695,7 @@ static void child_main(int child_num, int bucket_index)
 
     child_init_process(bucket);
     pf_close_child_init();
-    ap_create_sb_handle(&sbh, pchild, my_child_num, 0);
+    ap_create_sb_handle(&sbh, pchild, me.slot, 0);
     ap_update_child_status(sbh, SERVER_READY, NULL);
     if (bucket->num_listeners > 1) {
         pollset = child_make_pollset(bucket);
@@ -716,9 +718,9 @@ static void child_main(int child_num, int bucket_index)
         if (child_die_now) {
             break;
         }
-        pf_bucketset_accept_begin(retained->buckets);
+        pf_bucketset_accept_begin(retained->buckets, me.slot, me.bucket);
         rv = accept_one(bucket, pollset, &csd, ptrans);
-        pf_bucketset_accept_end(retained->buckets,
+        pf_bucketset_accept_end(retained->buckets, me.slot, me.bucket,
                                 rv == APR_SUCCESS && csd != NULL);
         child_in_accept_wait = 0;
         if (rv == APR_EGENERAL) {
@@ -730,7 +732,7 @@ static void child_main(int child_num, int bucket_index)
         connections_served++;
 
         current_conn = ap_run_create_connection(ptrans, ap_server_conf, csd,
-                                                my_child_num, sbh,
+                                                me.slot, sbh,
                                                 bucket_alloc);
         if (current_conn) {
             ap_process_connection(current_conn, csd);
@@ -748,8 +750,8 @@ static void child_main(int child_num, int bucket_index)
 
 static int make_child(server_rec *s, int slot, int bucket_index)
 {
-    process_score *ps = &ap_scoreboard_image->parent[slot];
     ap_generation_t gen = retained->mpm->my_generation;
+    int record = buckets[bucket_index].record;
     sigset_t stop_signals, saved_mask;
     pid_t pid;
 
@@ -759,15 +761,10 @@ static int make_child(server_rec *s, int slot, int bucket_index)
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, AP_SIG_GRACEFUL);
     sigaddset(&stop_signals, AP_SIG_GRACEFUL_STOP);
-    pf_bucketset_claim_slot(retained->buckets, slot, bucket_index, gen);
-    /* For mod_status and httpd's helpers only: nothing here is read back. */
-    ps->quiescing = 0;
-    ps->generation = gen;
+    pf_children_forking(retained->children, slot);
     if (one_process) {
         child_install_signals();
-        ps->pid = getpid();
-        pf_children_started(retained->children, slot, ps->pid, gen,
-                            bucket_index);
+        pf_children_started(retained->children, slot, getpid(), gen, record);
         child_main(slot, bucket_index);
     }
     (void)ap_update_child_status_from_indexes(slot, 0, SERVER_STARTING, NULL);
@@ -784,7 +781,6 @@ static int make_child(server_rec *s, int slot, int bucket_index)
                      "bucket %d", bucket_index);
         sigprocmask(SIG_SETMASK, &saved_mask, NULL);
         (void)ap_update_child_status_from_indexes(slot, 0, SERVER_DEAD, NULL);
-        pf_bucketset_forget_slot(retained->buckets, slot);
         /* Out of processes or memory: don't spin trying to fork. */
         sleep(10);
         return -1;
@@ -801,9 +797,7 @@ static int make_child(server_rec *s, int slot, int bucket_index)
     }
     sigprocmask(SIG_SETMASK, &saved_mask, NULL);
 
-    pf_children_started(retained->children, slot, pid, gen, bucket_index);
-    ps->pid = pid;
-    pf_bucketset_slot_started(retained->buckets, slot, pid);
+    pf_children_started(retained->children, slot, pid, gen, record);
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
                  PFBLOGNO(00009) "child pid %" APR_PID_T_FMT " slot %d "
                  "bucket %d generation %d started",
@@ -844,29 +838,70 @@ static int spawn_into_bucket(server_rec *s, int bucket_index,
 /* Tells the child of a slot to finish its connection and exit. */
 static void tell_child_to_stop(int slot)
 {
-    if (pf_children_tell_to_stop(retained->children, slot)) {
-        ap_scoreboard_image->parent[slot].quiescing = 1;
-        pf_bucketset_slot_stopping(retained->buckets, slot);
-    }
+    pf_children_tell_to_stop(retained->children, slot);
 }
 
-/* A child has been reaped: its slot and its counts go. */
-static void note_child_gone(int slot)
+/* A child has been reaped and its slot freed (@a child is what the slot
+ * held): its counts go. */
+static void note_child_gone(int slot, const pf_child_t *child)
 {
-    const pf_child_t *child = &retained->children->slot[slot];
-    process_score *ps = &ap_scoreboard_image->parent[slot];
-
     (void)ap_update_child_status_from_indexes(slot, 0, SERVER_DEAD, NULL);
-    pf_bucketset_forget_slot(retained->buckets, slot);
-    ps->pid = 0;
-    ps->quiescing = 0;
+    pf_bucketset_child_gone(retained->buckets, slot, child);
     ap_run_child_status(ap_server_conf, child->pid, child->generation, slot,
                         MPM_CHILD_EXITED);
 }
 
+/* Frees the slot of a child that has been reaped. */
+static void forget_child(int slot)
+{
+    pf_child_t was;
+
+    pf_children_forget(retained->children, slot, &was);
+    note_child_gone(slot, &was);
+}
+
+/* pf_children_reap() and pf_children_reclaim(): a child reaped. */
+static void child_reaped(void *AP_MAYBE_UNUSED(baton), int slot,
+                         const pf_child_t *child, const pf_child_exit_t *how)
+{
+    if (how->waited) {
+        ap_process_child_status((apr_proc_t *)&how->proc, how->why,
+                                how->status);
+    }
+    note_child_gone(slot, child);
+}
+
+/* pf_children_reclaim(): says what it does to children that do not
+ * leave. */
+static void reclaim_step(void *AP_MAYBE_UNUSED(baton), int live, int sig)
+{
+    if (sig == SIGKILL) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf,
+                     PFBLOGNO(00170) "%d child process(es) still did not "
+                     "exit, sending a SIGKILL", live);
+    }
+    else if (sig != 0) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ap_server_conf,
+                     PFBLOGNO(00051) "%d child process(es) still did not "
+                     "exit, sending a SIGTERM", live);
+    }
+    else {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf,
+                     PFBLOGNO(00050) "%d child process(es) did not exit "
+                     "after SIGKILL; continuing anyway", live);
+    }
+}
+
+/* The current bucket of a child: its identity's, -1 when out of use. */
+static int bucket_of(const pf_child_t *child)
+{
+    return pf_bucketset_position(retained->buckets, child->record);
+}
+
 static void count_bucket_children(int bucket_index, int *current, int *old)
 {
-    pf_children_count_bucket(retained->children, bucket_index,
+    pf_children_count_record(retained->children,
+                             buckets[bucket_index].record,
                              retained->mpm->my_generation, current, old);
 }
 
@@ -980,7 +1015,7 @@ static void take_snapshot(server_rec *s, int read_queues)
             continue;
         }
         snapshot.occupied++;
-        b = cs->bucket;
+        b = bucket_of(cs);
         if (b < 0 || b >= num_buckets) {
             continue;
         }
@@ -989,7 +1024,7 @@ static void take_snapshot(server_rec *s, int read_queues)
             snapshot.stopping[b]++;
             continue;
         }
-        if (cs->told_to_stop) {
+        if (cs->stopping) {
             snapshot.stopping[b]++;
             continue;
         }
@@ -1026,7 +1061,7 @@ static void publish_snapshot(void)
     figures.stopping = snapshot.stopping;
     figures.queued = snapshot.queued;
     figures.generation = retained->mpm->my_generation;
-    figures.slots_used = retained->children->used;
+    figures.children_table = retained->children;
     pf_bucketset_publish(retained->buckets, &figures);
 }
 
@@ -1076,7 +1111,7 @@ static void retire_idle_children(int bucket_index, int count)
          slot--) {
         const pf_child_t *cs = &retained->children->slot[slot];
 
-        if (cs->pid == 0 || cs->told_to_stop || cs->bucket != bucket_index
+        if (cs->pid == 0 || cs->stopping || bucket_of(cs) != bucket_index
             || cs->generation != retained->mpm->my_generation
             || ap_scoreboard_image->servers[slot][0].status != SERVER_READY) {
             continue;
@@ -1097,11 +1132,11 @@ static void end_respawn_episodes(server_rec *s)
     for (slot = 0; slot < retained->children->used; slot++) {
         const pf_child_t *cs = &retained->children->slot[slot];
 
-        if (cs->pid != 0 && !cs->told_to_stop && cs->bucket >= 0
-            && cs->bucket < num_buckets
+        b = bucket_of(cs);
+        if (cs->pid != 0 && !cs->stopping && b >= 0 && b < num_buckets
             && cs->generation == retained->mpm->my_generation) {
-            pf_respawn_note_alive(&respawn[cs->bucket], cs->started, now);
-            pf_respawn_note_quiet(&respawn[cs->bucket], now);
+            pf_respawn_note_alive(&respawn[b], cs->started, now);
+            pf_respawn_note_quiet(&respawn[b], now);
         }
     }
     for (b = 0; b < num_buckets; b++) {
@@ -1190,10 +1225,11 @@ static void respawn_stranded_buckets(server_rec *s)
             continue;
         }
         occupied++;
-        if (!cs->told_to_stop
+        b = bucket_of(cs);
+        if (!cs->stopping
             && cs->generation == retained->mpm->my_generation
-            && cs->bucket >= 0 && cs->bucket < num_buckets) {
-            live[cs->bucket]++;
+            && b >= 0 && b < num_buckets) {
+            live[b]++;
         }
     }
     for (b = 0; b < num_buckets; b++) {
@@ -1236,18 +1272,16 @@ static const char *describe_exit(apr_pool_t *p, apr_exit_why_e why,
 /* Notes how a child of the current generation left in its bucket's
  * pacing, and says so once when its bucket becomes paced. */
 static void pace_after_exit(server_rec *s, const pf_child_t *child,
-                            int slot, pid_t pid, apr_exit_why_e why,
-                            int status)
+                            int b, int slot, apr_exit_why_e why, int status)
 {
     apr_time_t now = apr_time_now();
     pf_exit_kind_e kind;
-    int b = child->bucket;
 
     if (respawn == NULL || b < 0 || b >= num_buckets
         || child->generation != retained->mpm->my_generation) {
         return;
     }
-    kind = pf_classify_exit(now - child->started, child->told_to_stop,
+    kind = pf_classify_exit(now - child->started, child->stopping,
                             why == APR_PROC_EXIT && status == 0,
                             ap_max_requests_per_child > 0);
     if (pf_respawn_note_exit(&respawn[b], kind, child->started, now)
@@ -1259,7 +1293,7 @@ static void pace_after_exit(server_rec *s, const pf_child_t *child,
                      "forking their replacements at maintenance only, "
                      "waiting from 1 s doubling up to %d s between forks "
                      "into a bucket, until a new child lives a second",
-                     b, buckets[b].address, pid, slot,
+                     b, buckets[b].address, child->pid, slot,
                      describe_exit(pconf, why, status),
                      (int)(PF_RESPAWN_MAX_DELAY_US / APR_USEC_PER_SEC));
         respawn_episode_logged = 1;
@@ -1286,7 +1320,8 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
                      "bucket %d exited with APEXIT_CHILDFATAL after it had "
                      "started; only a child that cannot start stops the "
                      "server, so it is replaced",
-                     pid->pid, slot, retained->children->slot[slot].bucket);
+                     pid->pid, slot,
+                     bucket_of(&retained->children->slot[slot]));
     }
     else if (ap_process_child_status(pid, exitwhy, status)
              == APEXIT_CHILDFATAL) {
@@ -1296,8 +1331,7 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
         retained->mpm->shutdown_pending = 1;
         retained->mpm->is_ungraceful = 1;
         if (slot >= 0) {
-            note_child_gone(slot);
-            pf_children_forget(retained->children, slot);
+            forget_child(slot);
         }
         return;
     }
@@ -1314,10 +1348,10 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
                      APR_PID_T_FMT ")", pid->pid);
         return;
     }
-    bucket_index = retained->children->slot[slot].bucket;
+    bucket_index = bucket_of(&retained->children->slot[slot]);
     gen = retained->children->slot[slot].generation;
     if (exitwhy == APR_PROC_SIGNAL
-        && !retained->children->slot[slot].told_to_stop
+        && !retained->children->slot[slot].stopping
         && (status == SIGKILL || status == SIGTERM)) {
         /* httpd's own status check keeps quiet about these, but a child
          * killed from outside (the OOM killer, an admin) is news. */
@@ -1327,10 +1361,9 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
                      "stop; replacing it", pid->pid, slot, bucket_index,
                      status);
     }
-    pace_after_exit(s, &retained->children->slot[slot], slot, pid->pid,
+    pace_after_exit(s, &retained->children->slot[slot], bucket_index, slot,
                     exitwhy, status);
-    note_child_gone(slot);
-    pf_children_forget(retained->children, slot);
+    forget_child(slot);
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
                  PFBLOGNO(00013) "child pid %" APR_PID_T_FMT " slot %d "
                  "bucket %d generation %d exited",
@@ -1565,7 +1598,8 @@ static int shutdown_server(server_rec *s)
 
     retained->mpm->mpm_state = AP_MPMQ_STOPPING;
     if (retained->mpm->is_ungraceful) {
-        pf_children_reclaim(retained->children, 1, note_child_gone);
+        pf_children_reclaim(retained->children, 1, child_reaped,
+                            reclaim_step, NULL);
         ap_remove_pid(pconf, ap_pid_fname);
         pf_bucketset_close(retained->buckets);
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
@@ -1586,39 +1620,21 @@ static int shutdown_server(server_rec *s)
     drain_accept_queues(s, cutoff);
     signal_old_children(1);
     pf_bucketset_close(retained->buckets);
-    pf_children_reap(retained->children, note_child_gone);
+    pf_children_reap(retained->children, child_reaped, NULL);
     ap_remove_pid(pconf, ap_pid_fname);
     while (!retained->mpm->shutdown_pending
            && pf_children_live(retained->children) > 0
            && (!cutoff || apr_time_now() < cutoff)) {
         apr_sleep(apr_time_from_msec(100));
-        pf_children_reap(retained->children, note_child_gone);
+        pf_children_reap(retained->children, child_reaped, NULL);
     }
-    pf_children_reclaim(retained->children, 1, note_child_gone);
+    pf_children_reclaim(retained->children, 1, child_reaped, reclaim_step,
+                        NULL);
     return DONE;
 }
 
 /* ------------------------------------------------------------------ */
 /* Parent: a generation                                                */
-
-/* Children of the generation so far, per bucket, that the new one's
- * buckets of the same identity take over (not those told to stop). */
-static int *children_per_old_bucket(apr_pool_t *p)
-{
-    int old_buckets, slot, *count;
-
-    pf_bucketset_buckets(retained->buckets, &old_buckets);
-    count = apr_pcalloc(p, sizeof(int) * (apr_size_t)(old_buckets + 1));
-    for (slot = 0; slot < retained->children->used; slot++) {
-        const pf_child_t *cs = &retained->children->slot[slot];
-
-        if (cs->pid != 0 && !cs->told_to_stop && cs->bucket >= 0
-            && cs->bucket < old_buckets) {
-            count[cs->bucket]++;
-        }
-    }
-    return count;
-}
 
 /* Builds this generation's buckets (the bucket set decides what the
  * (re)start keeps and acts on it), and notes where each running child now
@@ -1626,7 +1642,6 @@ static int *children_per_old_bucket(apr_pool_t *p)
 static int build_generation(apr_pool_t *p, server_rec *s, int startup)
 {
     pf_bucketset_config_t cfg;
-    int slot;
 
     memset(&cfg, 0, sizeof(cfg));
     cfg.how = startup ? PF_START_FIRST
@@ -1639,19 +1654,13 @@ static int build_generation(apr_pool_t *p, server_rec *s, int startup)
     cfg.start_servers = start_servers;
     cfg.steer_wanted = steering_wanted;
     cfg.cpu_affinity = bucket_cpu_affinity;
-    cfg.old_children = children_per_old_bucket(p);
+    cfg.generation = retained->mpm->my_generation;
+    cfg.children = retained->children;
     if (pf_bucketset_build(retained->buckets, &cfg, p, s, &generation_plan)
         != APR_SUCCESS) {
         return !OK;
     }
     buckets = pf_bucketset_buckets(retained->buckets, &num_buckets);
-    for (slot = 0; slot < retained->children->used; slot++) {
-        pf_child_t *child = &retained->children->slot[slot];
-
-        child->bucket = child->pid != 0
-                            ? pf_bucketset_slot_bucket(retained->buckets, slot)
-                            : -1;
-    }
     return OK;
 }
 
@@ -1665,9 +1674,12 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
             retained->mpm->mpm_state = AP_MPMQ_STOPPING;
             return !OK;
         }
-        /* A new scoreboard: only a child that would not die is left. */
-        retained->children->used = pf_children_in_use(retained->children);
     }
+    /* What mod_status and the bucket status module see of the children,
+     * in this generation's scoreboard (a new one unless graceful). */
+    pf_children_publish_to(retained->children, ap_scoreboard_image->parent,
+                           pf_bucketset_slots(retained->buckets),
+                           !retained->mpm->was_graceful, pconf);
     ap_scoreboard_image->global->running_generation =
         retained->mpm->my_generation;
     /* A stop asked for while the configuration was read again is kept:
@@ -1729,7 +1741,8 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
         /* Old children are told to go once the new ones run. */
     }
     else {
-        pf_children_reclaim(retained->children, 1, note_child_gone);
+        pf_children_reclaim(retained->children, 1, child_reaped,
+                            reclaim_step, NULL);
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
                      PFBLOGNO(00020) "SIGHUP received.  Attempting to "
                      "restart");
@@ -2049,11 +2062,11 @@ static int prefork_query(int query_code, int *result, apr_status_t *rv)
 static int prefork_drop_privileges(apr_pool_t *AP_MAYBE_UNUSED(p),
                                    server_rec *s)
 {
-    if (in_bucket_child || getpid() == parent_pid || retained == NULL
+    if (me.slot >= 0 || getpid() == parent_pid || retained == NULL
         || retained->buckets == NULL) {
         return DECLINED;
     }
-    pf_bucketset_child_init(retained->buckets, -1, -1, 0, NULL, 0, s);
+    pf_bucketset_child_init(retained->buckets, -1, 0, NULL, 0, s);
     close_parent_channels(1);
     pf_filter_helper(child_syscall_filter, s);
     return DECLINED;

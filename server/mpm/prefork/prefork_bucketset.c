@@ -61,28 +61,16 @@ typedef struct {
     apr_uint64_t accepted;      /* retired plus its live children's
                                    counters, as the last cycle summed them */
     apr_uint32_t sample_next;   /* the record's next rate sample */
-    int children;               /* live children forked for it */
     int guard_logged;           /* what pf_bucketset_guard() has said about
                                    its sockets in the present episode... */
     pf_sockopt_set_t options_logged;    /* ...and of their options */
 } identity_t;
-
-/* What the parent knows of a slot's child.  Parent-private. */
-typedef struct {
-    int record;                 /* -1: free */
-    int steer_bucket;           /* its bucket when forked... */
-    int steer_layout;           /* ...in this layout of bucket numbers */
-    pid_t pid;                  /* what the segment's slot record says */
-    int generation;
-    int stopping;
-} slot_rec_t;
 
 struct pf_bucketset_s {
     apr_pool_t *pool;           /* outlives generations */
     int num_slots;
     int num_records;
     identity_t *ids;
-    slot_rec_t *slots;
     apr_time_t started;
 
     /* The segment, and where its parts start. */
@@ -101,14 +89,16 @@ struct pf_bucketset_s {
     int num_listeners;
     pf_bucket_plan_t plan;
     int planned;
-    int layout;                 /* bumped when bucket numbers change
-                                   meaning */
+    int layout;                 /* the generation whose build made bucket
+                                   numbers mean what they mean now */
     int *layout_records;        /* per bucket number: its record; kept
                                    here, not in pconf or the segment, for
                                    the next restart to compare with */
     int *backlog;               /* per bucket: the accept queues' limits, as
                                    the last snapshot read them */
     int *waiting;               /* scratch: per bucket */
+    int *held;                  /* scratch: per record, children forked
+                                   for it still alive */
     apr_int64_t *steer_idle;    /* idle steering's counts, read beside the
                                    scoreboard (pf_bucketset_note_idle) */
     apr_socket_t **sockets;     /* per bucket: its socket, for steering */
@@ -135,10 +125,6 @@ struct pf_bucketset_s {
 
     /* A graceful stop's filter is on the sockets: leave it there. */
     int refusing_new;
-
-    /* In a child: its bucket and slot. */
-    int my_bucket;
-    int my_slot;
 };
 
 /* ------------------------------------------------------------------ */
@@ -162,17 +148,12 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
     for (r = 0; r < bs->num_records; r++) {
         bs->ids[r].position = -1;
     }
-    bs->slots = apr_pcalloc(pool, sizeof(slot_rec_t) * (apr_size_t)num_slots);
     bs->layout_records = apr_pcalloc(pool, sizeof(int)
                                                * (apr_size_t)bs->num_records);
-    for (r = 0; r < num_slots; r++) {
-        bs->slots[r].record = -1;
-    }
+    bs->held = apr_pcalloc(pool, sizeof(int) * (apr_size_t)bs->num_records);
     bs->started = started;
     bs->steer = pf_steer_create(pool);
     bs->book = pf_guard_book_create(pool);
-    bs->my_bucket = -1;
-    bs->my_slot = -1;
     bs->reuseport_usable = -1;
     return bs;
 }
@@ -182,7 +163,6 @@ static apr_status_t create_segment(pf_bucketset_t *bs, server_rec *s)
     pfb_layout_t layout;
     apr_status_t rv;
     char *base;
-    int slot;
 
     pfb_layout(bs->num_records, bs->num_slots, &layout);
     /* An anonymous shared mapping: zero-filled, and pages never touched
@@ -204,9 +184,6 @@ static apr_status_t create_segment(pf_bucketset_t *bs, server_rec *s)
     bs->view.size = layout.size;
     bs->view.num_records = bs->num_records;
     bs->view.num_slots = bs->num_slots;
-    for (slot = 0; slot < bs->num_slots; slot++) {
-        bs->seg_slots[slot].f.record = -1;
-    }
     bs->header_copy.magic = PFB_SHM_MAGIC;
     bs->header_copy.version = PFB_SHM_VERSION;
     bs->header_copy.size = (apr_uint32_t)layout.size;
@@ -225,10 +202,23 @@ const pfb_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs)
     return bs != NULL && bs->header != NULL ? &bs->view : NULL;
 }
 
+pfb_slot_t *pf_bucketset_slots(pf_bucketset_t *bs)
+{
+    return bs->seg_slots;
+}
+
 pf_bucket_t *pf_bucketset_buckets(pf_bucketset_t *bs, int *num_buckets)
 {
     *num_buckets = bs->num_buckets;
     return bs->buckets;
+}
+
+int pf_bucketset_position(const pf_bucketset_t *bs, int record)
+{
+    if (record < 0 || record >= bs->num_records || !bs->ids[record].used) {
+        return -1;
+    }
+    return bs->ids[record].position;
 }
 
 /* ------------------------------------------------------------------ */
@@ -255,11 +245,12 @@ static int find_identity(const pf_bucketset_t *bs, const pf_identity_t *id)
 }
 
 /* A record for a new identity: one never used, else one whose identity
- * is not in use and has no child left.  One always exists: of the
- * 2 * ServerLimit + 1 records (pf_bucketset_create), the build has given
- * fewer than ServerLimit + 1 to buckets so far (every bucket needs a
- * child), and at most ServerLimit others still have children, each child
- * counting in one record.  -1 would mean that sizing broke (PFB00049). */
+ * is not in use and has no child left (bs->held, from the children
+ * table).  One always exists: of the 2 * ServerLimit + 1 records
+ * (pf_bucketset_create), the build has given fewer than ServerLimit + 1
+ * to buckets so far (every bucket needs a child), and at most ServerLimit
+ * others still have children, each child counting in one record.  -1
+ * would mean that sizing broke (PFB00049). */
 static int new_identity(pf_bucketset_t *bs, const pf_identity_t *id)
 {
     int r, pick = -1, pass;
@@ -272,7 +263,7 @@ static int new_identity(pf_bucketset_t *bs, const pf_identity_t *id)
                 continue;
             }
             if ((pass == 0 && !rec->used)
-                || (pass == 1 && rec->children == 0)) {
+                || (pass == 1 && bs->held[r] == 0)) {
                 pick = r;
             }
         }
@@ -482,6 +473,35 @@ static const char **listener_names(apr_pool_t *p, int *count)
     return names;
 }
 
+/* What the children table says of the identities before the build:
+ * per record, whether children forked for it still live (its record
+ * cannot go to another identity), and per bucket of the generation so
+ * far, its children not told to stop, which the new generation's bucket
+ * of the same identity takes over. */
+static int *count_children(pf_bucketset_t *bs, const pf_children_t *c,
+                           apr_pool_t *p)
+{
+    int *per_old_bucket, slot, b;
+
+    per_old_bucket = apr_pcalloc(p, sizeof(int)
+                                        * (apr_size_t)(bs->num_buckets + 1));
+    memset(bs->held, 0, sizeof(int) * (apr_size_t)bs->num_records);
+    for (slot = 0; c != NULL && slot < c->used; slot++) {
+        const pf_child_t *child = &c->slot[slot];
+
+        if (child->pid == 0 || child->record < 0
+            || child->record >= bs->num_records) {
+            continue;
+        }
+        bs->held[child->record]++;
+        b = pf_bucketset_position(bs, child->record);
+        if (!child->stopping && b >= 0 && b < bs->num_buckets) {
+            per_old_bucket[b]++;
+        }
+    }
+    return per_old_bucket;
+}
+
 /* The previous generation's identities, for pf_plan_generation().  Its
  * buckets array went with the old pconf; the layout is kept here. */
 static pf_identity_t *old_identities(pf_bucketset_t *bs, apr_pool_t *p)
@@ -537,23 +557,6 @@ static void write_records(pf_bucketset_t *bs)
     }
 }
 
-/* Writes the slot records' parent fields from the parent's own table, so
- * whatever a child wrote there lasts one cycle at most. */
-static void write_slots(pf_bucketset_t *bs, int slots_used)
-{
-    int slot;
-
-    for (slot = 0; slot < slots_used && slot < bs->num_slots; slot++) {
-        const slot_rec_t *sr = &bs->slots[slot];
-        pfb_slot_fields_t *f = &bs->seg_slots[slot].f;
-
-        f->record = sr->record;
-        f->pid = sr->record >= 0 ? (apr_int32_t)sr->pid : 0;
-        f->generation = sr->generation;
-        f->stopping = sr->stopping;
-    }
-}
-
 /* Notes this generation's layout in the parent's copy of the header. */
 static void write_layout(pf_bucketset_t *bs, const pf_bucketset_config_t *cfg)
 {
@@ -566,8 +569,9 @@ static void write_layout(pf_bucketset_t *bs, const pf_bucketset_config_t *cfg)
     }
     if (changed) {
         /* Bucket numbers now name other identities: idle counts kept by
-         * bucket number start again. */
-        bs->layout++;
+         * bucket number start again, and only children of this generation
+         * and later count in them. */
+        bs->layout = cfg->generation;
     }
     write_records(bs);
     h->num_buckets = (apr_uint32_t)bs->num_buckets;
@@ -786,16 +790,12 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
     pf_plan_buckets(&count, &in.wanted, &bs->warm);
     bs->asked = in.wanted;
     bs->built_from = *cfg;
-    bs->built_from.old_children = NULL;
+    bs->built_from.children = NULL;
     bs->duplicate_failed = 0;
     in.previous = bs->planned ? &bs->plan : NULL;
     in.num_old = bs->planned ? bs->num_buckets : 0;
     in.old = old_identities(bs, pconf);
-    in.old_children = cfg->old_children
-                          ? cfg->old_children
-                          : apr_pcalloc(pconf, sizeof(int)
-                                                   * (apr_size_t)(in.num_old
-                                                                  + 1));
+    in.old_children = count_children(bs, cfg->children, pconf);
     rv = plan_and_open(bs, &in, pconf, s, out);
     if (rv == APR_EGENERAL && out->plan.mode == PFB_MODE_REUSEPORT) {
         /* The kernel refused a duplicate (another user's socket on the
@@ -831,92 +831,34 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
 }
 
 /* ------------------------------------------------------------------ */
-/* Slots                                                               */
+/* Children gone                                                       */
 
-void pf_bucketset_claim_slot(pf_bucketset_t *bs, int slot, int bucket,
-                             int generation)
+void pf_bucketset_child_gone(pf_bucketset_t *bs, int slot,
+                             const pf_child_t *child)
 {
     pfb_slot_fields_t *f;
-    slot_rec_t *sr;
-    int record;
+    identity_t *id;
+    int r = child->record, b;
 
-    if (slot < 0 || slot >= bs->num_slots || bucket < 0
-        || bucket >= bs->num_buckets) {
+    if (slot < 0 || slot >= bs->num_slots || r < 0 || r >= bs->num_records
+        || bs->seg_slots == NULL) {
         return;
     }
-    record = bs->buckets[bucket].record;
-    sr = &bs->slots[slot];
-    sr->record = record;
-    sr->steer_bucket = bucket;
-    sr->steer_layout = bs->layout;
-    sr->pid = 0;
-    sr->generation = generation;
-    sr->stopping = 0;
-    bs->ids[record].children++;
     f = &bs->seg_slots[slot].f;
-    apr_atomic_set64(&f->accepted, 0);
-    f->waiting = 0;
-    f->record = record;
-    f->pid = 0;
-    f->generation = generation;
-    f->stopping = 0;
-}
-
-void pf_bucketset_slot_started(pf_bucketset_t *bs, int slot, pid_t pid)
-{
-    if (slot >= 0 && slot < bs->num_slots) {
-        bs->slots[slot].pid = pid;
-        bs->seg_slots[slot].f.pid = (apr_int32_t)pid;
-    }
-}
-
-void pf_bucketset_slot_stopping(pf_bucketset_t *bs, int slot)
-{
-    if (slot >= 0 && slot < bs->num_slots) {
-        bs->slots[slot].stopping = 1;
-        bs->seg_slots[slot].f.stopping = 1;
-    }
-}
-
-int pf_bucketset_slot_bucket(const pf_bucketset_t *bs, int slot)
-{
-    if (slot < 0 || slot >= bs->num_slots || bs->slots[slot].record < 0) {
-        return -1;
-    }
-    return bs->ids[bs->slots[slot].record].position;
-}
-
-void pf_bucketset_forget_slot(pf_bucketset_t *bs, int slot)
-{
-    pfb_slot_fields_t *f;
-    slot_rec_t *sr;
-
-    if (slot < 0 || slot >= bs->num_slots || bs->slots[slot].record < 0) {
-        return;
-    }
-    sr = &bs->slots[slot];
-    f = &bs->seg_slots[slot].f;
+    id = &bs->ids[r];
     /* What the child wrote is only added up (saturating) or tested for
      * zero: a hostile value makes a report wrong and nothing else. */
-    bs->ids[sr->record].retired =
-        pfb_add_saturated(bs->ids[sr->record].retired,
-                         apr_atomic_read64(&f->accepted));
-    bs->records[sr->record].f.retired = bs->ids[sr->record].retired;
-    if (bs->ids[sr->record].children > 0) {
-        bs->ids[sr->record].children--;
-    }
+    id->retired = pfb_add_saturated(id->retired,
+                                    apr_atomic_read64(&f->accepted));
+    bs->records[r].f.retired = id->retired;
     /* A child that died while counted as waiting in accept() is never
      * advertised as idle: its count goes now, if it was made in the
-     * bucket numbering in force. */
-    if (f->waiting != 0 && sr->steer_layout == bs->layout) {
-        pf_steer_child_gone(bs->steer, sr->steer_bucket);
+     * bucket numbering in force (where its bucket is its identity's). */
+    b = id->position;
+    if (f->waiting != 0 && child->generation >= bs->layout && b >= 0
+        && b < bs->num_buckets) {
+        pf_steer_child_gone(bs->steer, b);
     }
-    f->waiting = 0;
-    f->record = -1;
-    f->pid = 0;
-    f->stopping = 0;
-    sr->record = -1;
-    sr->pid = 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -983,20 +925,24 @@ static void steering_view(pf_bucketset_t *bs, pf_steer_buckets_t *view)
 /* Once per cycle: steering puts its programs and map entries back, and
  * corrects its idle counts from the children marked waiting (in the
  * current layout) and the queues this cycle read. */
-static void steering_cycle(pf_bucketset_t *bs, const int *queued)
+static void steering_cycle(pf_bucketset_t *bs, const pf_children_t *c,
+                           const int *queued)
 {
     pf_steer_buckets_t view;
     pf_steer_observation_t obs;
-    int slot;
+    int slot, b;
 
     memset(bs->waiting, 0, sizeof(int) * (apr_size_t)bs->num_buckets);
-    for (slot = 0; slot < bs->num_slots; slot++) {
-        const slot_rec_t *sr = &bs->slots[slot];
+    for (slot = 0; slot < c->used && slot < bs->num_slots; slot++) {
+        const pf_child_t *child = &c->slot[slot];
 
-        if (sr->record >= 0 && sr->steer_layout == bs->layout
-            && sr->steer_bucket >= 0 && sr->steer_bucket < bs->num_buckets
+        if (child->pid == 0 || child->generation < bs->layout) {
+            continue;
+        }
+        b = pf_bucketset_position(bs, child->record);
+        if (b >= 0 && b < bs->num_buckets
             && bs->seg_slots[slot].f.waiting != 0) {
-            bs->waiting[sr->steer_bucket]++;
+            bs->waiting[b]++;
         }
     }
     steering_view(bs, &view);
@@ -1010,7 +956,7 @@ static void steering_cycle(pf_bucketset_t *bs, const int *queued)
  * gone, plus the live children's counters.  Summed in the parent's own
  * memory, then written: the only segment fields read are the counters
  * children write, each once, and only added up (saturating). */
-static void count_accepted(pf_bucketset_t *bs, int slots_used)
+static void count_accepted(pf_bucketset_t *bs, const pf_children_t *c)
 {
     int slot, b;
 
@@ -1019,10 +965,10 @@ static void count_accepted(pf_bucketset_t *bs, int slots_used)
 
         bs->ids[r].accepted = bs->ids[r].retired;
     }
-    for (slot = 0; slot < slots_used && slot < bs->num_slots; slot++) {
-        int r = bs->slots[slot].record;
+    for (slot = 0; slot < c->used && slot < bs->num_slots; slot++) {
+        int r = c->slot[slot].pid != 0 ? c->slot[slot].record : -1;
 
-        if (r >= 0 && bs->ids[r].position >= 0) {
+        if (pf_bucketset_position(bs, r) >= 0) {
             bs->ids[r].accepted = pfb_add_saturated(
                 bs->ids[r].accepted,
                 apr_atomic_read64(&bs->seg_slots[slot].f.accepted));
@@ -1045,9 +991,8 @@ void pf_bucketset_publish(pf_bucketset_t *bs,
         return;
     }
     write_records(bs);
-    write_slots(bs, fig->slots_used);
-    count_accepted(bs, fig->slots_used);
-    steering_cycle(bs, fig->queued);
+    count_accepted(bs, fig->children_table);
+    steering_cycle(bs, fig->children_table, fig->queued);
     for (b = 0; b < bs->num_buckets; b++) {
         int r = bs->buckets[b].record;
         pfb_bucket_fields_t *f = &bs->records[r].f;
@@ -1075,7 +1020,7 @@ void pf_bucketset_publish(pf_bucketset_t *bs,
     }
     bs->header_copy.generation = fig->generation;
     bs->header_copy.steer_active = pf_steer_active(bs->steer);
-    bs->header_copy.slots_used = fig->slots_used;
+    bs->header_copy.slots_used = fig->children_table->used;
     bs->header_copy.updated = now;
     *bs->header = bs->header_copy;
 }
@@ -1096,7 +1041,7 @@ static void close_in_child(apr_socket_t *sd)
     }
 }
 
-int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket, int slot,
+int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket,
                             int cpu_affinity, int *fds, int room,
                             server_rec *s)
 {
@@ -1104,8 +1049,6 @@ int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket, int slot,
     ap_listen_rec *lr;
     int b, n = 0;
 
-    bs->my_bucket = bucket;
-    bs->my_slot = slot >= 0 && slot < bs->num_slots ? slot : -1;
     /* A child holds only its own bucket's sockets, as httpd's children
      * do: it can reach nothing it does not use, and which bucket it
      * serves can be seen from outside in /proc/PID/fd. */
@@ -1129,23 +1072,24 @@ int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket, int slot,
     return n;
 }
 
-void pf_bucketset_accept_begin(pf_bucketset_t *bs)
+void pf_bucketset_accept_begin(pf_bucketset_t *bs, int slot, int bucket)
 {
-    if (bs->my_slot >= 0) {
-        pf_steer_accept_begin(bs->steer,
-                              &bs->seg_slots[bs->my_slot].f.waiting);
+    if (slot >= 0 && slot < bs->num_slots) {
+        pf_steer_accept_begin(bs->steer, bucket,
+                              &bs->seg_slots[slot].f.waiting);
     }
 }
 
-void pf_bucketset_accept_end(pf_bucketset_t *bs, int got_connection)
+void pf_bucketset_accept_end(pf_bucketset_t *bs, int slot, int bucket,
+                             int got_connection)
 {
-    if (bs->my_slot < 0) {
+    if (slot < 0 || slot >= bs->num_slots) {
         return;
     }
-    pf_steer_accept_end(bs->steer, &bs->seg_slots[bs->my_slot].f.waiting,
+    pf_steer_accept_end(bs->steer, bucket, &bs->seg_slots[slot].f.waiting,
                         got_connection);
     if (got_connection) {
-        apr_atomic_inc64(&bs->seg_slots[bs->my_slot].f.accepted);
+        apr_atomic_inc64(&bs->seg_slots[slot].f.accepted);
     }
 }
 

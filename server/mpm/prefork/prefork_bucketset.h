@@ -24,8 +24,8 @@
  *   SO_REUSEPORT duplicate sockets kept for them, so that a restart never
  *   closes a socket with queued connections and a bucket keeps its
  *   counters wherever its Listen moves in the configuration;
- * - the shared segment of include/prefork_buckets.h, with the
- *   slot-to-bucket map and the per-slot marks;
+ * - the shared segment of include/prefork_buckets.h (its slot records
+ *   are the children table's to write, prefork_children.h);
  * - ListenBucketSteering (prefork_steering.c), which it drives: it hands
  *   steering its sockets at every generation and every cycle, and what
  *   it observed of the children and the queues.
@@ -35,8 +35,7 @@
  *
  *   parent, each generation:  pf_bucketset_build  pf_bucketset_steer
  *   parent, each cycle:       pf_bucketset_snapshot  pf_bucketset_publish
- *   parent, per child:        pf_bucketset_claim_slot
- *                             pf_bucketset_forget_slot
+ *   parent, per child:        pf_bucketset_position  pf_bucketset_child_gone
  *   child:                    pf_bucketset_child_init
  *                             pf_bucketset_accept_begin/_end
  *   stop:                     pf_bucketset_refuse_new  pf_bucketset_close
@@ -56,6 +55,7 @@
 #include "ap_listen.h"
 
 #include "prefork_buckets.h"
+#include "prefork_children.h"
 #include "prefork_policy.h"
 #include "prefork_os.h"
 
@@ -80,9 +80,10 @@ typedef struct {
     int start_servers;          /**< StartServers */
     int steer_wanted;           /**< ListenBucketSteering (pfb_steer_e) */
     int cpu_affinity;           /**< BucketCPUAffinity */
-    /** Children still running per bucket of the previous generation (not
-     *  those told to stop), or NULL for none. */
-    const int *old_children;
+    int generation;             /**< the generation being built */
+    /** The children still running, whose identities the build keeps
+     *  (NULL: none). */
+    const pf_children_t *children;
 } pf_bucketset_config_t;
 
 /**
@@ -129,6 +130,14 @@ pf_bucket_t *pf_bucketset_buckets(pf_bucketset_t *bs, int *num_buckets);
 /** The view status modules read (NULL before the first build). */
 const pfb_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs);
 
+/** The segment's slot records, which the children table publishes
+ *  (NULL before the first build). */
+pfb_slot_t *pf_bucketset_slots(pf_bucketset_t *bs);
+
+/** The bucket number now of the identity @a record (a child's, fixed at
+ *  its fork), or -1 when that identity is not in use. */
+int pf_bucketset_position(const pf_bucketset_t *bs, int record);
+
 /**
  * Attaches ListenBucketSteering's program to every Listen's group
  * (pf_steer_attach()); on any refusal it falls back to hash with one
@@ -158,7 +167,9 @@ void pf_bucketset_note_idle(pf_bucketset_t *bs);
 typedef struct {
     const int *children, *idle, *busy, *starting, *stopping, *queued;
     int generation;
-    int slots_used;
+    /** The children, whose counters (their segment slots) are summed
+     *  per identity and whose waiting marks steering counts. */
+    const pf_children_t *children_table;
 } pf_bucketset_figures_t;
 
 /** Once per maintenance cycle: writes the cycle's figures and every
@@ -169,28 +180,12 @@ void pf_bucketset_publish(pf_bucketset_t *bs,
                           const pf_bucketset_figures_t *figures);
 
 /**
- * Parent, before forking a child into @a slot for bucket @a bucket:
- * resets the slot's counters and maps the slot to the bucket's identity.
+ * Parent, when the child of @a slot has been reaped (before its record
+ * goes): adds what it accepted, as its slot says, to its identity's
+ * total, and takes back its idle count if it was waiting.
  */
-void pf_bucketset_claim_slot(pf_bucketset_t *bs, int slot, int bucket,
-                             int generation);
-
-/** Parent, after the fork: the slot's child for readers. */
-void pf_bucketset_slot_started(pf_bucketset_t *bs, int slot, pid_t pid);
-
-/** Parent: the slot's child was told to finish and exit. */
-void pf_bucketset_slot_stopping(pf_bucketset_t *bs, int slot);
-
-/**
- * Parent, when the slot's child has been reaped: adds what it accepted to
- * its bucket's total, takes back its idle count if it was waiting, and
- * frees the slot.
- */
-void pf_bucketset_forget_slot(pf_bucketset_t *bs, int slot);
-
-/** The current bucket of the identity the slot's child was forked for,
- *  or -1 when that identity is not in use any more. */
-int pf_bucketset_slot_bucket(const pf_bucketset_t *bs, int slot);
+void pf_bucketset_child_gone(pf_bucketset_t *bs, int slot,
+                             const pf_child_t *child);
 
 /**
  * Child, right after fork: closes every listening socket but its own
@@ -204,16 +199,18 @@ int pf_bucketset_slot_bucket(const pf_bucketset_t *bs, int slot);
  *        @a room; NULL with 0)
  * @return how many it set
  */
-int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket, int slot,
+int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket,
                             int cpu_affinity, int *fds, int room,
                             server_rec *s);
 
-/** Child, about to wait in accept(): counts itself idle for steering. */
-void pf_bucketset_accept_begin(pf_bucketset_t *bs);
+/** Child of @a slot and @a bucket, about to wait in accept(): counts
+ *  itself idle for steering. */
+void pf_bucketset_accept_begin(pf_bucketset_t *bs, int slot, int bucket);
 
-/** Child, back from accept(): counts the connection, or takes its idle
- *  count back when it has none. */
-void pf_bucketset_accept_end(pf_bucketset_t *bs, int got_connection);
+/** Child of @a slot and @a bucket, back from accept(): counts the
+ *  connection, or takes its idle count back when it has none. */
+void pf_bucketset_accept_end(pf_bucketset_t *bs, int slot, int bucket,
+                             int got_connection);
 
 /**
  * Parent: checks the listening sockets of bucket @a bucket (every bucket

@@ -17,22 +17,19 @@
 /* The parent's own record of its children; see prefork_children.h. */
 
 #include "apr.h"
+#include "apr_atomic.h"
 #include "apr_thread_proc.h"
 #include "apr_time.h"
 
 #include <signal.h>
+#include <string.h>
 
 #include "ap_config.h"
 #include "httpd.h"
-#include "http_log.h"
-#include "http_main.h"
 #include "mpm_common.h"
 #include "scoreboard.h"
 
-#include "pfb_log.h"
 #include "prefork_children.h"
-
-APLOG_USE_MODULE(mpm_prefork);
 
 pf_children_t *pf_children_create(apr_pool_t *p, int num_slots)
 {
@@ -41,6 +38,71 @@ pf_children_t *pf_children_create(apr_pool_t *p, int num_slots)
     c->slot = apr_pcalloc(p, sizeof(pf_child_t) * (apr_size_t)num_slots);
     c->num_slots = num_slots;
     return c;
+}
+
+/* The one writer of what readers see of a slot: the scoreboard's parent
+ * record (for mod_status and httpd's helpers) and the segment's slot
+ * record (for the bucket status module), both from the table.  Before a
+ * fork (@a fresh) the counters the child will write start from zero too;
+ * after it they are the child's own. */
+static void publish_slot(pf_children_t *c, int slot, int fresh)
+{
+    const pf_child_t *child = &c->slot[slot];
+
+    if (c->scoreboard != NULL) {
+        process_score *ps = &c->scoreboard[slot];
+
+        ps->pid = child->pid;
+        ps->generation = child->generation;
+        ps->quiescing = (char)child->stopping;
+        ps->bucket = 0;         /* deprecated: always zero, as in httpd */
+    }
+    if (c->segment != NULL) {
+        pfb_slot_fields_t *f = &c->segment[slot].f;
+
+        if (fresh) {
+            apr_atomic_set64(&f->accepted, 0);
+            f->waiting = 0;
+        }
+        f->record = child->pid != 0 ? child->record : -1;
+        f->pid = (apr_int32_t)child->pid;
+        f->generation = child->generation;
+        f->stopping = child->stopping;
+    }
+}
+
+static apr_status_t stop_publishing(void *data)
+{
+    pf_children_t *c = data;
+
+    c->scoreboard = NULL;
+    c->segment = NULL;
+    return APR_SUCCESS;
+}
+
+static int slots_in_use(const pf_children_t *c)
+{
+    int slot;
+
+    for (slot = c->used - 1; slot >= 0; slot--) {
+        if (c->slot[slot].pid != 0) {
+            break;
+        }
+    }
+    return slot + 1;
+}
+
+void pf_children_publish_to(pf_children_t *c, process_score *scoreboard,
+                            pfb_slot_t *segment, int fresh, apr_pool_t *p)
+{
+    if (fresh) {
+        /* A new scoreboard: only a child that would not die is left. */
+        c->used = slots_in_use(c);
+    }
+    c->scoreboard = scoreboard;
+    c->segment = segment;
+    apr_pool_cleanup_register(p, c, stop_publishing, apr_pool_cleanup_null);
+    pf_children_publish(c);
 }
 
 int pf_children_free_slot(const pf_children_t *c, int limit)
@@ -67,20 +129,28 @@ int pf_children_find(const pf_children_t *c, pid_t pid)
     return -1;
 }
 
+void pf_children_forking(pf_children_t *c, int slot)
+{
+    if (slot >= 0 && slot < c->num_slots && c->slot[slot].pid == 0) {
+        publish_slot(c, slot, 1);
+    }
+}
+
 void pf_children_started(pf_children_t *c, int slot, pid_t pid,
-                         ap_generation_t generation, int bucket)
+                         ap_generation_t generation, int record)
 {
     pf_child_t *child = &c->slot[slot];
 
     child->pid = pid;
     child->generation = generation;
-    child->bucket = bucket;
-    child->told_to_stop = 0;
+    child->record = record;
+    child->stopping = 0;
     child->started = apr_time_now();
     child->ready = 0;
     if (slot + 1 > c->used) {
         c->used = slot + 1;
     }
+    publish_slot(c, slot, 0);
 }
 
 int pf_children_mark_ready(pf_children_t *c, pid_t pid)
@@ -97,18 +167,22 @@ int pf_children_tell_to_stop(pf_children_t *c, int slot)
 {
     pf_child_t *child = &c->slot[slot];
 
-    if (child->pid == 0 || child->told_to_stop) {
+    if (child->pid == 0 || child->stopping) {
         return 0;
     }
-    child->told_to_stop = 1;
+    child->stopping = 1;
     kill(child->pid, AP_SIG_GRACEFUL);
+    publish_slot(c, slot, 0);
     return 1;
 }
 
-void pf_children_forget(pf_children_t *c, int slot)
+void pf_children_forget(pf_children_t *c, int slot, pf_child_t *was)
 {
-    c->slot[slot].pid = 0;
-    c->slot[slot].told_to_stop = 0;
+    if (was != NULL) {
+        *was = c->slot[slot];
+    }
+    memset(&c->slot[slot], 0, sizeof(c->slot[slot]));
+    publish_slot(c, slot, 0);
 }
 
 int pf_children_live(const pf_children_t *c)
@@ -121,19 +195,7 @@ int pf_children_live(const pf_children_t *c)
     return n;
 }
 
-int pf_children_in_use(const pf_children_t *c)
-{
-    int slot;
-
-    for (slot = c->used - 1; slot >= 0; slot--) {
-        if (c->slot[slot].pid != 0) {
-            break;
-        }
-    }
-    return slot + 1;
-}
-
-void pf_children_count_bucket(const pf_children_t *c, int bucket,
+void pf_children_count_record(const pf_children_t *c, int record,
                               ap_generation_t gen, int *current, int *old)
 {
     int slot;
@@ -142,44 +204,44 @@ void pf_children_count_bucket(const pf_children_t *c, int bucket,
     for (slot = 0; slot < c->used; slot++) {
         const pf_child_t *child = &c->slot[slot];
 
-        if (child->pid == 0 || child->bucket != bucket) {
+        if (child->pid == 0 || child->record != record) {
             continue;
         }
         if (child->generation != gen) {
             *old += 1;
         }
-        else if (!child->told_to_stop) {
+        else if (!child->stopping) {
             *current += 1;
         }
     }
 }
 
-void pf_children_reap(pf_children_t *c, pf_child_gone_fn *gone)
+void pf_children_reap(pf_children_t *c, pf_child_gone_fn *gone, void *baton)
 {
-    apr_proc_t proc;
-    apr_exit_why_e why;
+    pf_child_exit_t how;
+    pf_child_t child;
     apr_status_t rv;
-    int slot, status;
+    int slot;
 
     for (slot = 0; slot < c->used; slot++) {
         if (c->slot[slot].pid == 0) {
             continue;
         }
-        proc.pid = c->slot[slot].pid;
-        rv = apr_proc_wait(&proc, &status, &why, APR_NOWAIT);
+        memset(&how, 0, sizeof(how));
+        how.proc.pid = c->slot[slot].pid;
+        rv = apr_proc_wait(&how.proc, &how.status, &how.why, APR_NOWAIT);
         if (rv == APR_CHILD_NOTDONE) {
             continue;
         }
-        if (rv == APR_CHILD_DONE) {
-            ap_process_child_status(&proc, why, status);
-        }
-        gone(slot);
-        pf_children_forget(c, slot);
+        how.waited = rv == APR_CHILD_DONE;
+        pf_children_forget(c, slot, &child);
+        gone(baton, slot, &child, &how);
     }
 }
 
 void pf_children_reclaim(pf_children_t *c, int terminate,
-                         pf_child_gone_fn *gone)
+                         pf_child_gone_fn *gone, pf_reclaim_step_fn *step,
+                         void *baton)
 {
     static const struct {
         int at_sec;
@@ -188,7 +250,7 @@ void pf_children_reclaim(pf_children_t *c, int terminate,
                   { 9, SIGKILL }, { 10, 0 } };
     apr_time_t started = apr_time_now(), progress = started;
     apr_interval_time_t wait = apr_time_from_msec(16);
-    int slot, step = 0, sig = terminate ? SIGTERM : 0, live, last_live;
+    int slot, next = 0, sig = terminate ? SIGTERM : 0, live, last_live;
 
     last_live = pf_children_live(c);
     for (;;) {
@@ -198,7 +260,7 @@ void pf_children_reclaim(pf_children_t *c, int terminate,
             }
         }
         sig = 0;
-        pf_children_reap(c, gone);
+        pf_children_reap(c, gone, baton);
 #if APR_HAS_OTHER_CHILD
         apr_proc_other_child_refresh_all(APR_OC_REASON_RESTART);
 #endif
@@ -214,44 +276,28 @@ void pf_children_reclaim(pf_children_t *c, int terminate,
                 progress = apr_time_now();
             }
         }
+        /* Each step is decided after a reap, so that a child the last
+         * signal ended is not counted as one that would not go. */
+        if (apr_time_now() - progress
+            >= apr_time_from_sec(steps[next].at_sec)) {
+            sig = steps[next++].sig;
+            step(baton, live, sig);
+            if (sig == 0) {
+                return;
+            }
+            continue;
+        }
         apr_sleep(wait);
         wait = wait * 4 > apr_time_from_sec(1) ? apr_time_from_sec(1)
                                                : wait * 4;
-        if (apr_time_now() - progress
-            < apr_time_from_sec(steps[step].at_sec)) {
-            continue;
-        }
-        if (steps[step].sig == 0) {
-            ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf,
-                         PFBLOGNO(00050) "%d child process(es) did not exit "
-                         "after SIGKILL; continuing anyway", live);
-            return;
-        }
-        sig = steps[step++].sig;
-        if (sig == SIGKILL) {
-            ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf,
-                         PFBLOGNO(00170) "%d child process(es) still did "
-                         "not exit, sending a SIGKILL", live);
-        }
-        else {
-            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ap_server_conf,
-                         PFBLOGNO(00051) "%d child process(es) still did "
-                         "not exit, sending a SIGTERM", live);
-        }
     }
 }
 
-void pf_children_publish(const pf_children_t *c)
+void pf_children_publish(pf_children_t *c)
 {
     int slot;
 
     for (slot = 0; slot < c->used; slot++) {
-        const pf_child_t *child = &c->slot[slot];
-        process_score *ps = &ap_scoreboard_image->parent[slot];
-
-        ps->pid = child->pid;
-        ps->generation = child->generation;
-        ps->quiescing = child->told_to_stop;
-        ps->bucket = 0;
+        publish_slot(c, slot, 0);
     }
 }

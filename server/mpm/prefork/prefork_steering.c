@@ -119,9 +119,6 @@ struct pf_steer_s {
     int reattach_logged;
     int refill_logged;
     int detach_unsupported;
-
-    /* In a child: its bucket. */
-    int my_bucket;
 };
 
 pf_steer_t *pf_steer_create(apr_pool_t *pool)
@@ -133,7 +130,6 @@ pf_steer_t *pf_steer_create(apr_pool_t *pool)
     st->socks_fd = -1;
     st->idle_fd = -1;
     st->idle_layout = -1;
-    st->my_bucket = -1;
     st->cpus = apr_palloc(pool, sizeof(int) * MAX_MASK_CPUS);
     return st;
 }
@@ -919,7 +915,6 @@ static void pin_to_bucket_cpus(pf_steer_t *st, int bucket, server_rec *s)
 void pf_steer_child_init(pf_steer_t *st, int bucket, int cpu_affinity,
                          server_rec *s)
 {
-    st->my_bucket = bucket;
     /* The child updates the idle counts through its inherited mapping
      * only; the descriptors would let it rewrite the socket map or load
      * the programs elsewhere. */
@@ -933,21 +928,22 @@ void pf_steer_child_init(pf_steer_t *st, int bucket, int cpu_affinity,
     }
 }
 
-static pf_steer_bucket_t *my_idle_record(pf_steer_t *st)
+static pf_steer_bucket_t *idle_record(pf_steer_t *st, int bucket)
 {
-    if (!counts_idle(st) || st->idle == NULL
-        || st->my_bucket < 0 || st->my_bucket >= st->idle_capacity) {
+    if (!counts_idle(st) || st->idle == NULL || bucket < 0
+        || bucket >= st->idle_capacity) {
         return NULL;
     }
-    return &st->idle[st->my_bucket];
+    return &st->idle[bucket];
 }
 
 /* The slot is marked before the count rises, so that if the child dies in
  * between the parent takes one too many back (corrected at the next
  * cycles) rather than leaving a phantom idle child advertised. */
-void pf_steer_accept_begin(pf_steer_t *st, volatile apr_int32_t *waiting)
+void pf_steer_accept_begin(pf_steer_t *st, int bucket,
+                           volatile apr_int32_t *waiting)
 {
-    pf_steer_bucket_t *rec = my_idle_record(st);
+    pf_steer_bucket_t *rec = idle_record(st, bucket);
 
     if (rec == NULL || waiting == NULL) {
         return;
@@ -956,10 +952,10 @@ void pf_steer_accept_begin(pf_steer_t *st, volatile apr_int32_t *waiting)
     apr_atomic_inc64((volatile apr_uint64_t *)&rec->idle);
 }
 
-void pf_steer_accept_end(pf_steer_t *st, volatile apr_int32_t *waiting,
-                         int got_connection)
+void pf_steer_accept_end(pf_steer_t *st, int bucket,
+                         volatile apr_int32_t *waiting, int got_connection)
 {
-    pf_steer_bucket_t *rec = my_idle_record(st);
+    pf_steer_bucket_t *rec = idle_record(st, bucket);
 
     if (rec == NULL || waiting == NULL || *waiting == 0) {
         return;

@@ -158,14 +158,15 @@ void pf_steer_child_gone(pf_steer_t *st, int bucket);
 void pf_steer_child_init(pf_steer_t *st, int bucket, int cpu_affinity,
                          server_rec *s);
 
-/** Child, about to wait in accept(): marks @a waiting (its slot's mark),
- *  then counts itself idle, under idle or local steering. */
-void pf_steer_accept_begin(pf_steer_t *st, volatile apr_int32_t *waiting);
+/** Child of @a bucket, about to wait in accept(): marks @a waiting (its
+ *  slot's mark), then counts itself idle, under idle or local steering. */
+void pf_steer_accept_begin(pf_steer_t *st, int bucket,
+                           volatile apr_int32_t *waiting);
 
-/** Child, back from accept(): takes its idle count back when it has no
- *  connection (the program took it when it sent one), and clears the
- *  mark. */
-void pf_steer_accept_end(pf_steer_t *st, volatile apr_int32_t *waiting,
-                         int got_connection);
+/** Child of @a bucket, back from accept(): takes its idle count back when
+ *  it has no connection (the program took it when it sent one), and
+ *  clears the mark. */
+void pf_steer_accept_end(pf_steer_t *st, int bucket,
+                         volatile apr_int32_t *waiting, int got_connection);
 
 #endif /* PREFORK_STEERING_H */
