@@ -122,6 +122,7 @@ typedef struct {
     apr_pool_t *keep_pool;      /* outlives generations */
     pf_children_t *children;    /* what it signals, counts and reaps by */
     pf_bucketset_t *buckets;
+    pf_generation_t gen;        /* what the last (re)start made */
     apr_time_t started;
     int wake_pipe[2];           /* SIGCHLD wakes the parent through it */
     /* Children report ready through it once they have run child_init
@@ -131,17 +132,6 @@ typedef struct {
     pf_filter_retained_t filter;        /* the children's system-call
                                            filter, found out once */
 } prefork_retained_data;
-
-/* Per-bucket figures of one maintenance cycle. */
-typedef struct {
-    pf_bucket_state_t *state;
-    pf_bucket_action_t *action;
-    pf_rank_t *scratch;
-    int *idle, *busy, *starting, *stopping, *queued;
-    int *old_generation;        /* children of older generations */
-    int *live;                  /* scratch: live children per bucket */
-    int occupied;
-} maintenance_snapshot_t;
 
 /* One integer directive: where it goes and what it accepts. */
 typedef struct {
@@ -207,19 +197,6 @@ static int_directive_t int_directives[D_COUNT] = {
  * once the error log is open (log_corrections()). */
 static pf_fix_t pool_fixes[PF_FIX_KINDS];
 static int num_pool_fixes;
-
-/* This generation's buckets, what the restart decided for them, and the
- * maintenance scratch. */
-static pf_bucket_t *buckets;
-static int num_buckets;
-static pf_generation_out_t generation_plan;
-static maintenance_snapshot_t snapshot;
-
-/* Per bucket of this generation: how fast children may be forked into it
- * (pf_respawn_may_fork), and whether the one line about buckets whose
- * children die at start has been logged for the present episode. */
-static pf_respawn_t *respawn;
-static int respawn_episode_logged;
 
 /* How a fork is paced. */
 typedef enum {
@@ -312,10 +289,10 @@ static void stop_accepting(void)
     ap_listen_rec *lr;
     apr_os_sock_t fd;
 
-    if (devnull_fd < 0 || buckets == NULL) {
+    if (devnull_fd < 0 || me.bucket < 0) {
         return;
     }
-    for (lr = buckets[me.bucket].listeners; lr; lr = lr->next) {
+    for (lr = retained->gen.bucket[me.bucket].listeners; lr; lr = lr->next) {
         lr->active = 0;
         if (apr_os_sock_get(&fd, lr->sd) == APR_SUCCESS && fd >= 0) {
             dup2(devnull_fd, fd);
@@ -661,7 +638,7 @@ static void child_main(int slot, int bucket_index)
     __attribute__((noreturn));
 static void child_main(int slot, int bucket_index)
 {
-    pf_bucket_t *bucket = &buckets[bucket_index];
+    pf_bucket_t *bucket = &retained->gen.bucket[bucket_index];
     apr_allocator_t *allocator;
     apr_pool_t *ptrans;
     apr_bucket_alloc_t *bucket_alloc;
@@ -751,7 +728,7 @@ static void child_main(int slot, int bucket_index)
 static int make_child(server_rec *s, int slot, int bucket_index)
 {
     ap_generation_t gen = retained->mpm->my_generation;
-    int record = buckets[bucket_index].record;
+    int record = retained->gen.record[bucket_index];
     sigset_t stop_signals, saved_mask;
     pid_t pid;
 
@@ -813,9 +790,9 @@ static int make_child(server_rec *s, int slot, int bucket_index)
 static int spawn_into_bucket(server_rec *s, int bucket_index,
                              spawn_pace_e pace)
 {
-    pf_respawn_t *r = respawn != NULL && bucket_index >= 0
-                              && bucket_index < num_buckets
-                          ? &respawn[bucket_index]
+    pf_respawn_t *r = retained->gen.respawn != NULL && bucket_index >= 0
+                              && bucket_index < retained->gen.num_buckets
+                          ? &retained->gen.respawn[bucket_index]
                           : NULL;
     int at_once = pace == SPAWN_AT_ONCE;
     apr_time_t now = apr_time_now();
@@ -895,13 +872,13 @@ static void reclaim_step(void *AP_MAYBE_UNUSED(baton), int live, int sig)
 /* The current bucket of a child: its identity's, -1 when out of use. */
 static int bucket_of(const pf_child_t *child)
 {
-    return pf_bucketset_position(retained->buckets, child->record);
+    return pf_generation_bucket_of(&retained->gen, child->record);
 }
 
 static void count_bucket_children(int bucket_index, int *current, int *old)
 {
     pf_children_count_record(retained->children,
-                             buckets[bucket_index].record,
+                             retained->gen.record[bucket_index],
                              retained->mpm->my_generation, current, old);
 }
 
@@ -929,6 +906,7 @@ static void signal_old_children(int everyone)
  * one as they leave (replace_old_child) up to the bucket's target. */
 static void startup_children(server_rec *s)
 {
+    int num_buckets = retained->gen.num_buckets;
     int b, i, want, current, old;
 
     for (b = 0; b < num_buckets; b++) {
@@ -954,13 +932,13 @@ static void replace_old_child(server_rec *s, int b)
 {
     int current, old;
 
-    if (b < 0 || b >= num_buckets || generation_plan.target == NULL
+    if (b < 0 || b >= retained->gen.num_buckets
         || retained->mpm->shutdown_pending
         || retained->mpm->restart_pending) {
         return;
     }
     count_bucket_children(b, &current, &old);
-    if (current + old < generation_plan.target[b]) {
+    if (current + old < retained->gen.target[b]) {
         spawn_into_bucket(s, b, SPAWN_CYCLE);
     }
 }
@@ -968,44 +946,26 @@ static void replace_old_child(server_rec *s, int b)
 /* ------------------------------------------------------------------ */
 /* Parent: idle-server maintenance                                     */
 
-static void snapshot_alloc(apr_pool_t *p)
-{
-    apr_size_t n = (apr_size_t)num_buckets;
-
-    snapshot.state = apr_pcalloc(p, n * sizeof(*snapshot.state));
-    snapshot.action = apr_pcalloc(p, n * sizeof(*snapshot.action));
-    snapshot.scratch = apr_pcalloc(p, n * sizeof(*snapshot.scratch));
-    snapshot.idle = apr_pcalloc(p, n * sizeof(int));
-    snapshot.busy = apr_pcalloc(p, n * sizeof(int));
-    snapshot.starting = apr_pcalloc(p, n * sizeof(int));
-    snapshot.stopping = apr_pcalloc(p, n * sizeof(int));
-    snapshot.queued = apr_pcalloc(p, n * sizeof(int));
-    snapshot.live = apr_pcalloc(p, n * sizeof(int));
-    snapshot.old_generation = apr_pcalloc(p, n * sizeof(int));
-    /* A restart is the admin's: pacing starts afresh with the
-     * generation. */
-    respawn = apr_pcalloc(p, n * sizeof(*respawn));
-    respawn_episode_logged = 0;
-}
-
 /* Reads the parent's table of children, their scoreboard status and,
- * with @a read_queues, the accept queues into the snapshot.  A cycle reads
- * the queues once (TCP_INFO on every bucket socket), at its start; the
- * count after its spawns and kills keeps them. */
+ * with @a read_queues, the accept queues into the generation's snapshot.
+ * A cycle reads the queues once (TCP_INFO on every bucket socket), at its
+ * start; the count after its spawns and kills keeps them. */
 static void take_snapshot(server_rec *s, int read_queues)
 {
+    pf_generation_t *gen = &retained->gen;
+    pf_snapshot_t *snap = &gen->snapshot;
     int slot, b;
 
     if (read_queues) {
-        pf_bucketset_snapshot(retained->buckets, snapshot.queued, s);
+        pf_bucketset_snapshot(retained->buckets, snap->queued, s);
     }
-    for (b = 0; b < num_buckets; b++) {
-        snapshot.state[b].children = snapshot.state[b].idle = 0;
-        snapshot.state[b].queued = snapshot.queued[b];
-        snapshot.idle[b] = snapshot.busy[b] = snapshot.starting[b] = 0;
-        snapshot.stopping[b] = snapshot.old_generation[b] = 0;
+    for (b = 0; b < gen->num_buckets; b++) {
+        snap->state[b].children = snap->state[b].idle = 0;
+        snap->state[b].queued = snap->queued[b];
+        snap->idle[b] = snap->busy[b] = snap->starting[b] = 0;
+        snap->stopping[b] = snap->old_generation[b] = 0;
     }
-    snapshot.occupied = 0;
+    snap->occupied = 0;
     for (slot = 0; slot < retained->children->used; slot++) {
         const pf_child_t *cs = &retained->children->slot[slot];
         /* Written by the child: only ever compared with constants. */
@@ -1014,31 +974,31 @@ static void take_snapshot(server_rec *s, int read_queues)
         if (cs->pid == 0) {
             continue;
         }
-        snapshot.occupied++;
+        snap->occupied++;
         b = bucket_of(cs);
-        if (b < 0 || b >= num_buckets) {
+        if (b < 0) {
             continue;
         }
         if (cs->generation != retained->mpm->my_generation) {
-            snapshot.old_generation[b]++;
-            snapshot.stopping[b]++;
+            snap->old_generation[b]++;
+            snap->stopping[b]++;
             continue;
         }
         if (cs->stopping) {
-            snapshot.stopping[b]++;
+            snap->stopping[b]++;
             continue;
         }
-        snapshot.state[b].children++;
+        snap->state[b].children++;
         if (status == SERVER_STARTING) {
-            snapshot.starting[b]++;
-            snapshot.state[b].idle++;
+            snap->starting[b]++;
+            snap->state[b].idle++;
         }
         else if (status == SERVER_READY) {
-            snapshot.idle[b]++;
-            snapshot.state[b].idle++;
+            snap->idle[b]++;
+            snap->state[b].idle++;
         }
         else {
-            snapshot.busy[b]++;
+            snap->busy[b]++;
         }
     }
     /* Right after the children's states: both figures of one instant. */
@@ -1047,19 +1007,20 @@ static void take_snapshot(server_rec *s, int read_queues)
 
 static void publish_snapshot(void)
 {
+    pf_snapshot_t *snap = &retained->gen.snapshot;
     pf_bucketset_figures_t figures;
     int b;
 
     pf_children_publish(retained->children);
-    for (b = 0; b < num_buckets; b++) {
-        snapshot.live[b] = snapshot.state[b].children;
+    for (b = 0; b < retained->gen.num_buckets; b++) {
+        snap->live[b] = snap->state[b].children;
     }
-    figures.children = snapshot.live;
-    figures.idle = snapshot.idle;
-    figures.busy = snapshot.busy;
-    figures.starting = snapshot.starting;
-    figures.stopping = snapshot.stopping;
-    figures.queued = snapshot.queued;
+    figures.children = snap->live;
+    figures.idle = snap->idle;
+    figures.busy = snap->busy;
+    figures.starting = snap->starting;
+    figures.stopping = snap->stopping;
+    figures.queued = snap->queued;
     figures.generation = retained->mpm->my_generation;
     figures.children_table = retained->children;
     pf_bucketset_publish(retained->buckets, &figures);
@@ -1068,10 +1029,11 @@ static void publish_snapshot(void)
 static void log_maintenance_limits(server_rec *s,
                                    const pf_decision_summary_t *summary)
 {
+    const pf_generation_t *gen = &retained->gen;
     int b, leaving = 0;
 
-    for (b = 0; b < num_buckets; b++) {
-        leaving += snapshot.stopping[b];
+    for (b = 0; b < gen->num_buckets; b++) {
+        leaving += gen->snapshot.stopping[b];
     }
     if (summary->at_max_workers && leaving > 0) {
         /* A graceful restart or retirements in progress hold slots for a
@@ -1126,6 +1088,7 @@ static void retire_idle_children(int bucket_index, int count)
  * line gets its closing line once no bucket is. */
 static void end_respawn_episodes(server_rec *s)
 {
+    pf_generation_t *gen = &retained->gen;
     apr_time_t now = apr_time_now();
     int slot, b, paced = 0;
 
@@ -1133,26 +1096,28 @@ static void end_respawn_episodes(server_rec *s)
         const pf_child_t *cs = &retained->children->slot[slot];
 
         b = bucket_of(cs);
-        if (cs->pid != 0 && !cs->stopping && b >= 0 && b < num_buckets
+        if (cs->pid != 0 && !cs->stopping && b >= 0
             && cs->generation == retained->mpm->my_generation) {
-            pf_respawn_note_alive(&respawn[b], cs->started, now);
-            pf_respawn_note_quiet(&respawn[b], now);
+            pf_respawn_note_alive(&gen->respawn[b], cs->started, now);
+            pf_respawn_note_quiet(&gen->respawn[b], now);
         }
     }
-    for (b = 0; b < num_buckets; b++) {
-        paced += pf_respawn_paced(&respawn[b]);
+    for (b = 0; b < gen->num_buckets; b++) {
+        paced += pf_respawn_paced(&gen->respawn[b]);
     }
-    if (paced == 0 && respawn_episode_logged) {
+    if (paced == 0 && gen->respawn_logged) {
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
                      PFBLOGNO(00067) "children live past their first "
                      "second again in every bucket; replacing them at "
                      "once again");
-        respawn_episode_logged = 0;
+        gen->respawn_logged = 0;
     }
 }
 
 static void perform_idle_server_maintenance(server_rec *s)
 {
+    pf_generation_t *gen = &retained->gen;
+    pf_snapshot_t *snap = &gen->snapshot;
     pf_limits_t lim;
     pf_decision_summary_t summary;
     int b, i, n;
@@ -1160,17 +1125,17 @@ static void perform_idle_server_maintenance(server_rec *s)
     end_respawn_episodes(s);
     pf_bucketset_guard(retained->buckets, -1, s);
     take_snapshot(s, 1);
-    pf_count_old_generation(snapshot.state, snapshot.old_generation,
-                            num_buckets);
-    pf_limits_init(&lim, num_buckets, min_spare_servers, max_spare_servers,
-                   max_workers);
-    pf_decide_maintenance(&lim, snapshot.state, snapshot.occupied,
-                          &retained->spawn_rate, snapshot.action,
-                          snapshot.scratch, &summary);
+    pf_count_old_generation(snap->state, snap->old_generation,
+                            gen->num_buckets);
+    pf_limits_init(&lim, gen->num_buckets, min_spare_servers,
+                   max_spare_servers, max_workers);
+    pf_decide_maintenance(&lim, snap->state, snap->occupied,
+                          &retained->spawn_rate, snap->action, snap->scratch,
+                          &summary);
 
-    for (b = 0; b < num_buckets; b++) {
-        if (snapshot.action[b].kill > 0) {
-            retire_idle_children(b, snapshot.action[b].kill);
+    for (b = 0; b < gen->num_buckets; b++) {
+        if (snap->action[b].kill > 0) {
+            retire_idle_children(b, snap->action[b].kill);
         }
     }
     if (summary.rebalanced > 0) {
@@ -1182,10 +1147,10 @@ static void perform_idle_server_maintenance(server_rec *s)
     }
     /* Spawn in the priority order the decision used: starved buckets and
      * buckets with queued connections get the free slots first. */
-    for (i = 0; i < num_buckets; i++) {
-        int bucket_index = snapshot.scratch[i].bucket;
+    for (i = 0; i < gen->num_buckets; i++) {
+        int bucket_index = snap->scratch[i].bucket;
 
-        for (n = 0; n < snapshot.action[bucket_index].spawn; n++) {
+        for (n = 0; n < snap->action[bucket_index].spawn; n++) {
             if (spawn_into_bucket(s, bucket_index, SPAWN_CYCLE) != 0) {
                 break;
             }
@@ -1209,7 +1174,8 @@ static void perform_idle_server_maintenance(server_rec *s)
  * cycle. */
 static void respawn_stranded_buckets(server_rec *s)
 {
-    int *live = snapshot.live;
+    int num_buckets = retained->gen.num_buckets;
+    int *live = retained->gen.snapshot.live;
     int slot, b, rv, occupied = 0;
     int stopping = retained->mpm->shutdown_pending
                    || retained->mpm->restart_pending;
@@ -1228,7 +1194,7 @@ static void respawn_stranded_buckets(server_rec *s)
         b = bucket_of(cs);
         if (!cs->stopping
             && cs->generation == retained->mpm->my_generation
-            && b >= 0 && b < num_buckets) {
+            && b >= 0) {
             live[b]++;
         }
     }
@@ -1274,18 +1240,19 @@ static const char *describe_exit(apr_pool_t *p, apr_exit_why_e why,
 static void pace_after_exit(server_rec *s, const pf_child_t *child,
                             int b, int slot, apr_exit_why_e why, int status)
 {
+    pf_generation_t *gen = &retained->gen;
     apr_time_t now = apr_time_now();
     pf_exit_kind_e kind;
 
-    if (respawn == NULL || b < 0 || b >= num_buckets
+    if (gen->respawn == NULL || b < 0 || b >= gen->num_buckets
         || child->generation != retained->mpm->my_generation) {
         return;
     }
     kind = pf_classify_exit(now - child->started, child->stopping,
                             why == APR_PROC_EXIT && status == 0,
                             ap_max_requests_per_child > 0);
-    if (pf_respawn_note_exit(&respawn[b], kind, child->started, now)
-        && !respawn_episode_logged) {
+    if (pf_respawn_note_exit(&gen->respawn[b], kind, child->started, now)
+        && !gen->respawn_logged) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      PFBLOGNO(00066) "children of bucket %d (%s) keep "
                      "leaving within a second of starting (the last: pid %"
@@ -1293,10 +1260,10 @@ static void pace_after_exit(server_rec *s, const pf_child_t *child,
                      "forking their replacements at maintenance only, "
                      "waiting from 1 s doubling up to %d s between forks "
                      "into a bucket, until a new child lives a second",
-                     b, buckets[b].address, child->pid, slot,
+                     b, gen->bucket[b].address, child->pid, slot,
                      describe_exit(pconf, why, status),
                      (int)(PF_RESPAWN_MAX_DELAY_US / APR_USEC_PER_SEC));
-        respawn_episode_logged = 1;
+        gen->respawn_logged = 1;
     }
 }
 
@@ -1376,7 +1343,7 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
     /* A child that leaves may have been driven out by what a sibling did
      * to the socket they share (shutdown() makes every accept() fail):
      * its bucket's socket is put right before anything is forked. */
-    if (bucket_index >= 0 && bucket_index < num_buckets) {
+    if (bucket_index >= 0 && bucket_index < retained->gen.num_buckets) {
         pf_bucketset_guard(retained->buckets, bucket_index, s);
     }
     if (gen != retained->mpm->my_generation) {
@@ -1656,11 +1623,10 @@ static int build_generation(apr_pool_t *p, server_rec *s, int startup)
     cfg.cpu_affinity = bucket_cpu_affinity;
     cfg.generation = retained->mpm->my_generation;
     cfg.children = retained->children;
-    if (pf_bucketset_build(retained->buckets, &cfg, p, s, &generation_plan)
+    if (pf_bucketset_build(retained->buckets, &cfg, p, s)
         != APR_SUCCESS) {
         return !OK;
     }
-    buckets = pf_bucketset_buckets(retained->buckets, &num_buckets);
     return OK;
 }
 
@@ -1701,7 +1667,6 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
 
     pf_bucketset_steer(retained->buckets, steering_wanted,
                        bucket_cpu_affinity, pconf, s);
-    snapshot_alloc(pconf);
     startup_children(s);
     /* The new generation is accepting; now let the old one go, so that
      * no bucket is ever left without a child. */
@@ -1716,8 +1681,9 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
     ap_log_command_line(plog, s);
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
                  PFBLOGNO(00018) "Accept mutex: %s (default: %s)",
-                 buckets[0].mutex ? apr_proc_mutex_name(buckets[0].mutex)
-                                  : "none",
+                 retained->gen.bucket[0].mutex
+                     ? apr_proc_mutex_name(retained->gen.bucket[0].mutex)
+                     : "none",
                  apr_proc_mutex_defname());
     retained->mpm->mpm_state = AP_MPMQ_RUNNING;
 
@@ -1771,7 +1737,8 @@ static int prefork_open_logs(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
     if (retained->buckets == NULL) {
         retained->buckets = pf_bucketset_create(retained->keep_pool,
                                                 retained->first_server_limit,
-                                                retained->started);
+                                                retained->started,
+                                                &retained->gen);
     }
     if (build_generation(p, s, startup) != OK) {
         return !OK;

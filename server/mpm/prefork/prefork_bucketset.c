@@ -54,7 +54,6 @@ typedef struct {
     const char *listener;       /* NULL: the single bucket of every Listen */
     int shard;
     int used;                   /* the record belongs to this identity */
-    int position;               /* bucket number now, -1 if not in use */
     apr_pool_t *dup_pool;       /* holds the duplicate socket below */
     apr_socket_t *dup;          /* shard > 0: kept for the server's life */
     apr_uint64_t retired;       /* accepted by its children that exited */
@@ -83,17 +82,9 @@ struct pf_bucketset_s {
     pfb_bucket_t *records;
     pfb_slot_t *seg_slots;
 
-    /* The current generation (arrays from its pconf). */
-    pf_bucket_t *buckets;
-    int num_buckets;
+    /* The generation it builds: the parent's, in its retained data. */
+    pf_generation_t *gen;
     int num_listeners;
-    pf_bucket_plan_t plan;
-    int planned;
-    int layout;                 /* the generation whose build made bucket
-                                   numbers mean what they mean now */
-    int *layout_records;        /* per bucket number: its record; kept
-                                   here, not in pconf or the segment, for
-                                   the next restart to compare with */
     int *backlog;               /* per bucket: the accept queues' limits, as
                                    the last snapshot read them */
     int *waiting;               /* scratch: per bucket */
@@ -101,8 +92,6 @@ struct pf_bucketset_s {
                                    for it still alive */
     apr_int64_t *steer_idle;    /* idle steering's counts, read beside the
                                    scoreboard (pf_bucketset_note_idle) */
-    apr_socket_t **sockets;     /* per bucket: its socket, for steering */
-    const char **names;         /* per bucket: its address, for steering */
 
     pf_steer_t *steer;          /* ListenBucketSteering */
     pf_guard_book_t *book;      /* each socket as the parent opened it */
@@ -131,7 +120,7 @@ struct pf_bucketset_s {
 /* Creation and the segment                                            */
 
 pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
-                                    apr_time_t started)
+                                    apr_time_t started, pf_generation_t *gen)
 {
     pf_bucketset_t *bs = apr_pcalloc(pool, sizeof(*bs));
     int r;
@@ -145,11 +134,15 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
     bs->num_records = 2 * num_slots + 1;
     bs->ids = apr_pcalloc(pool, sizeof(identity_t)
                                     * (apr_size_t)bs->num_records);
+    gen->num_records = bs->num_records;
+    gen->record = apr_pcalloc(pool, sizeof(int)
+                                        * (apr_size_t)bs->num_records);
+    gen->position = apr_palloc(pool, sizeof(int)
+                                         * (apr_size_t)bs->num_records);
     for (r = 0; r < bs->num_records; r++) {
-        bs->ids[r].position = -1;
+        gen->position[r] = -1;
     }
-    bs->layout_records = apr_pcalloc(pool, sizeof(int)
-                                               * (apr_size_t)bs->num_records);
+    bs->gen = gen;
     bs->held = apr_pcalloc(pool, sizeof(int) * (apr_size_t)bs->num_records);
     bs->started = started;
     bs->steer = pf_steer_create(pool);
@@ -207,19 +200,6 @@ pfb_slot_t *pf_bucketset_slots(pf_bucketset_t *bs)
     return bs->seg_slots;
 }
 
-pf_bucket_t *pf_bucketset_buckets(pf_bucketset_t *bs, int *num_buckets)
-{
-    *num_buckets = bs->num_buckets;
-    return bs->buckets;
-}
-
-int pf_bucketset_position(const pf_bucketset_t *bs, int record)
-{
-    if (record < 0 || record >= bs->num_records || !bs->ids[record].used) {
-        return -1;
-    }
-    return bs->ids[record].position;
-}
 
 /* ------------------------------------------------------------------ */
 /* Identities                                                          */
@@ -259,7 +239,7 @@ static int new_identity(pf_bucketset_t *bs, const pf_identity_t *id)
         for (r = 0; r < bs->num_records && pick < 0; r++) {
             identity_t *rec = &bs->ids[r];
 
-            if (rec->position >= 0) {
+            if (bs->gen->position[r] >= 0) {
                 continue;
             }
             if ((pass == 0 && !rec->used)
@@ -275,7 +255,6 @@ static int new_identity(pf_bucketset_t *bs, const pf_identity_t *id)
         apr_pool_destroy(bs->ids[pick].dup_pool);
     }
     memset(&bs->ids[pick], 0, sizeof(identity_t));
-    bs->ids[pick].position = -1;
     /* Only new identities allocate from the long-lived pool: restarts
      * that keep their Listens make it grow by nothing. */
     bs->ids[pick].listener = id->listener ? apr_pstrdup(bs->pool,
@@ -374,10 +353,10 @@ static apr_status_t open_buckets(pf_bucketset_t *bs,
     apr_status_t rv;
 
     for (r = 0; r < bs->num_records; r++) {
-        bs->ids[r].position = -1;
+        bs->gen->position[r] = -1;
     }
     for (b = 0; b < out->plan.num_buckets; b++) {
-        pf_bucket_t *bucket = &bs->buckets[b];
+        pf_bucket_t *bucket = &bs->gen->bucket[b];
         ap_listen_rec *lr;
         apr_socket_t *sd;
 
@@ -388,8 +367,8 @@ static apr_status_t open_buckets(pf_bucketset_t *bs,
                          "for bucket %d", b);
             return APR_ENOSPC;
         }
-        bs->ids[r].position = b;
-        bucket->record = r;
+        bs->gen->position[r] = b;
+        bs->gen->record[b] = r;
         if (out->listener[b] < 0) {
             /* Single mode: every Listen in one bucket. */
             bucket->listeners = ap_listeners;
@@ -436,12 +415,12 @@ static apr_status_t create_accept_mutexes(pf_bucketset_t *bs,
     int b;
     apr_status_t rv;
 
-    for (b = 0; b < bs->num_buckets; b++) {
-        bs->buckets[b].mutex = NULL;
-        if (bs->buckets[b].num_listeners < 2) {
+    for (b = 0; b < bs->gen->num_buckets; b++) {
+        bs->gen->bucket[b].mutex = NULL;
+        if (bs->gen->bucket[b].num_listeners < 2) {
             continue;
         }
-        rv = ap_proc_mutex_create(&bs->buckets[b].mutex, NULL,
+        rv = ap_proc_mutex_create(&bs->gen->bucket[b].mutex, NULL,
                                   AP_ACCEPT_MUTEX_TYPE, apr_itoa(pconf, b), s,
                                   pconf, 0);
         if (rv != APR_SUCCESS) {
@@ -484,7 +463,8 @@ static int *count_children(pf_bucketset_t *bs, const pf_children_t *c,
     int *per_old_bucket, slot, b;
 
     per_old_bucket = apr_pcalloc(p, sizeof(int)
-                                        * (apr_size_t)(bs->num_buckets + 1));
+                                        * (apr_size_t)(bs->gen->num_buckets
+                                                       + 1));
     memset(bs->held, 0, sizeof(int) * (apr_size_t)bs->num_records);
     for (slot = 0; c != NULL && slot < c->used; slot++) {
         const pf_child_t *child = &c->slot[slot];
@@ -494,8 +474,8 @@ static int *count_children(pf_bucketset_t *bs, const pf_children_t *c,
             continue;
         }
         bs->held[child->record]++;
-        b = pf_bucketset_position(bs, child->record);
-        if (!child->stopping && b >= 0 && b < bs->num_buckets) {
+        b = pf_generation_bucket_of(bs->gen, child->record);
+        if (!child->stopping && b >= 0) {
             per_old_bucket[b]++;
         }
     }
@@ -509,9 +489,10 @@ static pf_identity_t *old_identities(pf_bucketset_t *bs, apr_pool_t *p)
     pf_identity_t *old;
     int b;
 
-    old = apr_pcalloc(p, sizeof(*old) * (apr_size_t)(bs->num_buckets + 1));
-    for (b = 0; b < bs->num_buckets; b++) {
-        identity_t *rec = &bs->ids[bs->layout_records[b]];
+    old = apr_pcalloc(p, sizeof(*old)
+                             * (apr_size_t)(bs->gen->num_buckets + 1));
+    for (b = 0; b < bs->gen->num_buckets; b++) {
+        identity_t *rec = &bs->ids[bs->gen->record[b]];
 
         old[b].listener = rec->listener;
         old[b].shard = rec->shard;
@@ -545,40 +526,40 @@ static void write_records(pf_bucketset_t *bs)
         if (!rec->used) {
             continue;
         }
-        f->position = rec->position;
+        f->position = bs->gen->position[r];
         f->shard = rec->shard;
         f->retired = rec->retired;
         apr_cpystrn(f->listener, rec->listener ? rec->listener
-                                               : bs->buckets[0].address,
+                                               : bs->gen->bucket[0].address,
                     sizeof(f->listener));
     }
-    for (b = 0; b < bs->num_buckets; b++) {
-        bs->table[b] = bs->buckets[b].record;
+    for (b = 0; b < bs->gen->num_buckets; b++) {
+        bs->table[b] = bs->gen->record[b];
     }
 }
 
 /* Notes this generation's layout in the parent's copy of the header. */
-static void write_layout(pf_bucketset_t *bs, const pf_bucketset_config_t *cfg)
+static void write_layout(pf_bucketset_t *bs, const pf_bucketset_config_t *cfg,
+                         const int *old_records, int num_old)
 {
     pfb_shm_t *h = &bs->header_copy;
-    int b, changed = bs->num_buckets != (int)h->num_buckets;
+    int b, changed = bs->gen->num_buckets != num_old;
 
-    for (b = 0; b < bs->num_buckets; b++) {
-        changed |= bs->layout_records[b] != bs->buckets[b].record;
-        bs->layout_records[b] = bs->buckets[b].record;
+    for (b = 0; b < bs->gen->num_buckets && !changed; b++) {
+        changed = old_records[b] != bs->gen->record[b];
     }
     if (changed) {
         /* Bucket numbers now name other identities: idle counts kept by
          * bucket number start again, and only children of this generation
          * and later count in them. */
-        bs->layout = cfg->generation;
+        bs->gen->layout = cfg->generation;
     }
     write_records(bs);
-    h->num_buckets = (apr_uint32_t)bs->num_buckets;
+    h->num_buckets = (apr_uint32_t)bs->gen->num_buckets;
     h->num_listeners = (apr_uint32_t)bs->num_listeners;
-    h->mode = bs->plan.mode;
-    h->reason = bs->plan.reason;
-    h->buckets_per_listen = bs->plan.buckets_per_listen;
+    h->mode = bs->gen->plan.mode;
+    h->reason = bs->gen->plan.reason;
+    h->buckets_per_listen = bs->gen->plan.buckets_per_listen;
     h->so_reuseport = bs->reuseport_usable;
     h->cpus_online = bs->cpus.online;
     h->cpus_affinity = bs->cpus.affinity;
@@ -607,16 +588,16 @@ static apr_status_t plan_and_open(pf_bucketset_t *bs, pf_generation_in_t *in,
     if (nb < 1) {
         return APR_EINVAL;
     }
-    bs->buckets = apr_pcalloc(pconf, sizeof(pf_bucket_t) * (apr_size_t)nb);
-    bs->num_buckets = nb;
-    bs->plan = out->plan;
+    bs->gen->bucket = apr_pcalloc(pconf, sizeof(pf_bucket_t) * (apr_size_t)nb);
+    bs->gen->num_buckets = nb;
+    bs->gen->plan = out->plan;
     if (open_buckets(bs, out, pconf, s) != APR_SUCCESS) {
         return APR_EGENERAL;
     }
     /* Duplicates that no bucket of this generation wants: a Listen
      * removed, or fewer buckets after a full restart. */
     for (r = 0; r < bs->num_records; r++) {
-        if (bs->ids[r].position < 0) {
+        if (bs->gen->position[r] < 0) {
             drop_duplicate(&bs->ids[r]);
         }
     }
@@ -644,7 +625,8 @@ static void log_warm_buckets(const pf_bucketset_t *bs, int startup,
                      "Listen, %d in all; raise MinSpareServers for more",
                      cfg->ratio, bs->warm.asked, steering,
                      cfg->min_spare_servers, bs->warm.limit,
-                     bs->plan.buckets_per_listen, bs->plan.num_buckets);
+                     bs->gen->plan.buckets_per_listen,
+                     bs->gen->plan.num_buckets);
     }
     if (bs->warm.starved) {
         per_listen = cfg->min_spare_servers / bs->num_listeners;
@@ -659,8 +641,9 @@ static void log_warm_buckets(const pf_bucketset_t *bs, int startup,
                      "MinSpareServers to at least %d, lower ListenBuckets to "
                      "%d, or use ListenBucketSteering idle",
                      startup ? "WARNING: " : "", cfg->explicit_buckets,
-                     bs->plan.num_buckets, steering, cfg->min_spare_servers,
-                     bs->plan.num_buckets, per_listen > 0 ? per_listen : 1);
+                     bs->gen->plan.num_buckets, steering,
+                     cfg->min_spare_servers, bs->gen->plan.num_buckets,
+                     per_listen > 0 ? per_listen : 1);
     }
 }
 
@@ -668,7 +651,7 @@ static void log_warm_buckets(const pf_bucketset_t *bs, int startup,
 static void log_bucket_count(const pf_bucketset_t *bs, server_rec *s)
 {
     const pf_bucketset_config_t *cfg = &bs->built_from;
-    const pf_bucket_plan_t *plan = &bs->plan;
+    const pf_bucket_plan_t *plan = &bs->gen->plan;
     int explicit_buckets = cfg->explicit_buckets > 0 ? cfg->explicit_buckets
                                                      : 0;
 
@@ -731,7 +714,7 @@ static void log_bucket_count(const pf_bucketset_t *bs, server_rec *s)
 void pf_bucketset_log_plan(const pf_bucketset_t *bs, int startup,
                            server_rec *s)
 {
-    if (!bs->planned) {
+    if (bs->gen->num_buckets == 0) {
         return;
     }
     if (bs->duplicate_failed && !startup) {
@@ -746,14 +729,40 @@ void pf_bucketset_log_plan(const pf_bucketset_t *bs, int startup,
     }
 }
 
+/* The per-bucket state a new generation starts with: each bucket's
+ * target from the plan, respawn pacing started afresh (a restart is the
+ * admin's), and room for the maintenance cycle's figures. */
+static void start_generation(pf_generation_t *gen,
+                             const pf_generation_out_t *out, apr_pool_t *p)
+{
+    pf_snapshot_t *snap = &gen->snapshot;
+    apr_size_t n = (apr_size_t)gen->num_buckets;
+
+    gen->target = out->target;
+    gen->respawn = apr_pcalloc(p, n * sizeof(*gen->respawn));
+    gen->respawn_logged = 0;
+    snap->state = apr_pcalloc(p, n * sizeof(*snap->state));
+    snap->action = apr_pcalloc(p, n * sizeof(*snap->action));
+    snap->scratch = apr_pcalloc(p, n * sizeof(*snap->scratch));
+    snap->idle = apr_pcalloc(p, n * sizeof(int));
+    snap->busy = apr_pcalloc(p, n * sizeof(int));
+    snap->starting = apr_pcalloc(p, n * sizeof(int));
+    snap->stopping = apr_pcalloc(p, n * sizeof(int));
+    snap->queued = apr_pcalloc(p, n * sizeof(int));
+    snap->live = apr_pcalloc(p, n * sizeof(int));
+    snap->old_generation = apr_pcalloc(p, n * sizeof(int));
+    snap->occupied = 0;
+}
+
 apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
                                 const pf_bucketset_config_t *cfg,
-                                apr_pool_t *pconf, server_rec *s,
-                                pf_generation_out_t *out)
+                                apr_pool_t *pconf, server_rec *s)
 {
     pf_generation_in_t in;
+    pf_generation_out_t out;
     pf_plan_in_t count;
     apr_status_t rv;
+    int *old_records, num_old = bs->gen->num_buckets;
 
     if (bs->header == NULL && create_segment(bs, s) != APR_SUCCESS) {
         return APR_EGENERAL;
@@ -792,41 +801,40 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
     bs->built_from = *cfg;
     bs->built_from.children = NULL;
     bs->duplicate_failed = 0;
-    in.previous = bs->planned ? &bs->plan : NULL;
-    in.num_old = bs->planned ? bs->num_buckets : 0;
+    in.previous = num_old > 0 ? &bs->gen->plan : NULL;
+    in.num_old = num_old;
     in.old = old_identities(bs, pconf);
     in.old_children = count_children(bs, cfg->children, pconf);
-    rv = plan_and_open(bs, &in, pconf, s, out);
-    if (rv == APR_EGENERAL && out->plan.mode == PFB_MODE_REUSEPORT) {
+    old_records = apr_pmemdup(pconf, bs->gen->record,
+                              sizeof(int) * (apr_size_t)(num_old + 1));
+    rv = plan_and_open(bs, &in, pconf, s, &out);
+    if (rv == APR_EGENERAL && out.plan.mode == PFB_MODE_REUSEPORT) {
         /* The kernel refused a duplicate (another user's socket on the
          * port, or an exotic listener): one bucket per Listen rather than
          * not at all. */
         bs->duplicate_failed = 1;
         pf_plan_per_listen_fallback(in.num_listeners, &in.wanted);
         in.how = PF_RESTART_FULL;
-        rv = plan_and_open(bs, &in, pconf, s, out);
+        rv = plan_and_open(bs, &in, pconf, s, &out);
     }
     if (rv != APR_SUCCESS) {
         return rv;
     }
     pf_guard_book_end(bs->book);
-    bs->planned = 1;
-    bs->change_deferred = out->change_deferred;
+    bs->change_deferred = out.change_deferred;
     rv = create_accept_mutexes(bs, pconf, s);
     if (rv != APR_SUCCESS) {
         return rv;
     }
+    start_generation(bs->gen, &out, pconf);
     bs->backlog = apr_pcalloc(pconf, sizeof(int)
-                                         * (apr_size_t)bs->num_buckets);
+                                         * (apr_size_t)bs->gen->num_buckets);
     bs->waiting = apr_pcalloc(pconf, sizeof(int)
-                                         * (apr_size_t)bs->num_buckets);
-    bs->steer_idle = apr_pcalloc(pconf, sizeof(apr_int64_t)
-                                            * (apr_size_t)bs->num_buckets);
-    bs->sockets = apr_pcalloc(pconf, sizeof(apr_socket_t *)
-                                         * (apr_size_t)bs->num_buckets);
-    bs->names = apr_pcalloc(pconf, sizeof(char *)
-                                       * (apr_size_t)bs->num_buckets);
-    write_layout(bs, cfg);
+                                         * (apr_size_t)bs->gen->num_buckets);
+    bs->steer_idle = apr_pcalloc(pconf,
+                                 sizeof(apr_int64_t)
+                                     * (apr_size_t)bs->gen->num_buckets);
+    write_layout(bs, cfg, old_records, num_old);
     return APR_SUCCESS;
 }
 
@@ -854,9 +862,8 @@ void pf_bucketset_child_gone(pf_bucketset_t *bs, int slot,
     /* A child that died while counted as waiting in accept() is never
      * advertised as idle: its count goes now, if it was made in the
      * bucket numbering in force (where its bucket is its identity's). */
-    b = id->position;
-    if (f->waiting != 0 && child->generation >= bs->layout && b >= 0
-        && b < bs->num_buckets) {
+    b = pf_generation_bucket_of(bs->gen, r);
+    if (f->waiting != 0 && child->generation >= bs->gen->layout && b >= 0) {
         pf_steer_child_gone(bs->steer, b);
     }
 }
@@ -872,7 +879,7 @@ static int bucket_queue(const pf_bucketset_t *bs, int b, int *backlog)
     int depth, limit, queued = 0;
 
     *backlog = 0;
-    for (lr = bs->buckets[b].listeners; lr; lr = lr->next) {
+    for (lr = bs->gen->bucket[b].listeners; lr; lr = lr->next) {
         if (pf_os_listener_queue(lr->sd, &depth, &limit) == APR_SUCCESS) {
             queued += depth;
             *backlog += limit;
@@ -886,7 +893,7 @@ void pf_bucketset_note_idle(pf_bucketset_t *bs)
     pf_steer_figures_t steer;
     int b;
 
-    for (b = 0; b < bs->num_buckets; b++) {
+    for (b = 0; b < bs->gen->num_buckets; b++) {
         bs->steer_idle[b] = pf_steer_figures(bs->steer, b, &steer)
                                 ? steer.idle
                                 : 0;
@@ -898,28 +905,9 @@ void pf_bucketset_snapshot(pf_bucketset_t *bs, int *queued, server_rec *s)
     int b;
 
     (void)s;
-    for (b = 0; b < bs->num_buckets; b++) {
+    for (b = 0; b < bs->gen->num_buckets; b++) {
         queued[b] = bucket_queue(bs, b, &bs->backlog[b]);
     }
-}
-
-/* The generation's buckets as steering sees them, with the sockets in
- * force now. */
-static void steering_view(pf_bucketset_t *bs, pf_steer_buckets_t *view)
-{
-    int b;
-
-    for (b = 0; b < bs->num_buckets; b++) {
-        bs->sockets[b] = bs->buckets[b].listeners->sd;
-        bs->names[b] = bs->buckets[b].address;
-    }
-    view->num_buckets = bs->num_buckets;
-    view->per_listen = bs->plan.buckets_per_listen;
-    view->reuseport = bs->plan.mode == PFB_MODE_REUSEPORT;
-    view->mode_name = pfb_mode_name(bs->plan.mode);
-    view->sockets = bs->sockets;
-    view->names = bs->names;
-    view->layout = bs->layout;
 }
 
 /* Once per cycle: steering puts its programs and map entries back, and
@@ -928,28 +916,25 @@ static void steering_view(pf_bucketset_t *bs, pf_steer_buckets_t *view)
 static void steering_cycle(pf_bucketset_t *bs, const pf_children_t *c,
                            const int *queued)
 {
-    pf_steer_buckets_t view;
     pf_steer_observation_t obs;
     int slot, b;
 
-    memset(bs->waiting, 0, sizeof(int) * (apr_size_t)bs->num_buckets);
+    memset(bs->waiting, 0, sizeof(int) * (apr_size_t)bs->gen->num_buckets);
     for (slot = 0; slot < c->used && slot < bs->num_slots; slot++) {
         const pf_child_t *child = &c->slot[slot];
 
-        if (child->pid == 0 || child->generation < bs->layout) {
+        if (child->pid == 0 || child->generation < bs->gen->layout) {
             continue;
         }
-        b = pf_bucketset_position(bs, child->record);
-        if (b >= 0 && b < bs->num_buckets
-            && bs->seg_slots[slot].f.waiting != 0) {
+        b = pf_generation_bucket_of(bs->gen, child->record);
+        if (b >= 0 && bs->seg_slots[slot].f.waiting != 0) {
             bs->waiting[b]++;
         }
     }
-    steering_view(bs, &view);
     obs.waiting = bs->waiting;
     obs.queued = queued;
     obs.now = apr_time_now();
-    pf_steer_cycle(bs->steer, &view, &obs, ap_server_conf);
+    pf_steer_cycle(bs->steer, bs->gen, &obs, ap_server_conf);
 }
 
 /* Connections each identity's children have accepted: those of children
@@ -960,22 +945,22 @@ static void count_accepted(pf_bucketset_t *bs, const pf_children_t *c)
 {
     int slot, b;
 
-    for (b = 0; b < bs->num_buckets; b++) {
-        int r = bs->buckets[b].record;
+    for (b = 0; b < bs->gen->num_buckets; b++) {
+        int r = bs->gen->record[b];
 
         bs->ids[r].accepted = bs->ids[r].retired;
     }
     for (slot = 0; slot < c->used && slot < bs->num_slots; slot++) {
         int r = c->slot[slot].pid != 0 ? c->slot[slot].record : -1;
 
-        if (pf_bucketset_position(bs, r) >= 0) {
+        if (pf_generation_bucket_of(bs->gen, r) >= 0) {
             bs->ids[r].accepted = pfb_add_saturated(
                 bs->ids[r].accepted,
                 apr_atomic_read64(&bs->seg_slots[slot].f.accepted));
         }
     }
-    for (b = 0; b < bs->num_buckets; b++) {
-        int r = bs->buckets[b].record;
+    for (b = 0; b < bs->gen->num_buckets; b++) {
+        int r = bs->gen->record[b];
 
         bs->records[r].f.accepted = bs->ids[r].accepted;
     }
@@ -993,8 +978,8 @@ void pf_bucketset_publish(pf_bucketset_t *bs,
     write_records(bs);
     count_accepted(bs, fig->children_table);
     steering_cycle(bs, fig->children_table, fig->queued);
-    for (b = 0; b < bs->num_buckets; b++) {
-        int r = bs->buckets[b].record;
+    for (b = 0; b < bs->gen->num_buckets; b++) {
+        int r = bs->gen->record[b];
         pfb_bucket_fields_t *f = &bs->records[r].f;
         identity_t *id = &bs->ids[r];
         pf_steer_figures_t steer;
@@ -1052,17 +1037,17 @@ int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket,
     /* A child holds only its own bucket's sockets, as httpd's children
      * do: it can reach nothing it does not use, and which bucket it
      * serves can be seen from outside in /proc/PID/fd. */
-    for (b = 0; b < bs->num_buckets; b++) {
+    for (b = 0; b < bs->gen->num_buckets; b++) {
         if (b == bucket) {
             continue;
         }
-        for (lr = bs->buckets[b].listeners; lr; lr = lr->next) {
+        for (lr = bs->gen->bucket[b].listeners; lr; lr = lr->next) {
             close_in_child(lr->sd);
         }
     }
-    if (bucket >= 0 && bucket < bs->num_buckets && room > 0) {
+    if (bucket >= 0 && bucket < bs->gen->num_buckets && room > 0) {
         own = apr_palloc(bs->pool, sizeof(*own) * (apr_size_t)room);
-        for (lr = bs->buckets[bucket].listeners; lr && n < room;
+        for (lr = bs->gen->bucket[bucket].listeners; lr && n < room;
              lr = lr->next) {
             own[n++] = lr->sd;
         }
@@ -1102,7 +1087,7 @@ static void log_guard(pf_bucketset_t *bs, int b, int found, int unfixed,
                       pf_sockopt_set_t options, pf_sockopt_set_t options_left,
                       server_rec *s)
 {
-    identity_t *rec = &bs->ids[bs->buckets[b].record];
+    identity_t *rec = &bs->ids[bs->gen->record[b]];
     char what[768], left[768], names[512];
 
     if ((found & ~rec->guard_logged) == 0
@@ -1117,7 +1102,7 @@ static void log_guard(pf_bucketset_t *bs, int b, int found, int unfixed,
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      PFBLOGNO(00060) "bucket %d (%s): a child changed the "
                      "listening socket it shares (%s); put back as the "
-                     "parent had it", b, bs->buckets[b].address, what);
+                     "parent had it", b, bs->gen->bucket[b].address, what);
         return;
     }
     pf_sockopts_describe(options_left, names, sizeof(names));
@@ -1127,15 +1112,15 @@ static void log_guard(pf_bucketset_t *bs, int b, int found, int unfixed,
                  PFBLOGNO(00061) "bucket %d (%s): a child changed the "
                  "listening socket it shares (%s); could not put back: %s; "
                  "the parent tries again at every maintenance cycle",
-                 b, bs->buckets[b].address, what, left);
+                 b, bs->gen->bucket[b].address, what, left);
 }
 
 /* Returns whether a socket of the bucket listens again (in place or
  * replaced): it left its reuseport group's socket map when it stopped. */
 static int guard_bucket(pf_bucketset_t *bs, int b, server_rec *s)
 {
-    pf_bucket_t *bucket = &bs->buckets[b];
-    identity_t *rec = &bs->ids[bucket->record];
+    pf_bucket_t *bucket = &bs->gen->bucket[b];
+    identity_t *rec = &bs->ids[bs->gen->record[b]];
     pf_sockopt_set_t options = 0, options_left = 0;
     pf_guard_want_t want;
     pf_guard_found_t got;
@@ -1144,7 +1129,7 @@ static int guard_bucket(pf_bucketset_t *bs, int b, server_rec *s)
 
     want.backlog = 0;           /* each socket's own, from the book */
     want.nonblock = bucket->num_listeners > 1;
-    want.reuseport = bs->plan.mode == PFB_MODE_REUSEPORT;
+    want.reuseport = bs->gen->plan.mode == PFB_MODE_REUSEPORT;
     want.keep_filter = bs->refusing_new;
     for (lr = bucket->listeners; lr; lr = lr->next) {
         pf_guard_socket(bs->book, lr->sd, lr->bind_addr, &want, &got);
@@ -1165,13 +1150,12 @@ static int guard_bucket(pf_bucketset_t *bs, int b, server_rec *s)
 
 void pf_bucketset_guard(pf_bucketset_t *bs, int bucket, server_rec *s)
 {
-    pf_steer_buckets_t view;
     int b, relistened = 0;
 
-    if (bucket >= bs->num_buckets) {
+    if (bucket >= bs->gen->num_buckets) {
         return;
     }
-    for (b = bucket < 0 ? 0 : bucket; b < bs->num_buckets; b++) {
+    for (b = bucket < 0 ? 0 : bucket; b < bs->gen->num_buckets; b++) {
         relistened |= guard_bucket(bs, b, s);
         if (bucket >= 0) {
             break;
@@ -1181,8 +1165,7 @@ void pf_bucketset_guard(pf_bucketset_t *bs, int bucket, server_rec *s)
         /* The kernel took a socket that stopped listening out of the
          * steering's socket map; until it is back under its bucket
          * number, the connections steered there go to the others. */
-        steering_view(bs, &view);
-        pf_steer_refill(bs->steer, &view, s);
+        pf_steer_refill(bs->steer, bs->gen, s);
     }
 }
 
@@ -1194,7 +1177,7 @@ int pf_bucketset_queued_total(pf_bucketset_t *bs)
     int b, backlog, total = 0;
 
     /* Read only: the cycle's figures stay as the cycle took them. */
-    for (b = 0; b < bs->num_buckets; b++) {
+    for (b = 0; b < bs->gen->num_buckets; b++) {
         total += bucket_queue(bs, b, &backlog);
     }
     return total;
@@ -1211,8 +1194,8 @@ apr_status_t pf_bucketset_refuse_new(pf_bucketset_t *bs, server_rec *s)
     int b;
 
     bs->refusing_new = 1;
-    for (b = 0; b < bs->num_buckets && rv == APR_SUCCESS; b++) {
-        for (lr = bs->buckets[b].listeners; lr && rv == APR_SUCCESS;
+    for (b = 0; b < bs->gen->num_buckets && rv == APR_SUCCESS; b++) {
+        for (lr = bs->gen->bucket[b].listeners; lr && rv == APR_SUCCESS;
              lr = lr->next) {
             failed = pf_os_refuse_new_connections(lr->sd);
             if (failed == EPERM) {
@@ -1223,7 +1206,7 @@ apr_status_t pf_bucketset_refuse_new(pf_bucketset_t *bs, server_rec *s)
                              "taking new handshakes while the other "
                              "sockets drain; connections still queued on "
                              "it when it closes are reset",
-                             b, bs->buckets[b].address, lr->bind_addr);
+                             b, bs->gen->bucket[b].address, lr->bind_addr);
             }
             else {
                 rv = failed;
@@ -1249,11 +1232,9 @@ void pf_bucketset_close(pf_bucketset_t *bs)
 int pf_bucketset_steer(pf_bucketset_t *bs, int wanted, int cpu_affinity,
                        apr_pool_t *p, server_rec *s)
 {
-    pf_steer_buckets_t view;
     int active;
 
-    steering_view(bs, &view);
-    active = pf_steer_attach(bs->steer, &view, wanted, cpu_affinity, p, s);
+    active = pf_steer_attach(bs->steer, bs->gen, wanted, cpu_affinity, p, s);
     bs->header_copy.steer_active = active;
     bs->header->steer_active = active;
     return active;

@@ -35,7 +35,7 @@
  *
  *   parent, each generation:  pf_bucketset_build  pf_bucketset_steer
  *   parent, each cycle:       pf_bucketset_snapshot  pf_bucketset_publish
- *   parent, per child:        pf_bucketset_position  pf_bucketset_child_gone
+ *   parent, per child:        pf_bucketset_child_gone
  *   child:                    pf_bucketset_child_init
  *                             pf_bucketset_accept_begin/_end
  *   stop:                     pf_bucketset_refuse_new  pf_bucketset_close
@@ -56,17 +56,9 @@
 
 #include "prefork_buckets.h"
 #include "prefork_children.h"
+#include "prefork_generation.h"
 #include "prefork_policy.h"
 #include "prefork_os.h"
-
-/** One bucket of the current generation. */
-typedef struct {
-    ap_listen_rec *listeners;   /**< its sockets, a private list */
-    int num_listeners;
-    apr_proc_mutex_t *mutex;    /**< only when a child polls several */
-    const char *address;        /**< first listener, for logs */
-    int record;                 /**< its identity's record */
-} pf_bucket_t;
 
 typedef struct pf_bucketset_s pf_bucketset_t;
 
@@ -89,10 +81,11 @@ typedef struct {
 /**
  * Makes the bucket set, once per server, in @a pool (which outlives
  * generations), with room for @a num_slots scoreboard slots (ServerLimit,
- * fixed until the server stops).
+ * fixed until the server stops), to build @a gen at every (re)start: it
+ * gives @a gen its numbering of identities, for the server's life.
  */
 pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
-                                    apr_time_t started);
+                                    apr_time_t started, pf_generation_t *gen);
 
 /**
  * Builds a generation's buckets from ap_listeners: probes SO_REUSEPORT
@@ -100,18 +93,15 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
  * pf_plan_buckets(), decides with pf_plan_generation() what the start or
  * restart keeps, opens the duplicates it needs (falling back to one bucket
  * per Listen if the kernel refuses one), closes those no bucket wants,
- * creates the accept mutex where a child polls several sockets, and writes
- * the layout into the segment (created at the first call).  It logs only
- * errors; pf_bucketset_log_plan() says what it decided.
- *
- * @param out Filled: the plan in force and, per new bucket, its identity,
- *        the old bucket it continues and its target; the arrays are
- *        allocated from @a pconf and live as long as it.
+ * creates the accept mutex where a child polls several sockets, writes
+ * the layout into the segment (created at the first call), and fills the
+ * generation: its buckets and plan, the numbering, each bucket's target,
+ * and fresh per-bucket state for maintenance (arrays from @a pconf).  It
+ * logs only errors; pf_bucketset_log_plan() says what it decided.
  */
 apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
                                 const pf_bucketset_config_t *cfg,
-                                apr_pool_t *pconf, server_rec *s,
-                                pf_generation_out_t *out);
+                                apr_pool_t *pconf, server_rec *s);
 
 /**
  * Logs what the last build decided: the count and why, the fallbacks taken
@@ -124,19 +114,12 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
 void pf_bucketset_log_plan(const pf_bucketset_t *bs, int startup,
                            server_rec *s);
 
-/** The current generation's buckets (valid until the next build). */
-pf_bucket_t *pf_bucketset_buckets(pf_bucketset_t *bs, int *num_buckets);
-
 /** The view status modules read (NULL before the first build). */
 const pfb_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs);
 
 /** The segment's slot records, which the children table publishes
  *  (NULL before the first build). */
 pfb_slot_t *pf_bucketset_slots(pf_bucketset_t *bs);
-
-/** The bucket number now of the identity @a record (a child's, fixed at
- *  its fork), or -1 when that identity is not in use. */
-int pf_bucketset_position(const pf_bucketset_t *bs, int record);
 
 /**
  * Attaches ListenBucketSteering's program to every Listen's group

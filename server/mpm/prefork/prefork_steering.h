@@ -20,8 +20,11 @@
  *        new connection, through a program attached to the Listen's
  *        SO_REUSEPORT group.
  *
- * The bucket set (prefork_bucketset.c) owns the sockets and hands this
- * unit a view of them; this unit owns everything else steering needs for
+ * The bucket set (prefork_bucketset.c) owns the sockets; this unit reads
+ * them from the generation (prefork_generation.h: a bucket of a Listen
+ * with buckets to steer has one socket, bucket l * per_listen + k is
+ * shard k of Listen l, and its layout changes whenever bucket numbers
+ * come to name other sockets), and owns everything else steering needs for
  * the server's life: the socket map, the idle counts, the programs, the
  * CPU layout, and the one log line of each event.  The bucket set calls:
  *
@@ -53,28 +56,10 @@
 #include "apr_time.h"
 #include "httpd.h"
 
+#include "prefork_generation.h"
 #include "prefork_steering_rules.h"
 
 typedef struct pf_steer_s pf_steer_t;
-
-/** A generation's buckets as steering sees them (the bucket set's). */
-typedef struct {
-    int num_buckets;
-    /** Buckets per Listen; bucket l * per_listen + k is shard k of
-     *  Listen l. */
-    int per_listen;
-    /** The buckets are SO_REUSEPORT groups (the bucket set's reuseport
-     *  mode): nothing to steer otherwise. */
-    int reuseport;
-    const char *mode_name;      /**< the bucket set's mode, for logs */
-    /** Per bucket: its one socket, as of now (the bucket set may replace
-     *  one in place; every cycle hands the current ones). */
-    apr_socket_t *const *sockets;
-    /** Per bucket: its address, for logs. */
-    const char *const *names;
-    /** Changes whenever bucket numbers come to name other sockets. */
-    int layout;
-} pf_steer_buckets_t;
 
 /** What the bucket set observed this cycle, for the idle counts. */
 typedef struct {
@@ -110,13 +95,13 @@ apr_status_t pf_steer_probe(int mode, char *why, apr_size_t why_len);
 
 /**
  * Parent (root), before it forks a generation: reads the affinity mask,
- * fills the socket map from @a buckets, loads the program of @a wanted
+ * fills the socket map from @a gen's buckets, loads the program of @a wanted
  * (pfb_steer_e) for every Listen and attaches it, replacing the previous
  * generation's atomically.  On any refusal it falls back to hash, with
  * one WARNING for the server's life.
  * @return the pfb_steer_e in force
  */
-int pf_steer_attach(pf_steer_t *st, const pf_steer_buckets_t *buckets,
+int pf_steer_attach(pf_steer_t *st, const pf_generation_t *gen,
                     int wanted, int cpu_affinity, apr_pool_t *p,
                     server_rec *s);
 
@@ -127,7 +112,7 @@ int pf_steer_attach(pf_steer_t *st, const pf_steer_buckets_t *buckets,
  * idle counts from @a obs.  Cheap: one system call per Listen, two per
  * bucket.
  */
-void pf_steer_cycle(pf_steer_t *st, const pf_steer_buckets_t *buckets,
+void pf_steer_cycle(pf_steer_t *st, const pf_generation_t *gen,
                     const pf_steer_observation_t *obs, server_rec *s);
 
 /**
@@ -135,7 +120,7 @@ void pf_steer_cycle(pf_steer_t *st, const pf_steer_buckets_t *buckets,
  * or replaced): puts it back in the socket map, so that the connections
  * steered to its bucket do not wait for the next cycle.
  */
-void pf_steer_refill(pf_steer_t *st, const pf_steer_buckets_t *buckets,
+void pf_steer_refill(pf_steer_t *st, const pf_generation_t *gen,
                      server_rec *s);
 
 /** The pfb_steer_e in force. */
