@@ -9,7 +9,11 @@
  * child writes start from zero at its fork and are its own after it; a
  * stop is one AP_SIG_GRACEFUL; the reap frees a slot only once its child
  * has exited, and says how it left; the reclaim escalates to SIGKILL for
- * a child that ignores SIGTERM and says so at each step.
+ * a child that ignores SIGTERM and says so at each step.  A cycle's look
+ * at the children counts them in the bucket their identity has now, by
+ * the state each wrote, lists the idle ones highest slot first, sums the
+ * counters they wrote (saturating) and counts their waiting marks only in
+ * the numbering they were forked in.
  */
 
 #include <signal.h>
@@ -110,6 +114,54 @@ static void step(void *baton, int live, int sig)
     ck_assert_int_gt(live, 0);
     ck_assert_int_lt(seen->steps, 8);
     seen->step_signal[seen->steps++] = sig;
+}
+
+/* Two buckets: identity 5 is bucket 0, identity 2 bucket 1; identity 7
+ * is out of use.  The numbering was made in generation 3. */
+#define RECORDS 8
+#define BUCKETS 2
+
+typedef struct {
+    pf_generation_t gen;
+    int record[RECORDS], position[RECORDS];
+    pf_bucket_state_t state[BUCKETS];
+    int idle[BUCKETS], busy[BUCKETS], starting[BUCKETS], stopping[BUCKETS];
+    int old[BUCKETS], head[BUCKETS], next[SLOTS], queued[BUCKETS];
+    int waiting[BUCKETS];
+    apr_time_t lived[BUCKETS];
+    apr_uint64_t accepted[BUCKETS];
+} numbering_t;
+
+static void make_numbering(numbering_t *n)
+{
+    pf_observation_t *obs = &n->gen.obs;
+    int r;
+
+    memset(n, 0, sizeof(*n));
+    for (r = 0; r < RECORDS; r++) {
+        n->position[r] = -1;
+    }
+    n->record[0] = 5;
+    n->record[1] = 2;
+    n->position[5] = 0;
+    n->position[2] = 1;
+    n->gen.record = n->record;
+    n->gen.position = n->position;
+    n->gen.num_records = RECORDS;
+    n->gen.num_buckets = BUCKETS;
+    n->gen.layout = 3;
+    obs->state = n->state;
+    obs->idle = n->idle;
+    obs->busy = n->busy;
+    obs->starting = n->starting;
+    obs->stopping = n->stopping;
+    obs->old_generation = n->old;
+    obs->idle_head = n->head;
+    obs->idle_next = n->next;
+    obs->newest_lived = n->lived;
+    obs->queued = n->queued;
+    obs->waiting = n->waiting;
+    obs->accepted = n->accepted;
 }
 
 START_TEST(slots_are_filled_at_the_fork_and_freed_at_the_reap)
@@ -325,6 +377,100 @@ START_TEST(the_reclaim_kills_a_child_that_ignores_sigterm)
 }
 END_TEST
 
+START_TEST(a_cycle_counts_each_child_in_the_bucket_of_its_identity)
+{
+    static worker_score rows[SLOTS];
+    worker_score *servers[SLOTS];
+    pf_children_t *c = pf_children_create(pool, SLOTS);
+    numbering_t n;
+    pf_observation_t *obs = &n.gen.obs;
+    int slot, live[BUCKETS], status;
+
+    make_numbering(&n);
+    for (slot = 0; slot < SLOTS; slot++) {
+        servers[slot] = &rows[slot];
+        rows[slot].status = SERVER_READY;
+    }
+    pf_children_publish_to(c, parents, segment, 0, pool);
+    /* Generation 4: slots 0, 1, 3 idle and 2 starting in bucket 0; slot
+     * 4 busy in bucket 1; slot 5 told to stop, slot 6 of generation 3
+     * (forked in the numbering in force), slot 7 of an identity out of
+     * use. */
+    for (slot = 0; slot < SLOTS; slot++) {
+        pf_children_forking(c, slot);
+        pf_children_started(c, slot, start_waiter(0), slot == 6 ? 3 : 4,
+                            slot == 7 ? 7 : slot >= 4 ? 2 : 5);
+    }
+    rows[2].status = SERVER_STARTING;
+    rows[4].status = SERVER_BUSY_READ;
+    /* The scoreboard says ready for the child told to stop: it is not
+     * idle for the cycle. */
+    ck_assert_int_eq(pf_children_tell_to_stop(c, 5), 1);
+    /* Slot 3 has lived a second, slots 0 and 1 longer. */
+    obs->when = apr_time_now();
+    c->slot[0].started = obs->when - 5000000;
+    c->slot[1].started = obs->when - 3000000;
+    c->slot[3].started = obs->when - 1000000;
+    /* What the children wrote. */
+    segment[0].f.accepted = 10;
+    segment[1].f.accepted = ~(apr_uint64_t)0 - 5;
+    segment[4].f.accepted = 7;
+    segment[6].f.accepted = 1;
+    segment[7].f.accepted = 1000;
+    segment[3].f.waiting = 1;
+    segment[6].f.waiting = 1;
+    segment[7].f.waiting = 1;
+    n.queued[0] = 4;
+    pf_children_observe(c, &n.gen, 4, servers, obs);
+
+    ck_assert_int_eq(obs->occupied, 8);
+    ck_assert_int_eq(n.state[0].children, 4);
+    ck_assert_int_eq(n.state[0].idle, 4);
+    ck_assert_int_eq(n.state[0].queued, 4);
+    ck_assert_int_eq(n.idle[0], 3);
+    ck_assert_int_eq(n.starting[0], 1);
+    ck_assert_int_eq(n.busy[0], 0);
+    ck_assert_int_eq(n.state[1].children, 1);
+    ck_assert_int_eq(n.busy[1], 1);
+    ck_assert_int_eq(n.stopping[1], 2);
+    ck_assert_int_eq(n.old[1], 1);
+    /* Idle slots of bucket 0, highest first; none in bucket 1. */
+    ck_assert_int_eq(n.head[0], 3);
+    ck_assert_int_eq(n.next[3], 1);
+    ck_assert_int_eq(n.next[1], 0);
+    ck_assert_int_eq(n.next[0], -1);
+    ck_assert_int_eq(n.head[1], -1);
+    ck_assert_int_eq(n.lived[0], c->slot[3].started);
+    ck_assert_int_eq(n.lived[1], 0);
+    /* Counters summed, saturating; the out-of-use identity's count for
+     * nobody. */
+    ck_assert(n.accepted[0] == ~(apr_uint64_t)0);
+    ck_assert_uint_eq(n.accepted[1], 8);
+    ck_assert_int_eq(n.waiting[0], 1);
+    ck_assert_int_eq(n.waiting[1], 1);
+    /* Forked before the numbering in force: its mark does not count. */
+    n.gen.layout = 4;
+    pf_children_observe(c, &n.gen, 4, servers, obs);
+    ck_assert_int_eq(n.waiting[1], 0);
+
+    ck_assert_int_eq(pf_children_count_live(c, &n.gen, 4, live), 8);
+    ck_assert_int_eq(live[0], 4);
+    ck_assert_int_eq(live[1], 1);
+    /* The old generation's child is told to stop; then everyone. */
+    ck_assert_int_eq(pf_children_stop(c, 4, 0), 1);
+    ck_assert(c->slot[6].stopping);
+    ck_assert(!c->slot[0].stopping);
+    ck_assert_int_eq(pf_children_stop(c, 4, 1), 6);
+    for (slot = 0; slot < SLOTS; slot++) {
+        ck_assert(c->slot[slot].stopping);
+        ck_assert_int_eq(parents[slot].quiescing, 1);
+        ck_assert_int_eq(waitpid(c->slot[slot].pid, &status, 0),
+                         c->slot[slot].pid);
+        ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGUSR1);
+    }
+}
+END_TEST
+
 Suite *children_suite(void)
 {
     Suite *s = suite_create("children");
@@ -335,10 +481,13 @@ Suite *children_suite(void)
     tcase_add_test(table, slots_are_filled_at_the_fork_and_freed_at_the_reap);
     tcase_add_test(table, the_publisher_writes_both_records_from_the_table);
     tcase_add_test(table, a_fresh_scoreboard_keeps_only_the_slots_still_held);
+
     suite_add_tcase(s, table);
     tcase_add_checked_fixture(procs, setup, teardown);
     tcase_set_timeout(procs, 60);
     tcase_add_test(procs, a_stop_is_one_graceful_signal);
+    tcase_add_test(procs,
+                   a_cycle_counts_each_child_in_the_bucket_of_its_identity);
     tcase_add_test(procs, the_reap_frees_only_slots_whose_child_has_exited);
     tcase_add_test(procs, the_reclaim_ends_obedient_children_without_a_step);
     tcase_add_test(procs, the_reclaim_kills_a_child_that_ignores_sigterm);

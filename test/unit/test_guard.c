@@ -117,7 +117,7 @@ static int accepts(int fd, int port)
     return a >= 0;
 }
 
-static const pf_guard_want_t usual = { 128, 0, 1, 0 };
+static const pf_guard_want_t usual = { 128, 0, 1, 0, 0 };
 
 START_TEST(a_healthy_socket_is_left_alone)
 {
@@ -199,9 +199,30 @@ START_TEST(each_changed_option_is_put_back)
 }
 END_TEST
 
+/* In a maintenance cycle the backlog is the one the cycle read: no second
+ * TCP_INFO.  A limit read as wrong is put right; one read as right is
+ * left alone until the next cycle reads it. */
+START_TEST(the_backlog_the_cycle_read_is_the_one_checked)
+{
+    pf_guard_want_t seen = usual;
+    int port, fd = listener(&port), failed = -1;
+
+    ck_assert_int_eq(listen(fd, 1), 0);
+    seen.backlog_seen = 128;
+    ck_assert_int_eq(pf_guard_check_socket(wrap(fd), &seen, &failed), 0);
+    ck_assert_int_eq(pf_guard_backlog(wrap(fd)), 1);
+    seen.backlog_seen = 1;
+    ck_assert_int_eq(pf_guard_check_socket(wrap(fd), &seen, &failed),
+                     PF_GUARD_BACKLOG);
+    ck_assert_int_eq(failed, 0);
+    ck_assert_int_eq(pf_guard_backlog(wrap(fd)), 128);
+    close(fd);
+}
+END_TEST
+
 START_TEST(a_polled_socket_stays_non_blocking)
 {
-    pf_guard_want_t polled = { 128, 1, 0, 0 };
+    pf_guard_want_t polled = { 128, 1, 0, 0, 0 };
     int port, fd = listener(&port), failed;
 
     /* SO_REUSEPORT not wanted (one bucket): left as it is. */
@@ -740,6 +761,7 @@ Suite *guard_suite(void)
     tcase_add_test(checks, a_shut_down_socket_listens_again);
     tcase_add_test(checks, a_socket_connected_elsewhere_is_left_to_replace);
     tcase_add_test(checks, each_changed_option_is_put_back);
+    tcase_add_test(checks, the_backlog_the_cycle_read_is_the_one_checked);
     tcase_add_test(checks, a_polled_socket_stays_non_blocking);
     tcase_add_test(checks, descriptions_name_every_change);
     tcase_add_test(checks, inherited_options_go_back_in_place);

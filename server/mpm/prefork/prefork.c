@@ -812,12 +812,6 @@ static int spawn_into_bucket(server_rec *s, int bucket_index,
     return 0;
 }
 
-/* Tells the child of a slot to finish its connection and exit. */
-static void tell_child_to_stop(int slot)
-{
-    pf_children_tell_to_stop(retained->children, slot);
-}
-
 /* A child has been reaped and its slot freed (@a child is what the slot
  * held): its counts go. */
 static void note_child_gone(int slot, const pf_child_t *child)
@@ -882,23 +876,6 @@ static void count_bucket_children(int bucket_index, int *current, int *old)
                              retained->mpm->my_generation, current, old);
 }
 
-/* Tells children to finish their connection and exit: those of older
- * generations (all of them when everyone must go). */
-static void signal_old_children(int everyone)
-{
-    int slot;
-
-    for (slot = 0; slot < retained->children->used; slot++) {
-        const pf_child_t *child = &retained->children->slot[slot];
-
-        if (child->pid != 0
-            && (everyone
-                || child->generation != retained->mpm->my_generation)) {
-            tell_child_to_stop(slot);
-        }
-    }
-}
-
 /* Starts the new generation.  Every bucket gets a child of its own at
  * once (if a slot is free), so none waits on old children that are only
  * finishing their connections; then each bucket is brought to its share
@@ -946,94 +923,38 @@ static void replace_old_child(server_rec *s, int b)
 /* ------------------------------------------------------------------ */
 /* Parent: idle-server maintenance                                     */
 
-/* Reads the parent's table of children, their scoreboard status and,
- * with @a read_queues, the accept queues into the generation's snapshot.
- * A cycle reads the queues once (TCP_INFO on every bucket socket), at its
- * start; the count after its spawns and kills keeps them. */
-static void take_snapshot(server_rec *s, int read_queues)
+/* Observe: one look, at the start of a cycle, at the children (the
+ * parent's table, their states in the scoreboard, what they wrote in the
+ * segment), the accept queues and steering's counts, into the
+ * generation's observation.  Nothing in the cycle reads them again. */
+static pf_observation_t *observe(void)
 {
-    pf_generation_t *gen = &retained->gen;
-    pf_snapshot_t *snap = &gen->snapshot;
-    int slot, b;
+    pf_observation_t *obs = &retained->gen.obs;
 
-    if (read_queues) {
-        pf_bucketset_snapshot(retained->buckets, snap->queued, s);
-    }
-    for (b = 0; b < gen->num_buckets; b++) {
-        snap->state[b].children = snap->state[b].idle = 0;
-        snap->state[b].queued = snap->queued[b];
-        snap->idle[b] = snap->busy[b] = snap->starting[b] = 0;
-        snap->stopping[b] = snap->old_generation[b] = 0;
-    }
-    snap->occupied = 0;
-    for (slot = 0; slot < retained->children->used; slot++) {
-        const pf_child_t *cs = &retained->children->slot[slot];
-        /* Written by the child: only ever compared with constants. */
-        int status = ap_scoreboard_image->servers[slot][0].status;
-
-        if (cs->pid == 0) {
-            continue;
-        }
-        snap->occupied++;
-        b = bucket_of(cs);
-        if (b < 0) {
-            continue;
-        }
-        if (cs->generation != retained->mpm->my_generation) {
-            snap->old_generation[b]++;
-            snap->stopping[b]++;
-            continue;
-        }
-        if (cs->stopping) {
-            snap->stopping[b]++;
-            continue;
-        }
-        snap->state[b].children++;
-        if (status == SERVER_STARTING) {
-            snap->starting[b]++;
-            snap->state[b].idle++;
-        }
-        else if (status == SERVER_READY) {
-            snap->idle[b]++;
-            snap->state[b].idle++;
-        }
-        else {
-            snap->busy[b]++;
-        }
-    }
-    /* Right after the children's states: both figures of one instant. */
-    pf_bucketset_note_idle(retained->buckets);
+    pf_bucketset_observe(retained->buckets, retained->children,
+                         retained->mpm->my_generation,
+                         ap_scoreboard_image->servers, obs);
+    return obs;
 }
 
-static void publish_snapshot(void)
+/* Publish: what the cycle saw and did, for mod_status and the bucket
+ * status module, from the parent's own state.  Only writes. */
+static void publish(const pf_observation_t *obs)
 {
-    pf_snapshot_t *snap = &retained->gen.snapshot;
-    pf_bucketset_figures_t figures;
-    int b;
-
     pf_children_publish(retained->children);
-    for (b = 0; b < retained->gen.num_buckets; b++) {
-        snap->live[b] = snap->state[b].children;
-    }
-    figures.children = snap->live;
-    figures.idle = snap->idle;
-    figures.busy = snap->busy;
-    figures.starting = snap->starting;
-    figures.stopping = snap->stopping;
-    figures.queued = snap->queued;
-    figures.generation = retained->mpm->my_generation;
-    figures.children_table = retained->children;
-    pf_bucketset_publish(retained->buckets, &figures);
+    pf_bucketset_publish(retained->buckets, obs,
+                         retained->mpm->my_generation,
+                         retained->children->used);
 }
 
 static void log_maintenance_limits(server_rec *s,
+                                   const pf_observation_t *obs,
                                    const pf_decision_summary_t *summary)
 {
-    const pf_generation_t *gen = &retained->gen;
     int b, leaving = 0;
 
-    for (b = 0; b < gen->num_buckets; b++) {
-        leaving += gen->snapshot.stopping[b];
+    for (b = 0; b < retained->gen.num_buckets; b++) {
+        leaving += obs->stopping[b];
     }
     if (summary->at_max_workers && leaving > 0) {
         /* A graceful restart or retirements in progress hold slots for a
@@ -1062,47 +983,65 @@ static void log_maintenance_limits(server_rec *s,
     }
 }
 
-/* Tells up to @a count idle children of a bucket to finish and exit. */
-static void retire_idle_children(int bucket_index, int count)
+/* Act: tells the idle children the decision picks to finish and exit,
+ * highest slots first in each bucket: children there are the newest, so
+ * the pool shrinks back towards low slot numbers.  The observation
+ * follows, for the publish. */
+static void retire_idle_children(pf_observation_t *obs)
 {
-    int slot;
+    int b, slot, count;
 
-    /* Highest slots first: children there are the newest, so the pool
-     * shrinks back towards low slot numbers. */
-    for (slot = retained->children->used - 1; slot >= 0 && count > 0;
-         slot--) {
-        const pf_child_t *cs = &retained->children->slot[slot];
-
-        if (cs->pid == 0 || cs->stopping || bucket_of(cs) != bucket_index
-            || cs->generation != retained->mpm->my_generation
-            || ap_scoreboard_image->servers[slot][0].status != SERVER_READY) {
-            continue;
+    for (b = 0; b < retained->gen.num_buckets; b++) {
+        count = obs->action[b].kill;
+        for (slot = obs->idle_head[b]; slot >= 0 && count > 0;
+             slot = obs->idle_next[slot]) {
+            if (!pf_children_tell_to_stop(retained->children, slot)) {
+                continue;
+            }
+            count--;
+            obs->state[b].children--;
+            obs->idle[b]--;
+            obs->stopping[b]++;
         }
-        tell_child_to_stop(slot);
-        count--;
+    }
+}
+
+/* Act: forks what the decision wants, in the priority order it used:
+ * starved buckets and buckets with queued connections get the free slots
+ * first.  The observation follows, for the publish. */
+static void spawn_wanted_children(server_rec *s, pf_observation_t *obs)
+{
+    int i, n, b;
+
+    for (i = 0; i < retained->gen.num_buckets; i++) {
+        b = obs->scratch[i].bucket;
+        for (n = 0; n < obs->action[b].spawn; n++) {
+            if (spawn_into_bucket(s, b, SPAWN_CYCLE) != 0) {
+                break;
+            }
+            obs->state[b].children++;
+            obs->starting[b]++;
+            obs->occupied++;
+        }
     }
 }
 
 /* A paced bucket whose newest children live a second, or where nothing
  * died at start for a whole delay, is paced no more; the episode's one
  * line gets its closing line once no bucket is. */
-static void end_respawn_episodes(server_rec *s)
+static void end_respawn_episodes(server_rec *s, const pf_observation_t *obs)
 {
     pf_generation_t *gen = &retained->gen;
-    apr_time_t now = apr_time_now();
-    int slot, b, paced = 0;
+    int b, paced = 0;
 
-    for (slot = 0; slot < retained->children->used; slot++) {
-        const pf_child_t *cs = &retained->children->slot[slot];
-
-        b = bucket_of(cs);
-        if (cs->pid != 0 && !cs->stopping && b >= 0
-            && cs->generation == retained->mpm->my_generation) {
-            pf_respawn_note_alive(&gen->respawn[b], cs->started, now);
-            pf_respawn_note_quiet(&gen->respawn[b], now);
-        }
-    }
     for (b = 0; b < gen->num_buckets; b++) {
+        if (obs->newest_lived[b] > 0) {
+            pf_respawn_note_alive(&gen->respawn[b], obs->newest_lived[b],
+                                  obs->when);
+        }
+        if (obs->state[b].children > 0) {
+            pf_respawn_note_quiet(&gen->respawn[b], obs->when);
+        }
         paced += pf_respawn_paced(&gen->respawn[b]);
     }
     if (paced == 0 && gen->respawn_logged) {
@@ -1114,54 +1053,55 @@ static void end_respawn_episodes(server_rec *s)
     }
 }
 
-static void perform_idle_server_maintenance(server_rec *s)
+/* Decides from the observation alone: each bucket's spawns and
+ * retirements (pf_decide_maintenance(), with the older generations'
+ * children counted as idle ones on their way). */
+static void decide(server_rec *s, pf_observation_t *obs,
+                   pf_decision_summary_t *summary)
 {
-    pf_generation_t *gen = &retained->gen;
-    pf_snapshot_t *snap = &gen->snapshot;
+    int num_buckets = retained->gen.num_buckets;
     pf_limits_t lim;
-    pf_decision_summary_t summary;
-    int b, i, n;
 
-    end_respawn_episodes(s);
-    pf_bucketset_guard(retained->buckets, -1, s);
-    take_snapshot(s, 1);
-    pf_count_old_generation(snap->state, snap->old_generation,
-                            gen->num_buckets);
-    pf_limits_init(&lim, gen->num_buckets, min_spare_servers,
-                   max_spare_servers, max_workers);
-    pf_decide_maintenance(&lim, snap->state, snap->occupied,
-                          &retained->spawn_rate, snap->action, snap->scratch,
-                          &summary);
-
-    for (b = 0; b < gen->num_buckets; b++) {
-        if (snap->action[b].kill > 0) {
-            retire_idle_children(b, snap->action[b].kill);
-        }
-    }
-    if (summary.rebalanced > 0) {
+    memcpy(obs->counted, obs->state,
+           sizeof(*obs->counted) * (apr_size_t)num_buckets);
+    pf_count_old_generation(obs->counted, obs->old_generation, num_buckets);
+    pf_limits_init(&lim, num_buckets, min_spare_servers, max_spare_servers,
+                   max_workers);
+    pf_decide_maintenance(&lim, obs->counted, obs->occupied,
+                          &retained->spawn_rate, obs->action, obs->scratch,
+                          summary);
+    if (summary->rebalanced > 0) {
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
                      PFBLOGNO(00039) "at MaxRequestWorkers (%d): retiring "
                      "%d idle child(ren) so that buckets with queued "
                      "connections and no idle child get one",
-                     max_workers, summary.rebalanced);
+                     max_workers, summary->rebalanced);
     }
-    /* Spawn in the priority order the decision used: starved buckets and
-     * buckets with queued connections get the free slots first. */
-    for (i = 0; i < gen->num_buckets; i++) {
-        int bucket_index = snap->scratch[i].bucket;
+}
 
-        for (n = 0; n < snap->action[bucket_index].spawn; n++) {
-            if (spawn_into_bucket(s, bucket_index, SPAWN_CYCLE) != 0) {
-                break;
-            }
-        }
-    }
-    log_maintenance_limits(s, &summary);
+/* One cycle: observe, decide, act, publish. */
+static void perform_idle_server_maintenance(server_rec *s)
+{
+    pf_observation_t *obs = observe();
+    pf_decision_summary_t summary;
+
+    end_respawn_episodes(s, obs);
+    decide(s, obs, &summary);
+
+    /* The bucket sockets children hold, put right before anything is
+     * forked onto them. */
+    pf_bucketset_guard(retained->buckets, -1, obs, s);
+    retire_idle_children(obs);
+    spawn_wanted_children(s, obs);
+    log_maintenance_limits(s, obs, &summary);
     /* Children of old generations that missed their signal (forked while
      * it was sent) are told again. */
-    signal_old_children(0);
-    take_snapshot(s, 0);
-    publish_snapshot();
+    pf_children_stop(retained->children, retained->mpm->my_generation, 0);
+    /* Steering's programs and socket-map entries put back, its idle
+     * counts corrected from what the cycle saw. */
+    pf_bucketset_repair_steering(retained->buckets, obs, s);
+
+    publish(obs);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1174,31 +1114,18 @@ static void perform_idle_server_maintenance(server_rec *s)
  * cycle. */
 static void respawn_stranded_buckets(server_rec *s)
 {
-    int num_buckets = retained->gen.num_buckets;
-    int *live = retained->gen.snapshot.live;
-    int slot, b, rv, occupied = 0;
+    pf_generation_t *gen = &retained->gen;
+    int *live = gen->live;
+    int b, rv, occupied;
     int stopping = retained->mpm->shutdown_pending
                    || retained->mpm->restart_pending;
 
     if (stopping || live == NULL) {
         return;
     }
-    memset(live, 0, sizeof(int) * (apr_size_t)num_buckets);
-    for (slot = 0; slot < retained->children->used; slot++) {
-        const pf_child_t *cs = &retained->children->slot[slot];
-
-        if (cs->pid == 0) {
-            continue;
-        }
-        occupied++;
-        b = bucket_of(cs);
-        if (!cs->stopping
-            && cs->generation == retained->mpm->my_generation
-            && b >= 0) {
-            live[b]++;
-        }
-    }
-    for (b = 0; b < num_buckets; b++) {
+    occupied = pf_children_count_live(retained->children, gen,
+                                      retained->mpm->my_generation, live);
+    for (b = 0; b < gen->num_buckets; b++) {
         if (pf_bucket_needs_respawn_now(live[b], stopping, occupied,
                                         max_workers)) {
             /* Held back by its pacing, a bucket waits for maintenance;
@@ -1344,7 +1271,7 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
      * to the socket they share (shutdown() makes every accept() fail):
      * its bucket's socket is put right before anything is forked. */
     if (bucket_index >= 0 && bucket_index < retained->gen.num_buckets) {
-        pf_bucketset_guard(retained->buckets, bucket_index, s);
+        pf_bucketset_guard(retained->buckets, bucket_index, NULL, s);
     }
     if (gen != retained->mpm->my_generation) {
         replace_old_child(s, bucket_index);
@@ -1585,7 +1512,7 @@ static int shutdown_server(server_rec *s)
     /* A second signal (SIGTERM) during the wait cuts it short. */
     retained->mpm->shutdown_pending = 0;
     drain_accept_queues(s, cutoff);
-    signal_old_children(1);
+    pf_children_stop(retained->children, retained->mpm->my_generation, 1);
     pf_bucketset_close(retained->buckets);
     pf_children_reap(retained->children, child_reaped, NULL);
     ap_remove_pid(pconf, ap_pid_fname);
@@ -1632,6 +1559,8 @@ static int build_generation(apr_pool_t *p, server_rec *s, int startup)
 
 static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
 {
+    pf_observation_t *obs;
+
     pconf = p;
     ap_log_pid(pconf, ap_pid_fname);
 
@@ -1670,9 +1599,10 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
     startup_children(s);
     /* The new generation is accepting; now let the old one go, so that
      * no bucket is ever left without a child. */
-    signal_old_children(0);
-    take_snapshot(s, 1);
-    publish_snapshot();
+    pf_children_stop(retained->children, retained->mpm->my_generation, 0);
+    obs = observe();
+    pf_bucketset_repair_steering(retained->buckets, obs, s);
+    publish(obs);
 
     ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
                  PFBLOGNO(00017) "%s configured -- resuming normal "

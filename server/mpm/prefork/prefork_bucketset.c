@@ -85,13 +85,8 @@ struct pf_bucketset_s {
     /* The generation it builds: the parent's, in its retained data. */
     pf_generation_t *gen;
     int num_listeners;
-    int *backlog;               /* per bucket: the accept queues' limits, as
-                                   the last snapshot read them */
-    int *waiting;               /* scratch: per bucket */
     int *held;                  /* scratch: per record, children forked
                                    for it still alive */
-    apr_int64_t *steer_idle;    /* idle steering's counts, read beside the
-                                   scoreboard (pf_bucketset_note_idle) */
 
     pf_steer_t *steer;          /* ListenBucketSteering */
     pf_guard_book_t *book;      /* each socket as the parent opened it */
@@ -731,27 +726,43 @@ void pf_bucketset_log_plan(const pf_bucketset_t *bs, int startup,
 
 /* The per-bucket state a new generation starts with: each bucket's
  * target from the plan, respawn pacing started afresh (a restart is the
- * admin's), and room for the maintenance cycle's figures. */
+ * admin's), and room for what a maintenance cycle observes. */
 static void start_generation(pf_generation_t *gen,
-                             const pf_generation_out_t *out, apr_pool_t *p)
+                             const pf_generation_out_t *out, int num_slots,
+                             apr_pool_t *p)
 {
-    pf_snapshot_t *snap = &gen->snapshot;
-    apr_size_t n = (apr_size_t)gen->num_buckets;
+    pf_observation_t *obs = &gen->obs;
+    apr_size_t n = (apr_size_t)gen->num_buckets, sockets = 0;
+    int b;
 
+    for (b = 0; b < gen->num_buckets; b++) {
+        sockets += (apr_size_t)gen->bucket[b].num_listeners;
+    }
     gen->target = out->target;
     gen->respawn = apr_pcalloc(p, n * sizeof(*gen->respawn));
     gen->respawn_logged = 0;
-    snap->state = apr_pcalloc(p, n * sizeof(*snap->state));
-    snap->action = apr_pcalloc(p, n * sizeof(*snap->action));
-    snap->scratch = apr_pcalloc(p, n * sizeof(*snap->scratch));
-    snap->idle = apr_pcalloc(p, n * sizeof(int));
-    snap->busy = apr_pcalloc(p, n * sizeof(int));
-    snap->starting = apr_pcalloc(p, n * sizeof(int));
-    snap->stopping = apr_pcalloc(p, n * sizeof(int));
-    snap->queued = apr_pcalloc(p, n * sizeof(int));
-    snap->live = apr_pcalloc(p, n * sizeof(int));
-    snap->old_generation = apr_pcalloc(p, n * sizeof(int));
-    snap->occupied = 0;
+    gen->live = apr_pcalloc(p, n * sizeof(int));
+    memset(obs, 0, sizeof(*obs));
+    obs->state = apr_pcalloc(p, n * sizeof(*obs->state));
+    obs->idle = apr_pcalloc(p, n * sizeof(int));
+    obs->busy = apr_pcalloc(p, n * sizeof(int));
+    obs->starting = apr_pcalloc(p, n * sizeof(int));
+    obs->stopping = apr_pcalloc(p, n * sizeof(int));
+    obs->old_generation = apr_pcalloc(p, n * sizeof(int));
+    obs->idle_head = apr_pcalloc(p, n * sizeof(int));
+    obs->idle_next = apr_pcalloc(p, (apr_size_t)num_slots * sizeof(int));
+    obs->newest_lived = apr_pcalloc(p, n * sizeof(apr_time_t));
+    obs->queued = apr_pcalloc(p, n * sizeof(int));
+    obs->backlog = apr_pcalloc(p, n * sizeof(int));
+    obs->socket_backlog = apr_pcalloc(p, sockets * sizeof(int));
+    obs->waiting = apr_pcalloc(p, n * sizeof(int));
+    obs->accepted = apr_pcalloc(p, n * sizeof(apr_uint64_t));
+    obs->steer_idle = apr_pcalloc(p, n * sizeof(apr_int64_t));
+    obs->steer_kept = apr_pcalloc(p, n * sizeof(apr_uint64_t));
+    obs->steer_moved = apr_pcalloc(p, n * sizeof(apr_uint64_t));
+    obs->counted = apr_pcalloc(p, n * sizeof(*obs->counted));
+    obs->action = apr_pcalloc(p, n * sizeof(*obs->action));
+    obs->scratch = apr_pcalloc(p, n * sizeof(*obs->scratch));
 }
 
 apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
@@ -826,14 +837,7 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    start_generation(bs->gen, &out, pconf);
-    bs->backlog = apr_pcalloc(pconf, sizeof(int)
-                                         * (apr_size_t)bs->gen->num_buckets);
-    bs->waiting = apr_pcalloc(pconf, sizeof(int)
-                                         * (apr_size_t)bs->gen->num_buckets);
-    bs->steer_idle = apr_pcalloc(pconf,
-                                 sizeof(apr_int64_t)
-                                     * (apr_size_t)bs->gen->num_buckets);
+    start_generation(bs->gen, &out, bs->num_slots, pconf);
     write_layout(bs, cfg, old_records, num_old);
     return APR_SUCCESS;
 }
@@ -872,102 +876,69 @@ void pf_bucketset_child_gone(pf_bucketset_t *bs, int slot,
 /* Each cycle                                                          */
 
 /* Connections in bucket @a b's accept queues, and the queues' limits
- * (TCP_INFO, one read per socket). */
-static int bucket_queue(const pf_bucketset_t *bs, int b, int *backlog)
+ * (TCP_INFO, one read per socket); with @a limits, each socket's limit,
+ * in the bucket's order. */
+static int bucket_queue(const pf_bucketset_t *bs, int b, int *backlog,
+                        int *limits)
 {
     ap_listen_rec *lr;
-    int depth, limit, queued = 0;
+    int depth, limit, queued = 0, i = 0;
 
     *backlog = 0;
-    for (lr = bs->gen->bucket[b].listeners; lr; lr = lr->next) {
-        if (pf_os_listener_queue(lr->sd, &depth, &limit) == APR_SUCCESS) {
-            queued += depth;
-            *backlog += limit;
+    for (lr = bs->gen->bucket[b].listeners; lr; lr = lr->next, i++) {
+        if (pf_os_listener_queue(lr->sd, &depth, &limit) != APR_SUCCESS) {
+            depth = limit = 0;
+        }
+        queued += depth;
+        *backlog += limit;
+        if (limits != NULL) {
+            limits[i] = limit;
         }
     }
     return queued;
 }
 
-void pf_bucketset_note_idle(pf_bucketset_t *bs)
+void pf_bucketset_observe(pf_bucketset_t *bs, const pf_children_t *c,
+                          ap_generation_t number, worker_score **servers,
+                          pf_observation_t *obs)
 {
     pf_steer_figures_t steer;
-    int b;
+    int b, k = 0;
 
+    obs->when = apr_time_now();
     for (b = 0; b < bs->gen->num_buckets; b++) {
-        bs->steer_idle[b] = pf_steer_figures(bs->steer, b, &steer)
-                                ? steer.idle
-                                : 0;
+        obs->queued[b] = bucket_queue(bs, b, &obs->backlog[b],
+                                      &obs->socket_backlog[k]);
+        k += bs->gen->bucket[b].num_listeners;
     }
-}
-
-void pf_bucketset_snapshot(pf_bucketset_t *bs, int *queued, server_rec *s)
-{
-    int b;
-
-    (void)s;
-    for (b = 0; b < bs->gen->num_buckets; b++) {
-        queued[b] = bucket_queue(bs, b, &bs->backlog[b]);
-    }
-}
-
-/* Once per cycle: steering puts its programs and map entries back, and
- * corrects its idle counts from the children marked waiting (in the
- * current layout) and the queues this cycle read. */
-static void steering_cycle(pf_bucketset_t *bs, const pf_children_t *c,
-                           const int *queued)
-{
-    pf_steer_observation_t obs;
-    int slot, b;
-
-    memset(bs->waiting, 0, sizeof(int) * (apr_size_t)bs->gen->num_buckets);
-    for (slot = 0; slot < c->used && slot < bs->num_slots; slot++) {
-        const pf_child_t *child = &c->slot[slot];
-
-        if (child->pid == 0 || child->generation < bs->gen->layout) {
-            continue;
+    pf_children_observe(c, bs->gen, number, servers, obs);
+    /* Right after the children's states: both figures of one instant.
+     * Read apart, a connection steered in between makes them differ for
+     * a whole cycle. */
+    obs->steer_figures = pf_steer_figures(bs->steer, 0, &steer);
+    for (b = 0; obs->steer_figures && b < bs->gen->num_buckets; b++) {
+        if (!pf_steer_figures(bs->steer, b, &steer)) {
+            memset(&steer, 0, sizeof(steer));
         }
-        b = pf_generation_bucket_of(bs->gen, child->record);
-        if (b >= 0 && bs->seg_slots[slot].f.waiting != 0) {
-            bs->waiting[b]++;
-        }
+        obs->steer_idle[b] = steer.idle;
+        obs->steer_kept[b] = steer.kept;
+        obs->steer_moved[b] = steer.moved;
     }
-    obs.waiting = bs->waiting;
-    obs.queued = queued;
-    obs.now = apr_time_now();
-    pf_steer_cycle(bs->steer, bs->gen, &obs, ap_server_conf);
 }
 
-/* Connections each identity's children have accepted: those of children
- * gone, plus the live children's counters.  Summed in the parent's own
- * memory, then written: the only segment fields read are the counters
- * children write, each once, and only added up (saturating). */
-static void count_accepted(pf_bucketset_t *bs, const pf_children_t *c)
+void pf_bucketset_repair_steering(pf_bucketset_t *bs,
+                                  const pf_observation_t *obs, server_rec *s)
 {
-    int slot, b;
+    pf_steer_observation_t seen;
 
-    for (b = 0; b < bs->gen->num_buckets; b++) {
-        int r = bs->gen->record[b];
-
-        bs->ids[r].accepted = bs->ids[r].retired;
-    }
-    for (slot = 0; slot < c->used && slot < bs->num_slots; slot++) {
-        int r = c->slot[slot].pid != 0 ? c->slot[slot].record : -1;
-
-        if (pf_generation_bucket_of(bs->gen, r) >= 0) {
-            bs->ids[r].accepted = pfb_add_saturated(
-                bs->ids[r].accepted,
-                apr_atomic_read64(&bs->seg_slots[slot].f.accepted));
-        }
-    }
-    for (b = 0; b < bs->gen->num_buckets; b++) {
-        int r = bs->gen->record[b];
-
-        bs->records[r].f.accepted = bs->ids[r].accepted;
-    }
+    seen.waiting = obs->waiting;
+    seen.queued = obs->queued;
+    seen.now = obs->when;
+    pf_steer_cycle(bs->steer, bs->gen, &seen, s);
 }
 
-void pf_bucketset_publish(pf_bucketset_t *bs,
-                          const pf_bucketset_figures_t *fig)
+void pf_bucketset_publish(pf_bucketset_t *bs, const pf_observation_t *obs,
+                          ap_generation_t number, int slots_used)
 {
     apr_time_t now = apr_time_now();
     int b;
@@ -976,25 +947,27 @@ void pf_bucketset_publish(pf_bucketset_t *bs,
         return;
     }
     write_records(bs);
-    count_accepted(bs, fig->children_table);
-    steering_cycle(bs, fig->children_table, fig->queued);
     for (b = 0; b < bs->gen->num_buckets; b++) {
         int r = bs->gen->record[b];
         pfb_bucket_fields_t *f = &bs->records[r].f;
         identity_t *id = &bs->ids[r];
-        pf_steer_figures_t steer;
 
-        f->children = (apr_uint32_t)fig->children[b];
-        f->idle = (apr_uint32_t)fig->idle[b];
-        f->busy = (apr_uint32_t)fig->busy[b];
-        f->starting = (apr_uint32_t)fig->starting[b];
-        f->stopping = (apr_uint32_t)fig->stopping[b];
-        f->queue_depth = (apr_uint32_t)fig->queued[b];
-        f->backlog = (apr_uint32_t)bs->backlog[b];
-        if (pf_steer_figures(bs->steer, b, &steer)) {
-            f->steer_kept = steer.kept;
-            f->steer_moved = steer.moved;
-            f->steer_idle = bs->steer_idle[b];
+        /* Connections the identity's children have accepted: those of
+         * children gone, plus the live children's counters, summed in
+         * the parent's own memory. */
+        id->accepted = pfb_add_saturated(id->retired, obs->accepted[b]);
+        f->accepted = id->accepted;
+        f->children = (apr_uint32_t)obs->state[b].children;
+        f->idle = (apr_uint32_t)obs->idle[b];
+        f->busy = (apr_uint32_t)obs->busy[b];
+        f->starting = (apr_uint32_t)obs->starting[b];
+        f->stopping = (apr_uint32_t)obs->stopping[b];
+        f->queue_depth = (apr_uint32_t)obs->queued[b];
+        f->backlog = (apr_uint32_t)obs->backlog[b];
+        if (obs->steer_figures) {
+            f->steer_kept = obs->steer_kept[b];
+            f->steer_moved = obs->steer_moved[b];
+            f->steer_idle = obs->steer_idle[b];
         }
         /* The ring's index and the sample come from the parent's own
          * memory: what a child scribbled on the record lasts a cycle. */
@@ -1003,9 +976,9 @@ void pf_bucketset_publish(pf_bucketset_t *bs,
         id->sample_next = (id->sample_next + 1) % PFB_RATE_SAMPLES;
         f->sample_next = id->sample_next;
     }
-    bs->header_copy.generation = fig->generation;
+    bs->header_copy.generation = number;
     bs->header_copy.steer_active = pf_steer_active(bs->steer);
-    bs->header_copy.slots_used = fig->children_table->used;
+    bs->header_copy.slots_used = slots_used;
     bs->header_copy.updated = now;
     *bs->header = bs->header_copy;
 }
@@ -1116,8 +1089,11 @@ static void log_guard(pf_bucketset_t *bs, int b, int found, int unfixed,
 }
 
 /* Returns whether a socket of the bucket listens again (in place or
- * replaced): it left its reuseport group's socket map when it stopped. */
-static int guard_bucket(pf_bucketset_t *bs, int b, server_rec *s)
+ * replaced): it left its reuseport group's socket map when it stopped.
+ * @a seen: each socket's queue limit as the cycle read it, or NULL to
+ * read it now. */
+static int guard_bucket(pf_bucketset_t *bs, int b, const int *seen,
+                        server_rec *s)
 {
     pf_bucket_t *bucket = &bs->gen->bucket[b];
     identity_t *rec = &bs->ids[bs->gen->record[b]];
@@ -1125,13 +1101,14 @@ static int guard_bucket(pf_bucketset_t *bs, int b, server_rec *s)
     pf_guard_want_t want;
     pf_guard_found_t got;
     ap_listen_rec *lr;
-    int found = 0, unfixed = 0;
+    int found = 0, unfixed = 0, i;
 
     want.backlog = 0;           /* each socket's own, from the book */
     want.nonblock = bucket->num_listeners > 1;
     want.reuseport = bs->gen->plan.mode == PFB_MODE_REUSEPORT;
     want.keep_filter = bs->refusing_new;
-    for (lr = bucket->listeners; lr; lr = lr->next) {
+    for (lr = bucket->listeners, i = 0; lr; lr = lr->next, i++) {
+        want.backlog_seen = seen != NULL ? seen[i] : 0;
         pf_guard_socket(bs->book, lr->sd, lr->bind_addr, &want, &got);
         found |= got.fixed | got.failed;
         unfixed |= got.failed;
@@ -1148,18 +1125,21 @@ static int guard_bucket(pf_bucketset_t *bs, int b, server_rec *s)
            && !(unfixed & PF_GUARD_NOT_LISTENING);
 }
 
-void pf_bucketset_guard(pf_bucketset_t *bs, int bucket, server_rec *s)
+void pf_bucketset_guard(pf_bucketset_t *bs, int bucket,
+                        const pf_observation_t *obs, server_rec *s)
 {
-    int b, relistened = 0;
+    int b, k = 0, relistened = 0;
 
     if (bucket >= bs->gen->num_buckets) {
         return;
     }
-    for (b = bucket < 0 ? 0 : bucket; b < bs->gen->num_buckets; b++) {
-        relistened |= guard_bucket(bs, b, s);
-        if (bucket >= 0) {
-            break;
-        }
+    if (bucket >= 0) {
+        relistened = guard_bucket(bs, bucket, NULL, s);
+    }
+    for (b = 0; bucket < 0 && b < bs->gen->num_buckets; b++) {
+        relistened |= guard_bucket(bs, b, obs ? &obs->socket_backlog[k]
+                                              : NULL, s);
+        k += bs->gen->bucket[b].num_listeners;
     }
     if (relistened) {
         /* The kernel took a socket that stopped listening out of the
@@ -1178,7 +1158,7 @@ int pf_bucketset_queued_total(pf_bucketset_t *bs)
 
     /* Read only: the cycle's figures stay as the cycle took them. */
     for (b = 0; b < bs->gen->num_buckets; b++) {
-        total += bucket_queue(bs, b, &backlog);
+        total += bucket_queue(bs, b, &backlog, NULL);
     }
     return total;
 }

@@ -34,7 +34,9 @@
  * parent loops, signals) and calls:
  *
  *   parent, each generation:  pf_bucketset_build  pf_bucketset_steer
- *   parent, each cycle:       pf_bucketset_snapshot  pf_bucketset_publish
+ *   parent, each cycle:       pf_bucketset_observe  pf_bucketset_guard
+ *                             pf_bucketset_repair_steering
+ *                             pf_bucketset_publish
  *   parent, per child:        pf_bucketset_child_gone
  *   child:                    pf_bucketset_child_init
  *                             pf_bucketset_accept_begin/_end
@@ -131,36 +133,32 @@ int pf_bucketset_steer(pf_bucketset_t *bs, int wanted, int cpu_affinity,
                        apr_pool_t *p, server_rec *s);
 
 /**
- * Reads each bucket's accept queue into @a queued, one entry per bucket,
- * and the queues' limits for the next publish (TCP_INFO, one read per
- * socket).  Changes nothing else.
+ * The observe step of a maintenance cycle: reads each bucket socket's
+ * accept queue and its limit (TCP_INFO, once per socket), the children
+ * (pf_children_observe(), @a servers being the scoreboard's worker
+ * records, @a number the generation in force) and, right after them,
+ * steering's counts, into @a obs.  Changes nothing.
  */
-void pf_bucketset_snapshot(pf_bucketset_t *bs, int *queued, server_rec *s);
+void pf_bucketset_observe(pf_bucketset_t *bs, const pf_children_t *c,
+                          ap_generation_t number, worker_score **servers,
+                          pf_observation_t *obs);
 
 /**
- * Reads idle steering's per-bucket idle counts for the next publish, at
- * the moment the caller read the children's states, so that the two
- * published figures describe the same instant: read apart, a connection
- * steered in between makes them differ for a whole cycle.  Changes
- * nothing else.
+ * An act of the cycle: steering puts its programs and socket-map entries
+ * back, and corrects its idle counts from the waiting children and the
+ * queues @a obs saw (pf_steer_cycle()).
  */
-void pf_bucketset_note_idle(pf_bucketset_t *bs);
+void pf_bucketset_repair_steering(pf_bucketset_t *bs,
+                                  const pf_observation_t *obs, server_rec *s);
 
-/** One cycle's figures per bucket, for the status interface. */
-typedef struct {
-    const int *children, *idle, *busy, *starting, *stopping, *queued;
-    int generation;
-    /** The children, whose counters (their segment slots) are summed
-     *  per identity and whose waiting marks steering counts. */
-    const pf_children_t *children_table;
-} pf_bucketset_figures_t;
-
-/** Once per maintenance cycle: writes the cycle's figures and every
- *  parent-owned field of the segment, from the parent's own state, after
- *  steering has put its programs back and corrected its idle counts
- *  (pf_steer_cycle(), from these figures' queues). */
-void pf_bucketset_publish(pf_bucketset_t *bs,
-                          const pf_bucketset_figures_t *figures);
+/**
+ * The publish step: writes every parent-owned field of the segment (the
+ * header, the bucket table, each bucket's record with the figures of
+ * @a obs and what its identity's children accepted) from the parent's
+ * own state.  Writes only: it attaches, maps and corrects nothing.
+ */
+void pf_bucketset_publish(pf_bucketset_t *bs, const pf_observation_t *obs,
+                          ap_generation_t number, int slots_used);
 
 /**
  * Parent, when the child of @a slot has been reaped (before its record
@@ -206,9 +204,11 @@ void pf_bucketset_accept_end(pf_bucketset_t *bs, int slot, int bucket,
  * cannot be put right in place (connected elsewhere, filters locked, an
  * option the kernel will not take back) is replaced under the same
  * descriptor.  One log line per bucket and episode.  Run each maintenance
- * cycle and when a child of the bucket exits.
+ * cycle, with the backlogs @a obs read (no second TCP_INFO), and when a
+ * child of the bucket exits (@a obs NULL).
  */
-void pf_bucketset_guard(pf_bucketset_t *bs, int bucket, server_rec *s);
+void pf_bucketset_guard(pf_bucketset_t *bs, int bucket,
+                        const pf_observation_t *obs, server_rec *s);
 
 /** Connections waiting in every accept queue. */
 int pf_bucketset_queued_total(pf_bucketset_t *bs);

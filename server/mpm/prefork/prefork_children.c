@@ -216,6 +216,127 @@ void pf_children_count_record(const pf_children_t *c, int record,
     }
 }
 
+int pf_children_count_live(const pf_children_t *c, const pf_generation_t *gen,
+                           ap_generation_t number, int *live)
+{
+    int slot, b, occupied = 0;
+
+    memset(live, 0, sizeof(int) * (apr_size_t)gen->num_buckets);
+    for (slot = 0; slot < c->used; slot++) {
+        const pf_child_t *child = &c->slot[slot];
+
+        if (child->pid == 0) {
+            continue;
+        }
+        occupied++;
+        b = pf_generation_bucket_of(gen, child->record);
+        if (b >= 0 && !child->stopping && child->generation == number) {
+            live[b]++;
+        }
+    }
+    return occupied;
+}
+
+static void start_observing(const pf_generation_t *gen, pf_observation_t *obs)
+{
+    int b;
+
+    obs->occupied = 0;
+    for (b = 0; b < gen->num_buckets; b++) {
+        obs->state[b].children = obs->state[b].idle = 0;
+        obs->state[b].queued = obs->queued[b];
+        obs->idle[b] = obs->busy[b] = obs->starting[b] = 0;
+        obs->stopping[b] = obs->old_generation[b] = 0;
+        obs->idle_head[b] = -1;
+        obs->newest_lived[b] = 0;
+        obs->waiting[b] = 0;
+        obs->accepted[b] = 0;
+    }
+}
+
+/* What the child of @a slot, of bucket @a b, wrote in its segment slot:
+ * each field read once, only added up or tested for zero. */
+static void note_written(const pf_children_t *c, int slot,
+                         const pf_child_t *child, const pf_generation_t *gen,
+                         int b, pf_observation_t *obs)
+{
+    pfb_slot_fields_t *f;
+
+    if (c->segment == NULL) {
+        return;
+    }
+    f = &c->segment[slot].f;
+    obs->accepted[b] = pfb_add_saturated(obs->accepted[b],
+                                         apr_atomic_read64(&f->accepted));
+    /* Only a child forked in the numbering in force counts itself idle
+     * under its bucket's number there. */
+    if (child->generation >= gen->layout && f->waiting != 0) {
+        obs->waiting[b]++;
+    }
+}
+
+void pf_children_observe(const pf_children_t *c, const pf_generation_t *gen,
+                         ap_generation_t number, worker_score **servers,
+                         pf_observation_t *obs)
+{
+    apr_time_t lived_by = obs->when - PF_RESPAWN_YOUNG_US;
+    int slot, b, status;
+
+    start_observing(gen, obs);
+    for (slot = 0; slot < c->used; slot++) {
+        const pf_child_t *child = &c->slot[slot];
+
+        if (child->pid == 0) {
+            continue;
+        }
+        obs->occupied++;
+        b = pf_generation_bucket_of(gen, child->record);
+        if (b < 0) {
+            continue;
+        }
+        note_written(c, slot, child, gen, b, obs);
+        if (child->generation != number || child->stopping) {
+            obs->old_generation[b] += child->generation != number;
+            obs->stopping[b]++;
+            continue;
+        }
+        obs->state[b].children++;
+        if (child->started <= lived_by
+            && child->started > obs->newest_lived[b]) {
+            obs->newest_lived[b] = child->started;
+        }
+        /* Written by the child: only ever compared with constants. */
+        status = servers[slot][0].status;
+        if (status == SERVER_STARTING) {
+            obs->starting[b]++;
+            obs->state[b].idle++;
+        }
+        else if (status == SERVER_READY) {
+            obs->idle[b]++;
+            obs->state[b].idle++;
+            /* Slots go up: each goes first, so the highest leads. */
+            obs->idle_next[slot] = obs->idle_head[b];
+            obs->idle_head[b] = slot;
+        }
+        else {
+            obs->busy[b]++;
+        }
+    }
+}
+
+int pf_children_stop(pf_children_t *c, ap_generation_t number, int everyone)
+{
+    int slot, told = 0;
+
+    for (slot = 0; slot < c->used; slot++) {
+        if (c->slot[slot].pid != 0
+            && (everyone || c->slot[slot].generation != number)) {
+            told += pf_children_tell_to_stop(c, slot);
+        }
+    }
+    return told;
+}
+
 void pf_children_reap(pf_children_t *c, pf_child_gone_fn *gone, void *baton)
 {
     pf_child_exit_t how;

@@ -45,6 +45,7 @@
 #include "scoreboard.h"
 
 #include "prefork_buckets.h"
+#include "prefork_generation.h"
 
 /** Everything the parent knows of the child in one slot. */
 typedef struct {
@@ -134,6 +135,30 @@ int pf_children_live(const pf_children_t *c);
  *  (*old). */
 void pf_children_count_record(const pf_children_t *c, int record,
                               ap_generation_t gen, int *current, int *old);
+
+/** Children of generation @a number not told to stop, per bucket of
+ *  @a gen, into @a live.  @return the slots holding a child */
+int pf_children_count_live(const pf_children_t *c, const pf_generation_t *gen,
+                           ap_generation_t number, int *live);
+
+/**
+ * A maintenance cycle's look at the children (pf_bucketset_observe()),
+ * into @a obs, per bucket of @a gen: the current generation's children
+ * (@a number) by state, as each wrote it in the scoreboard @a servers
+ * (only ever compared with constants), and which of them are idle; those
+ * told to stop and those of older generations; the newest that has lived
+ * a second; and what each child wrote in its segment slot, read once:
+ * its accept counter, summed (saturating), and its waiting mark, counted
+ * where it was forked in the numbering in force.  obs->queued is read
+ * already.
+ */
+void pf_children_observe(const pf_children_t *c, const pf_generation_t *gen,
+                         ap_generation_t number, worker_score **servers,
+                         pf_observation_t *obs);
+
+/** Tells to stop the children of generations other than @a number (every
+ *  child with @a everyone) not told already.  @return how many */
+int pf_children_stop(pf_children_t *c, ap_generation_t number, int everyone);
 
 /** Reaps the children that have exited, without waiting; @a gone runs for
  *  each. */

@@ -31,6 +31,7 @@
 
 #include "apr_network_io.h"
 #include "apr_proc_mutex.h"
+#include "apr_time.h"
 #include "httpd.h"
 #include "ap_listen.h"
 
@@ -44,16 +45,59 @@ typedef struct {
     const char *address;        /**< first listener, for logs */
 } pf_bucket_t;
 
-/** Per-bucket figures of one maintenance cycle. */
+/**
+ * What one maintenance cycle saw, read once at its start (the observe
+ * step, pf_bucketset_observe()): everything the cycle decides on, acts on
+ * and publishes.  Nothing is read again in the cycle; the acts keep it
+ * true as they go (a child told to stop, a child forked), so the publish
+ * step writes what it holds.  Arrays have an entry per bucket unless said
+ * otherwise.
+ */
 typedef struct {
+    apr_time_t when;            /**< when it was read */
+    int occupied;               /**< slots holding a child, all generations */
+    /** Current-generation children not told to stop (.children), of
+     *  those the idle and starting ones (.idle) and the connections
+     *  queued (.queued): what the decision reads. */
     pf_bucket_state_t *state;
+    int *idle;                  /**< ready to accept */
+    int *busy;                  /**< serving a connection */
+    int *starting;              /**< forked, not yet accepting */
+    int *stopping;              /**< told to stop, or of an older
+                                     generation */
+    int *old_generation;        /**< of older generations */
+    /** Per bucket, the first slot of its idle children, highest slot
+     *  first, and per slot the next one of the same bucket (-1: none):
+     *  whom a retirement picks. */
+    int *idle_head;
+    int *idle_next;
+    /** When the newest current child of the bucket that has lived a
+     *  second was forked (0: none): whether deaths at start are over. */
+    apr_time_t *newest_lived;
+    int *queued;                /**< connections in its accept queues */
+    int *backlog;               /**< the queues' limits */
+    /** Per socket, the buckets' sockets in order: its queue's limit. */
+    int *socket_backlog;
+    /** What children wrote, in slots the table says are theirs: live
+     *  children marked waiting in accept() in the numbering in force... */
+    int *waiting;
+    /** ...and the live children's accept counters, summed (saturating). */
+    apr_uint64_t *accepted;
+    /** Steering's figures, read beside the children's states: whether it
+     *  keeps any (idle and local steering), and per bucket its idle count
+     *  and the connections it kept and moved. */
+    int steer_figures;
+    apr_int64_t *steer_idle;
+    apr_uint64_t *steer_kept;
+    apr_uint64_t *steer_moved;
+    /** The decision's input: .state with the older generations' children
+     *  counted as idle ones on their way (pf_count_old_generation())... */
+    pf_bucket_state_t *counted;
+    /** ...and its output: per bucket, what to do, and the order of
+     *  priority. */
     pf_bucket_action_t *action;
     pf_rank_t *scratch;
-    int *idle, *busy, *starting, *stopping, *queued;
-    int *old_generation;        /**< children of older generations */
-    int *live;                  /**< scratch: live children per bucket */
-    int occupied;
-} pf_snapshot_t;
+} pf_observation_t;
 
 typedef struct {
     /** This generation's buckets, from its configuration pool. */
@@ -80,7 +124,9 @@ typedef struct {
     /** ...and whether the one line about buckets whose children die at
      *  start has been logged for the present episode. */
     int respawn_logged;
-    pf_snapshot_t snapshot;     /**< the maintenance cycle's figures */
+    pf_observation_t obs;       /**< the maintenance cycle's */
+    /** Per bucket, scratch for counts between cycles. */
+    int *live;
 } pf_generation_t;
 
 /** The bucket number now of the identity @a record, or -1. */

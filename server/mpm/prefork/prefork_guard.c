@@ -400,7 +400,8 @@ static int check_listening(apr_socket_t *sd, int fd,
         return 0;
     }
     /* listen() on a listening socket only sets its backlog. */
-    backlog = pf_guard_backlog(sd);
+    backlog = want->backlog_seen > 0 ? want->backlog_seen
+                                     : pf_guard_backlog(sd);
     if (want->backlog > 0 && backlog > 0 && backlog != want->backlog
         && listen(fd, want->backlog) == 0) {
         return PF_GUARD_BACKLOG;

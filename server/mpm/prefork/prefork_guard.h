@@ -108,6 +108,9 @@ typedef struct {
     int reuseport;              /**< SO_REUSEPORT must be on */
     int keep_filter;            /**< a socket filter of the parent's own is
                                      on (a graceful stop): leave it */
+    /** The accept queue's limit as the maintenance cycle read it
+     *  (TCP_INFO), or 0: read it now. */
+    int backlog_seen;
 } pf_guard_want_t;
 
 /** What a check found changed (bits). */
