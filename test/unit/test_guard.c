@@ -38,7 +38,6 @@
 #include "apr_portable.h"
 
 #include "prefork_guard.h"
-#include "prefork_guard_unit.h"
 #include "unit.h"
 
 static apr_pool_t *pool;

@@ -8,7 +8,6 @@
 
 #include "unit.h"
 #include "prefork_policy.h"
-#include "prefork_policy_unit.h"
 #include "prefork_buckets.h"
 
 typedef struct {

@@ -1,9 +1,11 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
-#ifndef PREFORK_UNIT_H
-#define PREFORK_UNIT_H
+#ifndef PREFORK_UNIT_TESTS_H
+#define PREFORK_UNIT_TESTS_H
 
 #include <check.h>
+
+#include "prefork_unit.h"
 
 Suite *parse_suite(void);
 Suite *plan_suite(void);
@@ -23,4 +25,4 @@ Suite *ready_suite(void);
 Suite *topology_suite(void);
 Suite *children_suite(void);
 
-#endif /* PREFORK_UNIT_H */
+#endif /* PREFORK_UNIT_TESTS_H */

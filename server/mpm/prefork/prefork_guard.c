@@ -50,17 +50,12 @@
 
 #include "prefork_guard.h"
 #include "prefork_os.h"
+#include "prefork_unit.h"
 
 /* ------------------------------------------------------------------ */
 /* The child's system-call filter                                      */
 
 #ifdef HAVE_LIBSECCOMP
-
-/* The unit-test build (PF_UNIT_TEST) also has a function that exports
- * the filter, declared in prefork_guard_unit.h. */
-#ifdef PF_UNIT_TEST
-#include "prefork_guard_unit.h"
-#endif
 
 /* Linux's numbers for the TCP-AO options, newer than Debian 12's C
  * library headers. */
@@ -336,7 +331,8 @@ static int set_int_option(int fd, int level, int name, int value)
     return setsockopt(fd, level, name, &value, sizeof(value));
 }
 
-int pf_guard_backlog(apr_socket_t *sd)
+/* The accept-queue limit a listening socket has now, 0 if unknown. */
+PF_UNIT_STATIC int pf_guard_backlog(apr_socket_t *sd)
 {
     int queued, limit;
 
@@ -344,7 +340,8 @@ int pf_guard_backlog(apr_socket_t *sd)
                                                                      : 0;
 }
 
-int pf_guard_local_port(apr_socket_t *sd)
+/* The local port the kernel says the socket has now, -1 if unknown. */
+PF_UNIT_STATIC int pf_guard_local_port(apr_socket_t *sd)
 {
     struct sockaddr_storage addr;
     socklen_t len = sizeof(addr);
@@ -487,8 +484,18 @@ static int check_filter(int fd, const pf_guard_want_t *want, int *failed)
     return 0;
 }
 
-int pf_guard_check_socket(apr_socket_t *sd, const pf_guard_want_t *want,
-                          int *failed)
+/*
+ * Checks a bucket socket's state (not its options) and puts back what a
+ * child changed.
+ * @param failed Set to the bits found changed that could not be put back
+ *        (PF_GUARD_NOT_LISTENING: listen() refused, the socket must be
+ *        replaced; PF_GUARD_FILTER_LOCKED, with PF_GUARD_FILTER if a
+ *        filter is on it: the socket must be replaced)
+ * @return the bits found changed and put back
+ */
+PF_UNIT_STATIC int pf_guard_check_socket(apr_socket_t *sd,
+                                         const pf_guard_want_t *want,
+                                         int *failed)
 {
     apr_os_sock_t fd;
     int fixed = 0;

@@ -127,18 +127,6 @@ typedef struct {
 /** Options connections inherit changed (see pf_guard_found_t). */
 #define PF_GUARD_OPTIONS        0x100
 
-/**
- * Checks a bucket socket's state (not its options) and puts back what a
- * child changed.
- * @param failed Set to the bits found changed that could not be put back
- *        (PF_GUARD_NOT_LISTENING: listen() refused, the socket must be
- *        replaced; PF_GUARD_FILTER_LOCKED, with PF_GUARD_FILTER if a
- *        filter is on it: the socket must be replaced)
- * @return the bits found changed and put back
- */
-int pf_guard_check_socket(apr_socket_t *sd, const pf_guard_want_t *want,
-                          int *failed);
-
 /* ------------------------------------------------------------------ */
 /* The parent's record of its bucket sockets                           */
 
@@ -189,12 +177,6 @@ typedef struct {
 void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
                      apr_sockaddr_t *bind_addr, const pf_guard_want_t *want,
                      pf_guard_found_t *found);
-
-/** The accept-queue limit a listening socket has now, 0 if unknown. */
-int pf_guard_backlog(apr_socket_t *sd);
-
-/** The local port the kernel says the socket has now, -1 if unknown. */
-int pf_guard_local_port(apr_socket_t *sd);
 
 /**
  * Describes @a bits for the log: "stopped listening, backlog changed";

@@ -23,15 +23,7 @@
 #include "prefork_policy.h"
 #include "prefork_buckets.h"
 
-/* Functions private to this file that the unit tests call directly: static
- * in the module, and with external linkage only in the unit-test build
- * (PF_UNIT_TEST), whose prototypes are in prefork_policy_unit.h. */
-#ifdef PF_UNIT_TEST
-#include "prefork_policy_unit.h"
-#define PF_UNIT_STATIC
-#else
-#define PF_UNIT_STATIC static
-#endif
+#include "prefork_unit.h"
 
 pf_parse_e pf_parse_bounded_int(const char *arg, long long min, long long max,
                                 int *out)
@@ -476,12 +468,26 @@ int pf_usable_cpus(int online, int affinity, int quota)
     return cpus;
 }
 
-int pf_steering_shares_pool(int steering)
+/*
+ * Whether a steering mode sends a connection to another bucket when its
+ * own has no idle child (idle, local), so that the buckets share the spare
+ * pool; hash and cpu do not.
+ */
+PF_UNIT_STATIC int pf_steering_shares_pool(int steering)
 {
     return steering == PFB_STEER_IDLE || steering == PFB_STEER_LOCAL;
 }
 
-int pf_warm_bucket_limit(int min_spare_servers, int steering)
+/*
+ * The most buckets that MinSpareServers keeps warm, with an idle child of
+ * its own share in every bucket.  Under hash and cpu steering a connection
+ * goes to its bucket whatever that bucket has, so each bucket needs its own
+ * idle child: the limit is MinSpareServers.  Under idle and local steering
+ * a connection goes to another bucket with an idle child, so the pool is shared
+ * and there is no limit (0).
+ */
+PF_UNIT_STATIC int pf_warm_bucket_limit(int min_spare_servers,
+                                        int steering)
 {
     if (pf_steering_shares_pool(steering)) {
         return 0;
@@ -1058,7 +1064,12 @@ int pf_respawn_paced(const pf_respawn_t *r)
     return r->early_deaths > PF_RESPAWN_FORGIVEN;
 }
 
-long long pf_respawn_delay(int early_deaths)
+/*
+ * The wait after the @a early_deaths-th death at start in a row: none up
+ * to PF_RESPAWN_FORGIVEN, then 1 s, doubling each time, up to
+ * PF_RESPAWN_MAX_DELAY_US.
+ */
+PF_UNIT_STATIC long long pf_respawn_delay(int early_deaths)
 {
     long long delay = PF_RESPAWN_YOUNG_US;
     int beyond = early_deaths - PF_RESPAWN_FORGIVEN;

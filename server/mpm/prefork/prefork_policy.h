@@ -234,23 +234,6 @@ typedef struct {
 } pf_warm_t;
 
 /**
- * Whether a steering mode sends a connection to another bucket when its
- * own has no idle child (idle, local), so that the buckets share the spare
- * pool; hash and cpu do not.
- */
-int pf_steering_shares_pool(int steering);
-
-/**
- * The most buckets that MinSpareServers keeps warm, with an idle child of
- * its own share in every bucket.  Under hash and cpu steering a connection
- * goes to its bucket whatever that bucket has, so each bucket needs its own
- * idle child: the limit is MinSpareServers.  Under idle and local steering
- * a connection goes to another bucket with an idle child, so the pool is shared
- * and there is no limit (0).
- */
-int pf_warm_bucket_limit(int min_spare_servers, int steering);
-
-/**
  * Decides how many buckets to run.
  *
  * Neither directive given, or ListenBuckets 0 (and no ratio): httpd's
@@ -561,13 +544,6 @@ typedef struct {
 /** Whether the bucket's children keep dying at start: it is paced, its
  *  replacements wait for maintenance with back-off. */
 int pf_respawn_paced(const pf_respawn_t *r);
-
-/**
- * The wait after the @a early_deaths-th death at start in a row: none up
- * to PF_RESPAWN_FORGIVEN, then 1 s, doubling each time, up to
- * PF_RESPAWN_MAX_DELAY_US.
- */
-long long pf_respawn_delay(int early_deaths);
 
 /**
  * Notes a child's exit in its bucket's pacing.  A death at start adds to

@@ -29,6 +29,7 @@
 
 #include "prefork_buckets.h"
 #include "prefork_steering_rules.h"
+#include "prefork_unit.h"
 
 int pf_steer_parse_mode(const char *arg, int *mode)
 {
@@ -165,6 +166,7 @@ int pf_steer_idle_probes(int per_listen)
                                                 : PF_STEER_MAX_PROBES;
 }
 
+#ifdef PF_UNIT_TEST
 /* The table and constants the programs see, for one Listen of @a per_listen
  * buckets with the given idle counts (the pick functions' common part);
  * NULL on bad input or no memory.  The caller frees the table. */
@@ -191,6 +193,10 @@ static pf_steer_bucket_t *pick_table(const int64_t *idle, int per_listen,
     return table;
 }
 
+/* pf_steer_idle_choose() over plain counts, for the scale model (ctypes)
+ * and the tests: @a idle holds the @a per_listen counts of one Listen.
+ * Returns the shard, or -1 on bad input; *moved as pf_steer_idle_choose()
+ * sets it. */
 int pf_steer_idle_pick(const int64_t *idle, int per_listen, uint32_t hash,
                        uint32_t random, int *moved)
 {
@@ -211,6 +217,10 @@ int pf_steer_idle_pick(const int64_t *idle, int per_listen, uint32_t hash,
 /* ------------------------------------------------------------------ */
 /* "local"                                                             */
 
+/* pf_steer_local_choose() over plain counts, for the tests and the scale
+ * model: @a idle holds the @a per_listen counts of one Listen, @a entry
+ * the receiving CPU's entry (NULL for none).  Returns the shard, or -1 on
+ * bad input; *moved as pf_steer_local_choose() sets it. */
 int pf_steer_local_pick(const int64_t *idle, int per_listen,
                         const pf_steer_cpu_entry_t *entry, uint32_t hash,
                         uint32_t random, int *moved)
@@ -229,10 +239,15 @@ int pf_steer_local_pick(const int64_t *idle, int per_listen,
     *moved = (int)was_moved;
     return (int)shard;
 }
+#endif /* PF_UNIT_TEST */
 
 /* ------------------------------------------------------------------ */
 /* Idle-count bookkeeping                                              */
 
+#ifdef PF_UNIT_TEST
+/* a + b, held at INT64_MAX / INT64_MIN instead of overflowing: for
+ * arithmetic on what a child wrote (pf_steer_sat_sub() is its
+ * counterpart). */
 int64_t pf_steer_sat_add(int64_t a, int64_t b)
 {
     if (b > 0 && a > INT64_MAX - b) {
@@ -243,8 +258,11 @@ int64_t pf_steer_sat_add(int64_t a, int64_t b)
     }
     return a + b;
 }
+#endif
 
-int64_t pf_steer_sat_sub(int64_t a, int64_t b)
+/* a - b, held at INT64_MAX / INT64_MIN instead of overflowing: for
+ * arithmetic on what a child wrote. */
+PF_UNIT_STATIC int64_t pf_steer_sat_sub(int64_t a, int64_t b)
 {
     if (b < 0 && a > INT64_MAX + b) {
         return INT64_MAX;

@@ -1,0 +1,93 @@
+/* Licensed to the Apache Software Foundation (ASF) under one or more
+ * contributor license agreements.  See the NOTICE file distributed with
+ * this work for additional information regarding copyright ownership.
+ * The ASF licenses this file to You under the Apache License, Version 2.0
+ * (the "License"); you may not use this file except in compliance with
+ * the License.  You may obtain a copy of the License at
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+/**
+ * @file  prefork_unit.h
+ * @brief What the unit tests reach that the module keeps to one file.
+ *
+ * A function that only its own file and the unit tests call is static in
+ * the module (PF_UNIT_STATIC); where the file is compiled with
+ * PF_UNIT_TEST (make check-unit, and build/libpfpolicy.so, which the scale
+ * model calls through ctypes) it has external linkage, and its prototype
+ * is here.  A few exist only there, for the tests and the model.  Their
+ * comments are at their definitions.
+ */
+
+#ifndef PREFORK_UNIT_H
+#define PREFORK_UNIT_H
+
+#ifndef PF_UNIT_TEST
+
+#define PF_UNIT_STATIC static
+
+#else /* PF_UNIT_TEST */
+
+#define PF_UNIT_STATIC
+
+#include <stdint.h>
+
+#include "apr_network_io.h"
+
+#include "prefork_guard.h"
+#include "prefork_linger.h"
+#include "prefork_sockopts.h"
+#include "prefork_steering_rules.h"
+
+/* prefork_policy.c */
+int pf_share(int total, int num_buckets, int b);
+int pf_bucket_min_spare(int min_spare_servers, int num_buckets, int b);
+int pf_bucket_max_spare(int min_spare_servers, int max_spare_servers,
+                        int num_buckets, int b);
+int pf_steering_shares_pool(int steering);
+int pf_warm_bucket_limit(int min_spare_servers, int steering);
+long long pf_respawn_delay(int early_deaths);
+
+/* prefork_guard.c */
+int pf_guard_check_socket(apr_socket_t *sd, const pf_guard_want_t *want,
+                          int *failed);
+int pf_guard_backlog(apr_socket_t *sd);
+int pf_guard_local_port(apr_socket_t *sd);
+int pf_guard_filter_export(int out_fd, const int *bucket_fds, int num_fds);
+
+/* prefork_sockopts.c */
+int pf_sockopts_count(void);
+const char *pf_sockopts_name(int i);
+int pf_sockopts_find(const char *name);
+void pf_sockopts_read(int fd, pf_sockopts_t *now);
+pf_sockopt_set_t pf_sockopts_compare(const pf_sockopts_t *want,
+                                     const pf_sockopts_t *now);
+
+/* prefork_linger.c */
+apr_int64_t pf_linger_expiry(const pf_linger_times_t *t);
+apr_int64_t pf_linger_now(void);
+int pf_linger_pending(void);
+
+/* prefork_topology.c */
+int pf_topo_parse_list(const char *text, unsigned char *member, int room,
+                       int *lowest);
+
+/* prefork_steering_rules.c */
+int pf_steer_idle_pick(const int64_t *idle, int per_listen, uint32_t hash,
+                       uint32_t random, int *moved);
+int pf_steer_local_pick(const int64_t *idle, int per_listen,
+                        const pf_steer_cpu_entry_t *entry, uint32_t hash,
+                        uint32_t random, int *moved);
+int64_t pf_steer_sat_add(int64_t a, int64_t b);
+int64_t pf_steer_sat_sub(int64_t a, int64_t b);
+
+#endif /* PF_UNIT_TEST */
+
+#endif /* PREFORK_UNIT_H */
