@@ -91,6 +91,7 @@
 #include "prefork_bucketset.h"
 #include "prefork_children.h"
 #include "prefork_close.h"
+#include "prefork_config.h"
 #include "prefork_filter.h"
 #include "prefork_policy.h"
 #include "prefork_ready.h"
@@ -143,17 +144,9 @@ typedef struct {
 
 static prefork_retained_data *retained;
 
-/* Configuration of this generation. */
-static int start_servers;
-static int min_spare_servers;
-static int max_spare_servers;
-static int max_workers;         /* MaxRequestWorkers */
-static int server_limit;
-static int buckets_ratio;       /* ListenCoresBucketsRatio */
-static int buckets_explicit;    /* ListenBuckets */
-static int steering_wanted;     /* ListenBucketSteering */
-static int bucket_cpu_affinity; /* BucketCPUAffinity */
-static int child_syscall_filter;        /* ChildSyscallFilter */
+/* The directives of this generation, and what check_config corrected in
+ * them, logged once the error log is open (log_corrections()). */
+static pf_config_t conf;
 
 /* Where each integer directive's value goes and what it accepts; the
  * command table points each directive at its entry. */
@@ -175,28 +168,27 @@ enum {
  * corrects (pf_correct_pool_config()); what atoi() would have made of junk
  * ("8x", "-1") is refused. */
 static int_directive_t int_directives[D_COUNT] = {
-    [D_START_SERVERS] = { &start_servers, 0, 2147483647LL, NULL },
-    [D_MIN_SPARE] = { &min_spare_servers, 0, 2147483647LL, NULL },
-    [D_MAX_SPARE] = { &max_spare_servers, 0, 2147483647LL, NULL },
-    [D_MAX_WORKERS] = { &max_workers, 0, 2147483647LL, NULL },
-    [D_MAX_CLIENTS] = { &max_workers, 0, 2147483647LL,
+    [D_START_SERVERS] = { &conf.pool.start_servers, 0, 2147483647LL,
+                          NULL },
+    [D_MIN_SPARE] = { &conf.pool.min_spare_servers, 0, 2147483647LL,
+                      NULL },
+    [D_MAX_SPARE] = { &conf.pool.max_spare_servers, 0, 2147483647LL,
+                      NULL },
+    [D_MAX_WORKERS] = { &conf.pool.max_workers, 0, 2147483647LL, NULL },
+    [D_MAX_CLIENTS] = { &conf.pool.max_workers, 0, 2147483647LL,
                         "MaxRequestWorkers" },
-    [D_SERVER_LIMIT] = { &server_limit, 0, 2147483647LL, NULL },
+    [D_SERVER_LIMIT] = { &conf.pool.server_limit, 0, 2147483647LL,
+                         NULL },
     [D_MAX_CONNECTIONS] = { &ap_max_requests_per_child, 0,
                            2147483647LL, NULL },
     [D_MAX_REQUESTS] = { &ap_max_requests_per_child, 0,
                         2147483647LL, "MaxConnectionsPerChild" },
     [D_SHUTDOWN_TIMEOUT] = { &ap_graceful_shutdown_timeout, 0,
                             2147483LL, NULL },
-    [D_BUCKETS_RATIO] = { &buckets_ratio, 0, 2147483647LL, NULL },
-    [D_BUCKETS_EXPLICIT] = { &buckets_explicit, 0,
+    [D_BUCKETS_RATIO] = { &conf.pool.ratio, 0, 2147483647LL, NULL },
+    [D_BUCKETS_EXPLICIT] = { &conf.pool.explicit_buckets, 0,
                             PF_MAX_SERVER_LIMIT, NULL },
 };
-
-/* What check_config corrected in this generation's configuration, logged
- * once the error log is open (log_corrections()). */
-static pf_fix_t pool_fixes[PF_FIX_KINDS];
-static int num_pool_fixes;
 
 /* How a fork is paced. */
 typedef enum {
@@ -621,11 +613,11 @@ static void child_init_process(pf_bucket_t *bucket)
     bucket_fds = apr_palloc(pchild, sizeof(int)
                                         * (apr_size_t)bucket->num_listeners);
     num_fds = pf_bucketset_child_init(retained->buckets, me.bucket,
-                                      bucket_cpu_affinity, bucket_fds,
+                                      conf.cpu_affinity, bucket_fds,
                                       bucket->num_listeners, ap_server_conf);
     /* While still root: no_new_privs need not be set, so setuid helpers
      * the child runs keep working. */
-    pf_filter_child(&retained->filter, child_syscall_filter, bucket_fds,
+    pf_filter_child(&retained->filter, conf.syscall_filter, bucket_fds,
                     num_fds, me.bucket, ap_server_conf);
     if (ap_run_drop_privileges(pchild, ap_server_conf)) {
         clean_child_exit(APEXIT_CHILDFATAL);
@@ -802,7 +794,7 @@ static int spawn_into_bucket(server_rec *s, int bucket_index,
         && !pf_respawn_may_fork(r, at_once, now)) {
         return 1;
     }
-    slot = pf_children_free_slot(retained->children, max_workers);
+    slot = pf_children_free_slot(retained->children, conf.pool.max_workers);
     if (slot < 0 || make_child(s, slot, bucket_index) != 0) {
         return -1;
     }
@@ -894,7 +886,8 @@ static void startup_children(server_rec *s)
     }
     for (b = 0; b < num_buckets; b++) {
         count_bucket_children(b, &current, &old);
-        want = pf_bucket_start(start_servers, num_buckets, b) - current - old;
+        want = pf_bucket_start(conf.pool.start_servers, num_buckets, b)
+               - current - old;
         for (i = 0; i < want; i++) {
             if (spawn_into_bucket(s, b, SPAWN_START) != 0) {
                 return;
@@ -967,7 +960,7 @@ static void log_maintenance_limits(server_rec *s,
                          PFBLOGNO(00010) "server reached MaxRequestWorkers "
                          "setting (%d) with %d children wanted; consider "
                          "raising the MaxRequestWorkers setting",
-                         max_workers, summary->wanted);
+                         conf.pool.max_workers, summary->wanted);
             retained->maxclients_reported = 1;
         }
     }
@@ -1065,8 +1058,8 @@ static void decide(server_rec *s, pf_observation_t *obs,
     memcpy(obs->counted, obs->state,
            sizeof(*obs->counted) * (apr_size_t)num_buckets);
     pf_count_old_generation(obs->counted, obs->old_generation, num_buckets);
-    pf_limits_init(&lim, num_buckets, min_spare_servers, max_spare_servers,
-                   max_workers);
+    pf_limits_init(&lim, num_buckets, conf.pool.min_spare_servers,
+                   conf.pool.max_spare_servers, conf.pool.max_workers);
     pf_decide_maintenance(&lim, obs->counted, obs->occupied,
                           &retained->spawn_rate, obs->action, obs->scratch,
                           summary);
@@ -1075,7 +1068,7 @@ static void decide(server_rec *s, pf_observation_t *obs,
                      PFBLOGNO(00039) "at MaxRequestWorkers (%d): retiring "
                      "%d idle child(ren) so that buckets with queued "
                      "connections and no idle child get one",
-                     max_workers, summary->rebalanced);
+                     conf.pool.max_workers, summary->rebalanced);
     }
 }
 
@@ -1127,7 +1120,7 @@ static void respawn_stranded_buckets(server_rec *s)
                                       retained->mpm->my_generation, live);
     for (b = 0; b < gen->num_buckets; b++) {
         if (pf_bucket_needs_respawn_now(live[b], stopping, occupied,
-                                        max_workers)) {
+                                        conf.pool.max_workers)) {
             /* Held back by its pacing, a bucket waits for maintenance;
              * its socket stays open in the parent meanwhile, so
              * connections queue rather than fail. */
@@ -1541,13 +1534,13 @@ static int build_generation(apr_pool_t *p, server_rec *s, int startup)
     cfg.how = startup ? PF_START_FIRST
                       : (retained->mpm->was_graceful ? PF_RESTART_GRACEFUL
                                                      : PF_RESTART_FULL);
-    cfg.ratio = buckets_ratio;
-    cfg.explicit_buckets = buckets_explicit;
-    cfg.max_workers = max_workers;
-    cfg.min_spare_servers = min_spare_servers;
-    cfg.start_servers = start_servers;
-    cfg.steer_wanted = steering_wanted;
-    cfg.cpu_affinity = bucket_cpu_affinity;
+    cfg.ratio = conf.pool.ratio;
+    cfg.explicit_buckets = conf.pool.explicit_buckets;
+    cfg.max_workers = conf.pool.max_workers;
+    cfg.min_spare_servers = conf.pool.min_spare_servers;
+    cfg.start_servers = conf.pool.start_servers;
+    cfg.steer_wanted = conf.steering;
+    cfg.cpu_affinity = conf.cpu_affinity;
     cfg.generation = retained->mpm->my_generation;
     cfg.children = retained->children;
     if (pf_bucketset_build(retained->buckets, &cfg, p, s)
@@ -1585,7 +1578,7 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
     if (!one_process) {
         parent_wake_on_child_exit(pconf);
         open_ready_channel(s);
-        pf_filter_probe(&retained->filter, child_syscall_filter, s);
+        pf_filter_probe(&retained->filter, conf.syscall_filter, s);
     }
 
     if (one_process) {
@@ -1594,8 +1587,8 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
         /* not reached: the child loop exits the process */
     }
 
-    pf_bucketset_steer(retained->buckets, steering_wanted,
-                       bucket_cpu_affinity, pconf, s);
+    pf_bucketset_steer(retained->buckets, conf.steering,
+                       conf.cpu_affinity, pconf, s);
     startup_children(s);
     /* The new generation is accepting; now let the old one go, so that
      * no bucket is ever left without a child. */
@@ -1730,16 +1723,16 @@ static int prefork_pre_config(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
     }
 
     ap_listen_pre_config();
-    start_servers = DEFAULT_START_DAEMON;
-    min_spare_servers = DEFAULT_MIN_FREE_DAEMON;
-    max_spare_servers = DEFAULT_MAX_FREE_DAEMON;
-    server_limit = DEFAULT_SERVER_LIMIT;
-    max_workers = DEFAULT_SERVER_LIMIT;
-    buckets_ratio = 0;
-    buckets_explicit = PF_BUCKETS_UNSET;
-    steering_wanted = PFB_STEER_HASH;
-    bucket_cpu_affinity = 0;
-    child_syscall_filter = 1;
+    conf.pool.start_servers = DEFAULT_START_DAEMON;
+    conf.pool.min_spare_servers = DEFAULT_MIN_FREE_DAEMON;
+    conf.pool.max_spare_servers = DEFAULT_MAX_FREE_DAEMON;
+    conf.pool.server_limit = DEFAULT_SERVER_LIMIT;
+    conf.pool.max_workers = DEFAULT_SERVER_LIMIT;
+    conf.pool.ratio = 0;
+    conf.pool.explicit_buckets = PF_BUCKETS_UNSET;
+    conf.steering = PFB_STEER_HASH;
+    conf.cpu_affinity = 0;
+    conf.syscall_filter = 1;
     ap_max_mem_free = APR_ALLOCATOR_MAX_FREE_UNLIMITED;
 
     rv = ap_mutex_register(p, AP_ACCEPT_MUTEX_TYPE, NULL, APR_LOCK_DEFAULT, 0);
@@ -1830,8 +1823,8 @@ static void log_corrections(int startup, server_rec *s)
 {
     int i;
 
-    for (i = 0; i < num_pool_fixes; i++) {
-        log_correction(&pool_fixes[i], startup, s);
+    for (i = 0; i < conf.num_fixes; i++) {
+        log_correction(&conf.fixes[i], startup, s);
     }
 }
 
@@ -1841,35 +1834,21 @@ static int prefork_check_config(apr_pool_t *AP_MAYBE_UNUSED(p),
                                 server_rec *AP_MAYBE_UNUSED(s))
 {
     int startup = retained->mpm->module_loads == 1;
-    pf_pool_config_t cfg;
 
-    cfg.server_limit = server_limit;
-    cfg.max_workers = max_workers;
-    cfg.start_servers = start_servers;
-    cfg.min_spare_servers = min_spare_servers;
-    cfg.max_spare_servers = max_spare_servers;
-    cfg.ratio = buckets_ratio;
-    cfg.explicit_buckets = buckets_explicit;
-    num_pool_fixes = pf_correct_pool_config(&cfg,
+    conf.num_fixes = pf_correct_pool_config(&conf.pool,
                                             retained->first_server_limit,
-                                            pool_fixes);
-    server_limit = cfg.server_limit;
-    max_workers = cfg.max_workers;
-    start_servers = cfg.start_servers;
-    min_spare_servers = cfg.min_spare_servers;
-    max_spare_servers = cfg.max_spare_servers;
-    buckets_ratio = cfg.ratio;
+                                            conf.fixes);
     if (!retained->first_server_limit) {
-        retained->first_server_limit = server_limit;
+        retained->first_server_limit = conf.pool.server_limit;
         retained->children = pf_children_create(retained->keep_pool,
-                                                server_limit);
+                                                conf.pool.server_limit);
     }
     /* At start-up's first pass the console is stderr; at the second the
      * daemon's stderr is /dev/null until core opens the error log, so
      * these wait for log_after_core_opened_logs(). */
     if (startup) {
         log_corrections(1, NULL);
-        pf_filter_log_off(child_syscall_filter, 1, NULL);
+        pf_filter_log_off(conf.syscall_filter, 1, NULL);
     }
     return OK;
 }
@@ -1890,7 +1869,7 @@ static int log_after_core_opened_logs(apr_pool_t *AP_MAYBE_UNUSED(p),
         return OK;
     }
     log_corrections(0, s);
-    pf_filter_log_off(child_syscall_filter, 0, s);
+    pf_filter_log_off(conf.syscall_filter, 0, s);
     if (retained->buckets != NULL) {
         pf_bucketset_log_plan(retained->buckets, 0, s);
     }
@@ -1903,7 +1882,7 @@ static int prefork_query(int query_code, int *result, apr_status_t *rv)
     switch (query_code) {
     case AP_MPMQ_MAX_DAEMON_USED:
         *result = retained->children ? retained->children->used
-                                     : max_workers;
+                                     : conf.pool.max_workers;
         break;
     case AP_MPMQ_IS_THREADED:
         *result = AP_MPMQ_NOT_SUPPORTED;
@@ -1912,7 +1891,7 @@ static int prefork_query(int query_code, int *result, apr_status_t *rv)
         *result = AP_MPMQ_DYNAMIC;
         break;
     case AP_MPMQ_HARD_LIMIT_DAEMONS:
-        *result = server_limit;
+        *result = conf.pool.server_limit;
         break;
     case AP_MPMQ_HARD_LIMIT_THREADS:
         *result = HARD_THREAD_LIMIT;
@@ -1921,20 +1900,20 @@ static int prefork_query(int query_code, int *result, apr_status_t *rv)
         *result = 1;
         break;
     case AP_MPMQ_MIN_SPARE_DAEMONS:
-        *result = min_spare_servers;
+        *result = conf.pool.min_spare_servers;
         break;
     case AP_MPMQ_MIN_SPARE_THREADS:
     case AP_MPMQ_MAX_SPARE_THREADS:
         *result = 0;
         break;
     case AP_MPMQ_MAX_SPARE_DAEMONS:
-        *result = max_spare_servers;
+        *result = conf.pool.max_spare_servers;
         break;
     case AP_MPMQ_MAX_REQUESTS_DAEMON:
         *result = ap_max_requests_per_child;
         break;
     case AP_MPMQ_MAX_DAEMONS:
-        *result = max_workers;
+        *result = conf.pool.max_workers;
         break;
     case AP_MPMQ_MPM_STATE:
         *result = retained->mpm->mpm_state;
@@ -1965,7 +1944,7 @@ static int prefork_drop_privileges(apr_pool_t *AP_MAYBE_UNUSED(p),
     }
     pf_bucketset_child_init(retained->buckets, -1, 0, NULL, 0, s);
     close_parent_channels(1);
-    pf_filter_helper(child_syscall_filter, s);
+    pf_filter_helper(conf.syscall_filter, s);
     return DECLINED;
 }
 
@@ -2015,7 +1994,6 @@ static const char *set_int_directive(cmd_parms *cmd,
     const int_directive_t *d = cmd->info;
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
     char msg[512];
-    pf_parse_e why;
 
     if (err != NULL) {
         return err;
@@ -2025,13 +2003,9 @@ static const char *set_int_directive(cmd_parms *cmd,
                      PFBLOGNO(00033) "%s is deprecated, use %s instead.",
                      cmd->cmd->name, d->replaced_by);
     }
-    why = pf_parse_bounded_int(arg, d->min, d->max, d->value);
-    if (why == PF_PARSE_OK) {
-        return NULL;
-    }
-    return apr_pstrdup(cmd->pool,
-                       pf_format_parse_error(msg, sizeof(msg), cmd->cmd->name,
-                                             arg, d->min, d->max, why));
+    err = pf_config_int(cmd->cmd->name, arg, d->min, d->max, d->value, msg,
+                        sizeof(msg));
+    return err != NULL ? apr_pstrdup(cmd->pool, err) : NULL;
 }
 
 static const char *set_bucket_steering(cmd_parms *cmd,
@@ -2039,25 +2013,14 @@ static const char *set_bucket_steering(cmd_parms *cmd,
                                        const char *arg)
 {
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-    const char *missing;
+    char msg[1024];
 
     if (err != NULL) {
         return err;
     }
-    if (pf_steer_parse_mode(arg, &steering_wanted) != 0) {
-        return apr_psprintf(cmd->pool, "%s: '%s' is not a steering mode; "
-                            "expected hash, cpu, idle or local", cmd->cmd->name,
-                            arg);
-    }
-    missing = pf_steer_mode_missing(steering_wanted);
-    if (missing != NULL) {
-        return apr_psprintf(cmd->pool, "%s: '%s' needs the MPM's BPF "
-                            "programs, and this build has none: it was "
-                            "made without %s; use hash, or rebuild the MPM "
-                            "with them (docs/building.md)", cmd->cmd->name,
-                            arg, missing);
-    }
-    return NULL;
+    err = pf_config_steering(cmd->cmd->name, arg, &conf.steering, msg,
+                             sizeof(msg));
+    return err != NULL ? apr_pstrdup(cmd->pool, err) : NULL;
 }
 
 /* BucketCPUAffinity and ChildSyscallFilter: On or Off, into the int
@@ -2117,10 +2080,10 @@ AP_INIT_TAKE1("ListenBuckets", set_int_directive,
 AP_INIT_TAKE1("ListenBucketSteering", set_bucket_steering, NULL, RSRC_CONF,
     "hash, cpu, idle or local: how a new connection picks its bucket "
     "among a Listen's sockets (default hash)"),
-AP_INIT_TAKE1("BucketCPUAffinity", set_switch, &bucket_cpu_affinity,
+AP_INIT_TAKE1("BucketCPUAffinity", set_switch, &conf.cpu_affinity,
     RSRC_CONF, "On or Off: pin each bucket's children to the CPUs that feed "
     "it under cpu or local steering (default Off)"),
-AP_INIT_TAKE1("ChildSyscallFilter", set_switch, &child_syscall_filter,
+AP_INIT_TAKE1("ChildSyscallFilter", set_switch, &conf.syscall_filter,
     RSRC_CONF, "On or Off: children install the system-call filter that "
     "guards the bucket sockets (default On)"),
 AP_INIT_TAKE1("StartServers", set_int_directive,

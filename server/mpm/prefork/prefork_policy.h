@@ -16,9 +16,10 @@
 
 /**
  * @file  prefork_policy.h
- * @brief The MPM's decisions as pure functions: directive values, the bucket
- *        count, each bucket's share of the spare-server limits, and what
- *        idle-server maintenance does in one cycle.
+ * @brief The MPM's decisions as pure functions: the bucket count, what a
+ *        restart keeps, each bucket's share of the spare-server limits,
+ *        what idle-server maintenance does in one cycle, and respawn
+ *        pacing.
  *
  * Nothing here calls the system, touches httpd globals or allocates, so the
  * unit tests link this file alone.  prefork.c gathers the inputs (scoreboard,
@@ -38,89 +39,6 @@
 #define PF_MAX_SPAWN_RATE 32
 /** Highest CPU number a cpuset list may name (Linux allows 8192 CPUs). */
 #define PF_MAX_CPU_NUMBER 65535
-
-/* ------------------------------------------------------------------ */
-/* Directive values                                                    */
-
-typedef enum {
-    PF_PARSE_OK = 0,
-    PF_PARSE_EMPTY,             /**< nothing given */
-    PF_PARSE_NOT_A_NUMBER,      /**< not a plain decimal integer */
-    PF_PARSE_OUT_OF_RANGE       /**< a number, but outside [min, max] */
-} pf_parse_e;
-
-/**
- * Parses a whole decimal integer (optional sign, digits, optional
- * surrounding blanks) and checks it against [min, max].  "8x", "0x10",
- * "1e3", "" and values that overflow a long long are refused.
- * @return PF_PARSE_OK and *out set, or why it was refused (*out untouched)
- */
-pf_parse_e pf_parse_bounded_int(const char *arg, long long min, long long max,
-                                int *out);
-
-/**
- * Writes the admin-facing message for a refused value into buf:
- * "<directive>: '<arg>' is not a whole number; expected an integer from
- * <min> to <max>" (or "is out of range").
- * @return buf
- */
-char *pf_format_parse_error(char *buf, size_t len, const char *directive,
-                            const char *arg, long long min, long long max,
-                            pf_parse_e why);
-
-/** A value that httpd's prefork accepts and corrects, and how. */
-typedef enum {
-    PF_FIX_SERVER_LIMIT_ABOVE_CAP,  /**< ServerLimit > PF_MAX_SERVER_LIMIT */
-    PF_FIX_SERVER_LIMIT_BELOW_ONE,  /**< ServerLimit 0 */
-    PF_FIX_SERVER_LIMIT_RESTART,    /**< changed by a restart: kept */
-    PF_FIX_WORKERS_ABOVE_LIMIT,     /**< MaxRequestWorkers > ServerLimit */
-    PF_FIX_WORKERS_BELOW_ONE,       /**< MaxRequestWorkers 0 */
-    PF_FIX_START_BELOW_ONE,         /**< StartServers 0 */
-    PF_FIX_START_ABOVE_WORKERS,     /**< StartServers > MaxRequestWorkers */
-    PF_FIX_MIN_SPARE_BELOW_ONE,     /**< MinSpareServers 0 */
-    PF_FIX_MAX_SPARE_NOT_ABOVE_MIN, /**< MaxSpareServers <= MinSpareServers */
-    PF_FIX_RATIO_WITH_EXPLICIT,     /**< both bucket directives: the
-                                         ratio is ignored */
-    PF_FIX_KINDS
-} pf_fix_e;
-
-/** The pool's directives, as configured and then as in force. */
-typedef struct {
-    int server_limit;
-    int max_workers;        /**< MaxRequestWorkers */
-    int start_servers;
-    int min_spare_servers;
-    int max_spare_servers;
-    int ratio;              /**< ListenCoresBucketsRatio */
-    int explicit_buckets;   /**< ListenBuckets, or PF_BUCKETS_UNSET */
-} pf_pool_config_t;
-
-/** One correction: which, the value configured and the value used. */
-typedef struct {
-    int kind;               /**< pf_fix_e */
-    int given;
-    int used;
-} pf_fix_t;
-
-/**
- * Corrects the values httpd 2.4's prefork corrects, as it does, in its
- * order: ServerLimit into [1, PF_MAX_SERVER_LIMIT] and kept across
- * restarts; MaxRequestWorkers into [1, ServerLimit]; StartServers and
- * MinSpareServers at least 1.  Beyond httpd's own checks, which make the
- * same changes silently at run time: StartServers at most
- * MaxRequestWorkers, and MaxSpareServers above MinSpareServers.  Both
- * bucket directives set: ListenBuckets wins.  MinSpareServers and
- * MaxSpareServers above PF_MAX_SERVER_LIMIT are cut to it without a
- * correction, since no more children than that can exist.
- *
- * @param cfg Read and corrected in place
- * @param first_server_limit ServerLimit in force since the server started,
- *        0 at the first start
- * @param fixes Room for PF_FIX_KINDS corrections, written in order
- * @return the number of corrections written
- */
-int pf_correct_pool_config(pf_pool_config_t *cfg, int first_server_limit,
-                           pf_fix_t *fixes);
 
 /* ------------------------------------------------------------------ */
 /* Usable CPUs                                                         */

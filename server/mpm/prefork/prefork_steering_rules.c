@@ -31,38 +31,6 @@
 #include "prefork_steering_rules.h"
 #include "prefork_unit.h"
 
-int pf_steer_parse_mode(const char *arg, int *mode)
-{
-    int m;
-
-    if (arg == NULL) {
-        return -1;
-    }
-    for (m = PFB_STEER_HASH; m <= PFB_STEER_LOCAL; m++) {
-        if (strcasecmp(arg, pfb_steer_name(m)) == 0) {
-            *mode = m;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* What configure found missing (PF_STEER_BUILD_MISSING, e.g. "bpftool");
- * a build whose steering was switched off by hand says what it needs. */
-#ifndef PF_STEER_BUILD_MISSING
-#define PF_STEER_BUILD_MISSING "clang with the bpf target, libbpf and bpftool"
-#endif
-
-const char *pf_steer_mode_missing(int mode)
-{
-#ifdef HAVE_BPF_STEERING
-    (void)mode;
-    return NULL;
-#else
-    return mode == PFB_STEER_HASH ? NULL : PF_STEER_BUILD_MISSING;
-#endif
-}
-
 /* ------------------------------------------------------------------ */
 /* CPU layout                                                          */
 

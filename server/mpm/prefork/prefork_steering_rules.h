@@ -392,19 +392,6 @@ PF_STEER_INLINE pf_u32 pf_steer_local_choose(
 /* ------------------------------------------------------------------ */
 /* User space only                                                     */
 
-/** Parses "hash", "cpu", "idle" or "local" (any case) into a pfb_steer_e.
- *  @return 0, or -1 */
-int pf_steer_parse_mode(const char *arg, int *mode);
-
-/**
- * Whether this build can run @a mode: hash always; cpu, idle and local
- * only when the BPF programs were compiled in (configure found clang, libbpf and
- * bpftool).
- * @return NULL if it can, else what the build lacked, for the directive's
- *         error message
- */
-const char *pf_steer_mode_missing(int mode);
-
 /**
  * The usable CPUs (the affinity mask, ascending) are split evenly and in
  * order over the N buckets of a Listen.  With no more buckets than CPUs,

@@ -41,6 +41,7 @@
 
 #include "apr_network_io.h"
 
+#include "prefork_config.h"
 #include "prefork_guard.h"
 #include "prefork_linger.h"
 #include "prefork_sockopts.h"
@@ -54,6 +55,15 @@ int pf_bucket_max_spare(int min_spare_servers, int max_spare_servers,
 int pf_steering_shares_pool(int steering);
 int pf_warm_bucket_limit(int min_spare_servers, int steering);
 long long pf_respawn_delay(int early_deaths);
+
+/* prefork_config.c */
+pf_parse_e pf_parse_bounded_int(const char *arg, long long min, long long max,
+                                int *out);
+char *pf_format_parse_error(char *buf, size_t len, const char *directive,
+                            const char *arg, long long min, long long max,
+                            pf_parse_e why);
+int pf_steer_parse_mode(const char *arg, int *mode);
+const char *pf_steer_mode_missing(int mode);
 
 /* prefork_guard.c */
 int pf_guard_check_socket(apr_socket_t *sd, const pf_guard_want_t *want,
