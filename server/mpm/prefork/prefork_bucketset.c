@@ -98,7 +98,6 @@ struct pf_bucketset_s {
     char idle_refusal[256];     /* and what failed */
     const char *reuseport_failed_call;
     pf_cpu_info_t cpus;
-    int cpus_usable;
 
     /* What the last build decided, for pf_bucketset_log_plan(). */
     pf_bucketset_config_t built_from;
@@ -559,7 +558,7 @@ static void write_layout(pf_bucketset_t *bs, const pf_bucketset_config_t *cfg,
     h->cpus_online = bs->cpus.online;
     h->cpus_affinity = bs->cpus.affinity;
     h->cpus_quota = bs->cpus.quota;
-    h->cpus_usable = bs->cpus_usable;
+    h->cpus_usable = bs->cpus.usable;
     h->ratio = cfg->ratio;
     h->explicit_buckets = cfg->explicit_buckets > 0 ? cfg->explicit_buckets
                                                     : 0;
@@ -702,7 +701,7 @@ static void log_bucket_count(const pf_bucketset_t *bs, server_rec *s)
                  bs->reuseport_usable ? "works" : "unavailable",
                  plan->num_buckets, plan->buckets_per_listen,
                  pfb_mode_name(plan->mode), pfb_reason_name(plan->reason),
-                 bs->cpus_usable, bs->cpus.online, bs->cpus.affinity,
+                 bs->cpus.usable, bs->cpus.online, bs->cpus.affinity,
                  bs->cpus.quota, cfg->ratio, explicit_buckets);
 }
 
@@ -782,9 +781,7 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
         bs->reuseport_usable = pf_os_probe_reuseport(
             &bs->reuseport_status, &bs->reuseport_failed_call);
     }
-    pf_os_probe_cpus(&bs->cpus);
-    bs->cpus_usable = pf_usable_cpus(bs->cpus.online, bs->cpus.affinity,
-                                     bs->cpus.quota);
+    pf_cpus_probe(&bs->cpus);
 
     memset(&in, 0, sizeof(in));
     in.how = cfg->how;
@@ -796,7 +793,7 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
         return APR_EINVAL;
     }
     memset(&count, 0, sizeof(count));
-    count.usable_cpus = bs->cpus_usable;
+    count.usable_cpus = bs->cpus.usable;
     count.ratio = cfg->ratio;
     count.explicit_buckets = cfg->explicit_buckets;
     count.reuseport_ok = bs->reuseport_usable;

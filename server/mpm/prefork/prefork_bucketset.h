@@ -60,6 +60,7 @@
 #include "prefork_children.h"
 #include "prefork_generation.h"
 #include "prefork_policy.h"
+#include "prefork_cpus.h"
 #include "prefork_os.h"
 
 typedef struct pf_bucketset_s pf_bucketset_t;

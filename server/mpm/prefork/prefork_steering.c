@@ -29,7 +29,7 @@
 
 #include "pfb_log.h"
 #include "prefork_buckets.h"
-#include "prefork_os.h"
+#include "prefork_cpus.h"
 #include "prefork_steering.h"
 #include "prefork_steering_kernel.h"
 #include "prefork_topology.h"
@@ -731,7 +731,7 @@ int pf_steer_attach(pf_steer_t *st, const pf_generation_t *gen, int wanted,
 {
     refusal_t why = { NULL, APR_SUCCESS, NULL };
 
-    st->num_cpus = pf_os_affinity_cpus(st->cpus, MAX_MASK_CPUS);
+    st->num_cpus = pf_cpus_affinity(st->cpus, MAX_MASK_CPUS);
     st->active = PFB_STEER_HASH;
     st->layout_entries = 0;
     st->num_buckets = gen->num_buckets;
@@ -923,7 +923,7 @@ static void pin_to_bucket_cpus(pf_steer_t *st, int bucket, server_rec *s)
     if (n < 1) {
         return;
     }
-    rv = pf_os_pin_to_cpus(cpus, n);
+    rv = pf_cpus_pin(cpus, n);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
                      PFBLOGNO(00045) "BucketCPUAffinity: couldn't pin the "

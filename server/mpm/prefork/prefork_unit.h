@@ -37,6 +37,7 @@
 
 #define PF_UNIT_STATIC
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "apr_network_io.h"
@@ -64,6 +65,20 @@ char *pf_format_parse_error(char *buf, size_t len, const char *directive,
                             pf_parse_e why);
 int pf_steer_parse_mode(const char *arg, int *mode);
 const char *pf_steer_mode_missing(int mode);
+
+/* prefork_cpus.c */
+int pf_parse_cpu_max(const char *text);
+int pf_parse_cfs_quota(const char *quota_text, const char *period_text);
+int pf_parse_cpu_list(const char *text);
+int pf_cgroup_self_path(const char *proc_cgroup, const char *controller,
+                        char *path, size_t len);
+int pf_parse_mountinfo_cgroup(const char *line, const char *controller,
+                              char *root, size_t root_len, char *mnt,
+                              size_t mnt_len);
+int pf_cgroup_dir(const char *mnt, const char *root, const char *path,
+                  char *dir, size_t len);
+int pf_usable_cpus(int online, int affinity, int quota);
+void pf_cgroup_cpus(const char *top, int *quota, int *cpuset);
 
 /* prefork_guard.c */
 int pf_guard_check_socket(apr_socket_t *sd, const pf_guard_want_t *want,
