@@ -24,5 +24,6 @@ Suite *sockopts_suite(void);
 Suite *ready_suite(void);
 Suite *topology_suite(void);
 Suite *children_suite(void);
+Suite *segment_suite(void);
 
 #endif /* PREFORK_UNIT_TESTS_H */

@@ -241,10 +241,13 @@ module AP_MODULE_DECLARE_DATA mpm_prefork_module;
 
 static const pfb_segment_t *prefork_buckets_segment(void)
 {
-    if (retained == NULL || retained->buckets == NULL) {
+    const pf_segment_t *seg;
+
+    if (retained == NULL
+        || (seg = pf_bucketset_segment(retained->buckets)) == NULL) {
         return NULL;
     }
-    return pf_bucketset_segment(retained->buckets);
+    return &seg->view;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1566,7 +1569,7 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
     /* What mod_status and the bucket status module see of the children,
      * in this generation's scoreboard (a new one unless graceful). */
     pf_children_publish_to(retained->children, ap_scoreboard_image->parent,
-                           pf_bucketset_slots(retained->buckets),
+                           pf_bucketset_segment(retained->buckets)->slots,
                            !retained->mpm->was_graceful, pconf);
     ap_scoreboard_image->global->running_generation =
         retained->mpm->my_generation;

@@ -56,10 +56,6 @@ typedef struct {
     int used;                   /* the record belongs to this identity */
     apr_pool_t *dup_pool;       /* holds the duplicate socket below */
     apr_socket_t *dup;          /* shard > 0: kept for the server's life */
-    apr_uint64_t retired;       /* accepted by its children that exited */
-    apr_uint64_t accepted;      /* retired plus its live children's
-                                   counters, as the last cycle summed them */
-    apr_uint32_t sample_next;   /* the record's next rate sample */
     int guard_logged;           /* what pf_bucketset_guard() has said about
                                    its sockets in the present episode... */
     pf_sockopt_set_t options_logged;    /* ...and of their options */
@@ -72,15 +68,10 @@ struct pf_bucketset_s {
     identity_t *ids;
     apr_time_t started;
 
-    /* The segment, and where its parts start. */
-    apr_shm_t *shm;
-    pfb_segment_t view;
-    pfb_shm_t *header;
-    pfb_shm_t header_copy;      /* what the header says: the segment's is
-                                   rewritten from it every cycle */
-    apr_int32_t *table;
-    pfb_bucket_t *records;
-    pfb_slot_t *seg_slots;
+    pf_segment_t *seg;          /* what readers see, made at the first
+                                   build */
+    apr_uint64_t *retired;      /* per record: what its children that
+                                   exited accepted */
 
     /* The generation it builds: the parent's, in its retained data. */
     pf_generation_t *gen;
@@ -138,6 +129,8 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
     }
     bs->gen = gen;
     bs->held = apr_pcalloc(pool, sizeof(int) * (apr_size_t)bs->num_records);
+    bs->retired = apr_pcalloc(pool, sizeof(apr_uint64_t)
+                                        * (apr_size_t)bs->num_records);
     bs->started = started;
     bs->steer = pf_steer_create(pool);
     bs->book = pf_guard_book_create(pool);
@@ -147,51 +140,23 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
 
 static apr_status_t create_segment(pf_bucketset_t *bs, server_rec *s)
 {
+    apr_status_t rv = pf_segment_create(&bs->seg, bs->pool, bs->num_records,
+                                        bs->num_slots, bs->started);
     pfb_layout_t layout;
-    apr_status_t rv;
-    char *base;
 
-    pfb_layout(bs->num_records, bs->num_slots, &layout);
-    /* An anonymous shared mapping: zero-filled, and pages never touched
-     * (records of identities never used) cost nothing. */
-    rv = apr_shm_create(&bs->shm, layout.size, NULL, bs->pool);
     if (rv != APR_SUCCESS) {
+        pfb_layout(bs->num_records, bs->num_slots, &layout);
         ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s,
                      PFBLOGNO(00016) "couldn't create the listener "
                      "buckets' shared memory (%" APR_SIZE_T_FMT " bytes)",
                      layout.size);
-        return rv;
     }
-    base = apr_shm_baseaddr_get(bs->shm);
-    bs->header = (pfb_shm_t *)base;
-    bs->table = (apr_int32_t *)(base + layout.table);
-    bs->records = (pfb_bucket_t *)(base + layout.records);
-    bs->seg_slots = (pfb_slot_t *)(base + layout.slots);
-    bs->view.shm = bs->header;
-    bs->view.size = layout.size;
-    bs->view.num_records = bs->num_records;
-    bs->view.num_slots = bs->num_slots;
-    bs->header_copy.magic = PFB_SHM_MAGIC;
-    bs->header_copy.version = PFB_SHM_VERSION;
-    bs->header_copy.size = (apr_uint32_t)layout.size;
-    bs->header_copy.header_size = (apr_uint32_t)PFB_SHM_HEADER_SIZE;
-    bs->header_copy.bucket_size = (apr_uint32_t)sizeof(pfb_bucket_t);
-    bs->header_copy.slot_size = (apr_uint32_t)sizeof(pfb_slot_t);
-    bs->header_copy.num_records = (apr_uint32_t)bs->num_records;
-    bs->header_copy.num_slots = (apr_uint32_t)bs->num_slots;
-    bs->header_copy.started = bs->started;
-    *bs->header = bs->header_copy;
-    return APR_SUCCESS;
+    return rv;
 }
 
-const pfb_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs)
+pf_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs)
 {
-    return bs != NULL && bs->header != NULL ? &bs->view : NULL;
-}
-
-pfb_slot_t *pf_bucketset_slots(pf_bucketset_t *bs)
-{
-    return bs->seg_slots;
+    return bs != NULL ? bs->seg : NULL;
 }
 
 
@@ -256,7 +221,9 @@ static int new_identity(pf_bucketset_t *bs, const pf_identity_t *id)
                                           : NULL;
     bs->ids[pick].shard = id->shard;
     bs->ids[pick].used = 1;
-    memset(&bs->records[pick], 0, sizeof(pfb_bucket_t));
+    bs->retired[pick] = 0;
+    pf_segment_write_identity(bs->seg, pick, id->listener, id->shard, -1, 0,
+                              1);
     return pick;
 }
 
@@ -507,49 +474,33 @@ static void alloc_generation_out(apr_pool_t *p, int room, int num_old,
                                            * (apr_size_t)(num_old + 1));
 }
 
-/* Writes the parent-owned fields of the records and the table from the
- * parent's own state. */
-static void write_records(pf_bucketset_t *bs)
+/* Every identity's record, from the parent's own state. */
+static void write_identities(pf_bucketset_t *bs)
 {
-    int r, b;
+    int r;
 
     for (r = 0; r < bs->num_records; r++) {
-        identity_t *rec = &bs->ids[r];
-        pfb_bucket_fields_t *f = &bs->records[r].f;
+        const identity_t *rec = &bs->ids[r];
 
-        if (!rec->used) {
-            continue;
+        if (rec->used) {
+            pf_segment_write_identity(bs->seg, r,
+                                      rec->listener
+                                          ? rec->listener
+                                          : bs->gen->bucket[0].address,
+                                      rec->shard, bs->gen->position[r],
+                                      bs->retired[r], 0);
         }
-        f->position = bs->gen->position[r];
-        f->shard = rec->shard;
-        f->retired = rec->retired;
-        apr_cpystrn(f->listener, rec->listener ? rec->listener
-                                               : bs->gen->bucket[0].address,
-                    sizeof(f->listener));
-    }
-    for (b = 0; b < bs->gen->num_buckets; b++) {
-        bs->table[b] = bs->gen->record[b];
     }
 }
 
-/* Notes this generation's layout in the parent's copy of the header. */
-static void write_layout(pf_bucketset_t *bs, const pf_bucketset_config_t *cfg,
-                         const int *old_records, int num_old)
+/* What the segment's header says of the server, made afresh from the
+ * parent's own state at every write. */
+static void fill_header(const pf_bucketset_t *bs, ap_generation_t number,
+                        int slots_used, pfb_shm_t *h)
 {
-    pfb_shm_t *h = &bs->header_copy;
-    int b, changed = bs->gen->num_buckets != num_old;
+    const pf_bucketset_config_t *cfg = &bs->built_from;
 
-    for (b = 0; b < bs->gen->num_buckets && !changed; b++) {
-        changed = old_records[b] != bs->gen->record[b];
-    }
-    if (changed) {
-        /* Bucket numbers now name other identities: idle counts kept by
-         * bucket number start again, and only children of this generation
-         * and later count in them. */
-        bs->gen->layout = cfg->generation;
-    }
-    write_records(bs);
-    h->num_buckets = (apr_uint32_t)bs->gen->num_buckets;
+    memset(h, 0, sizeof(*h));
     h->num_listeners = (apr_uint32_t)bs->num_listeners;
     h->mode = bs->gen->plan.mode;
     h->reason = bs->gen->plan.reason;
@@ -564,8 +515,33 @@ static void write_layout(pf_bucketset_t *bs, const pf_bucketset_config_t *cfg,
                                                     : 0;
     h->max_workers = cfg->max_workers;
     h->steer_wanted = cfg->steer_wanted;
+    h->steer_active = pf_steer_active(bs->steer);
     h->cpu_affinity = cfg->cpu_affinity;
-    *bs->header = *h;
+    h->generation = number;
+    h->slots_used = slots_used;
+}
+
+/* The new layout: whether bucket numbers changed meaning, and the
+ * segment's records, table and header. */
+static void write_layout(pf_bucketset_t *bs, const pf_bucketset_config_t *cfg,
+                         const int *old_records, int num_old)
+{
+    int b, changed = bs->gen->num_buckets != num_old;
+    pfb_shm_t h;
+
+    for (b = 0; b < bs->gen->num_buckets && !changed; b++) {
+        changed = old_records[b] != bs->gen->record[b];
+    }
+    if (changed) {
+        /* Bucket numbers now name other identities: idle counts kept by
+         * bucket number start again, and only children of this generation
+         * and later count in them. */
+        bs->gen->layout = cfg->generation;
+    }
+    write_identities(bs);
+    fill_header(bs, cfg->generation,
+                cfg->children != NULL ? cfg->children->used : 0, &h);
+    pf_segment_write(bs->seg, &h, bs->gen, bs->retired, NULL);
 }
 
 static apr_status_t plan_and_open(pf_bucketset_t *bs, pf_generation_in_t *in,
@@ -774,7 +750,7 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
     apr_status_t rv;
     int *old_records, num_old = bs->gen->num_buckets;
 
-    if (bs->header == NULL && create_segment(bs, s) != APR_SUCCESS) {
+    if (bs->seg == NULL && create_segment(bs, s) != APR_SUCCESS) {
         return APR_EGENERAL;
     }
     if (bs->reuseport_usable < 0) {
@@ -850,16 +826,22 @@ void pf_bucketset_child_gone(pf_bucketset_t *bs, int slot,
     int r = child->record, b;
 
     if (slot < 0 || slot >= bs->num_slots || r < 0 || r >= bs->num_records
-        || bs->seg_slots == NULL) {
+        || bs->seg == NULL) {
         return;
     }
-    f = &bs->seg_slots[slot].f;
+    f = &bs->seg->slots[slot].f;
     id = &bs->ids[r];
     /* What the child wrote is only added up (saturating) or tested for
-     * zero: a hostile value makes a report wrong and nothing else. */
-    id->retired = pfb_add_saturated(id->retired,
-                                    apr_atomic_read64(&f->accepted));
-    bs->records[r].f.retired = id->retired;
+     * zero: a hostile value makes a report wrong and nothing else.  Its
+     * identity's total says so at once, since its slot is free for
+     * readers now. */
+    bs->retired[r] = pfb_add_saturated(bs->retired[r],
+                                       apr_atomic_read64(&f->accepted));
+    pf_segment_write_identity(bs->seg, r,
+                              id->listener ? id->listener
+                                           : bs->gen->bucket[0].address,
+                              id->shard, bs->gen->position[r],
+                              bs->retired[r], 0);
     /* A child that died while counted as waiting in accept() is never
      * advertised as idle: its count goes now, if it was made in the
      * bucket numbering in force (where its bucket is its identity's). */
@@ -937,47 +919,14 @@ void pf_bucketset_repair_steering(pf_bucketset_t *bs,
 void pf_bucketset_publish(pf_bucketset_t *bs, const pf_observation_t *obs,
                           ap_generation_t number, int slots_used)
 {
-    apr_time_t now = apr_time_now();
-    int b;
+    pfb_shm_t h;
 
-    if (bs->header == NULL) {
+    if (bs->seg == NULL) {
         return;
     }
-    write_records(bs);
-    for (b = 0; b < bs->gen->num_buckets; b++) {
-        int r = bs->gen->record[b];
-        pfb_bucket_fields_t *f = &bs->records[r].f;
-        identity_t *id = &bs->ids[r];
-
-        /* Connections the identity's children have accepted: those of
-         * children gone, plus the live children's counters, summed in
-         * the parent's own memory. */
-        id->accepted = pfb_add_saturated(id->retired, obs->accepted[b]);
-        f->accepted = id->accepted;
-        f->children = (apr_uint32_t)obs->state[b].children;
-        f->idle = (apr_uint32_t)obs->idle[b];
-        f->busy = (apr_uint32_t)obs->busy[b];
-        f->starting = (apr_uint32_t)obs->starting[b];
-        f->stopping = (apr_uint32_t)obs->stopping[b];
-        f->queue_depth = (apr_uint32_t)obs->queued[b];
-        f->backlog = (apr_uint32_t)obs->backlog[b];
-        if (obs->steer_figures) {
-            f->steer_kept = obs->steer_kept[b];
-            f->steer_moved = obs->steer_moved[b];
-            f->steer_idle = obs->steer_idle[b];
-        }
-        /* The ring's index and the sample come from the parent's own
-         * memory: what a child scribbled on the record lasts a cycle. */
-        f->accepted_sample[id->sample_next] = id->accepted;
-        f->sample_time[id->sample_next] = now;
-        id->sample_next = (id->sample_next + 1) % PFB_RATE_SAMPLES;
-        f->sample_next = id->sample_next;
-    }
-    bs->header_copy.generation = number;
-    bs->header_copy.steer_active = pf_steer_active(bs->steer);
-    bs->header_copy.slots_used = slots_used;
-    bs->header_copy.updated = now;
-    *bs->header = bs->header_copy;
+    write_identities(bs);
+    fill_header(bs, number, slots_used, &h);
+    pf_segment_write(bs->seg, &h, bs->gen, bs->retired, obs);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1031,7 +980,7 @@ void pf_bucketset_accept_begin(pf_bucketset_t *bs, int slot, int bucket)
 {
     if (slot >= 0 && slot < bs->num_slots) {
         pf_steer_accept_begin(bs->steer, bucket,
-                              &bs->seg_slots[slot].f.waiting);
+                              &bs->seg->slots[slot].f.waiting);
     }
 }
 
@@ -1041,10 +990,10 @@ void pf_bucketset_accept_end(pf_bucketset_t *bs, int slot, int bucket,
     if (slot < 0 || slot >= bs->num_slots) {
         return;
     }
-    pf_steer_accept_end(bs->steer, bucket, &bs->seg_slots[slot].f.waiting,
+    pf_steer_accept_end(bs->steer, bucket, &bs->seg->slots[slot].f.waiting,
                         got_connection);
     if (got_connection) {
-        apr_atomic_inc64(&bs->seg_slots[slot].f.accepted);
+        apr_atomic_inc64(&bs->seg->slots[slot].f.accepted);
     }
 }
 
@@ -1212,7 +1161,5 @@ int pf_bucketset_steer(pf_bucketset_t *bs, int wanted, int cpu_affinity,
     int active;
 
     active = pf_steer_attach(bs->steer, bs->gen, wanted, cpu_affinity, p, s);
-    bs->header_copy.steer_active = active;
-    bs->header->steer_active = active;
     return active;
 }

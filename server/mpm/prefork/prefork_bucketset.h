@@ -62,6 +62,7 @@
 #include "prefork_policy.h"
 #include "prefork_cpus.h"
 #include "prefork_os.h"
+#include "prefork_segment.h"
 
 typedef struct pf_bucketset_s pf_bucketset_t;
 
@@ -117,12 +118,9 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
 void pf_bucketset_log_plan(const pf_bucketset_t *bs, int startup,
                            server_rec *s);
 
-/** The view status modules read (NULL before the first build). */
-const pfb_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs);
-
-/** The segment's slot records, which the children table publishes
- *  (NULL before the first build). */
-pfb_slot_t *pf_bucketset_slots(pf_bucketset_t *bs);
+/** The segment readers see, whose slot records the children table
+ *  publishes (NULL before the first build). */
+pf_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs);
 
 /**
  * Attaches ListenBucketSteering's program to every Listen's group
