@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "unit.h"
+#include "prefork_unit.h"
 #include "prefork_policy.h"
 #include "prefork_cpus.h"
 

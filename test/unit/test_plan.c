@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "prefork_unit.h"
 #include "prefork_policy.h"
 #include "prefork_buckets.h"
 

@@ -11,6 +11,7 @@
 #include "prefork_buckets.h"
 #include "prefork_policy.h"
 #include "unit.h"
+#include "prefork_unit.h"
 
 #define MS 1000LL
 #define SEC 1000000LL

@@ -5,8 +5,6 @@
 
 #include <check.h>
 
-#include "prefork_unit.h"
-
 Suite *parse_suite(void);
 Suite *plan_suite(void);
 Suite *generation_suite(void);

@@ -1034,41 +1034,26 @@ static void log_guard(pf_bucketset_t *bs, int b, int found, int unfixed,
                  b, bs->gen->bucket[b].address, what, left);
 }
 
-/* Returns whether a socket of the bucket listens again (in place or
- * replaced): it left its reuseport group's socket map when it stopped.
- * @a seen: each socket's queue limit as the cycle read it, or NULL to
- * read it now. */
+/* Checks bucket @a b's sockets (with @a seen, the queue limits the cycle
+ * read) and says what was found; returns whether a socket listens again. */
 static int guard_bucket(pf_bucketset_t *bs, int b, const int *seen,
                         server_rec *s)
 {
-    pf_bucket_t *bucket = &bs->gen->bucket[b];
     identity_t *rec = &bs->ids[bs->gen->record[b]];
-    pf_sockopt_set_t options = 0, options_left = 0;
-    pf_guard_want_t want;
-    pf_guard_found_t got;
-    ap_listen_rec *lr;
-    int found = 0, unfixed = 0, i;
+    pf_guard_found_t all;
+    int relistened;
 
-    want.backlog = 0;           /* each socket's own, from the book */
-    want.nonblock = bucket->num_listeners > 1;
-    want.reuseport = bs->gen->plan.mode == PFB_MODE_REUSEPORT;
-    want.keep_filter = bs->refusing_new;
-    for (lr = bucket->listeners, i = 0; lr; lr = lr->next, i++) {
-        want.backlog_seen = seen != NULL ? seen[i] : 0;
-        pf_guard_socket(bs->book, lr->sd, lr->bind_addr, &want, &got);
-        found |= got.fixed | got.failed;
-        unfixed |= got.failed;
-        options |= got.options_changed;
-        options_left |= got.options_failed;
-    }
-    if (found == 0) {
+    relistened = pf_guard_bucket(bs->book, &bs->gen->bucket[b],
+                                 bs->gen->plan.mode == PFB_MODE_REUSEPORT,
+                                 bs->refusing_new, seen, &all);
+    if ((all.fixed | all.failed) == 0) {
         rec->guard_logged = 0;
         rec->options_logged = 0;
         return 0;
     }
-    log_guard(bs, b, found, unfixed, options, options_left, s);
-    return (found & (PF_GUARD_NOT_LISTENING | PF_GUARD_REPLACED))
-           && !(unfixed & PF_GUARD_NOT_LISTENING);
+    log_guard(bs, b, all.fixed | all.failed, all.failed, all.options_changed,
+              all.options_failed, s);
+    return relistened;
 }
 
 void pf_bucketset_guard(pf_bucketset_t *bs, int bucket,

@@ -690,9 +690,18 @@ static apr_status_t replace_socket(pf_guard_record_t *rec, apr_socket_t *sd,
     return rv;
 }
 
-void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
-                     apr_sockaddr_t *bind_addr, const pf_guard_want_t *want,
-                     pf_guard_found_t *found)
+/*
+ * Checks a bucket socket against its record and @a want (backlog from
+ * the record), puts back what it can, and replaces the socket when it
+ * cannot be put right in place: a new socket on @a bind_addr with the
+ * record's options and backlog takes its descriptor number, after the
+ * old one has stopped listening (shutdown()) and left its reuseport
+ * group, so that no child still holding it takes a connection on it.
+ */
+PF_UNIT_STATIC void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
+                                    apr_sockaddr_t *bind_addr,
+                                    const pf_guard_want_t *want,
+                                    pf_guard_found_t *found)
 {
     pf_guard_record_t *rec = book_find(book, sd);
     pf_guard_want_t mine = *want;
@@ -730,6 +739,35 @@ void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
         /* Listening again, but on a port of its own choosing. */
         found->failed |= PF_GUARD_NOT_LISTENING;
     }
+}
+
+int pf_guard_bucket(pf_guard_book_t *book, const pf_bucket_t *bucket,
+                    int reuseport, int keep_filter, const int *seen,
+                    pf_guard_found_t *all)
+{
+    pf_guard_want_t want;
+    pf_guard_found_t got;
+    ap_listen_rec *lr;
+    int i;
+
+    memset(all, 0, sizeof(*all));
+    want.backlog = 0;           /* each socket's own, from the book */
+    want.nonblock = bucket->num_listeners > 1;
+    want.reuseport = reuseport;
+    want.keep_filter = keep_filter;
+    for (lr = bucket->listeners, i = 0; lr; lr = lr->next, i++) {
+        want.backlog_seen = seen != NULL ? seen[i] : 0;
+        pf_guard_socket(book, lr->sd, lr->bind_addr, &want, &got);
+        all->fixed |= got.fixed;
+        all->failed |= got.failed;
+        all->options_changed |= got.options_changed;
+        all->options_failed |= got.options_failed;
+    }
+    /* A socket that stopped listening left its reuseport group's socket
+     * map; listening again (in place or replaced), it must go back. */
+    return ((all->fixed | all->failed)
+            & (PF_GUARD_NOT_LISTENING | PF_GUARD_REPLACED))
+           && !(all->failed & PF_GUARD_NOT_LISTENING);
 }
 
 char *pf_guard_describe(int bits, const char *options, char *buf,
