@@ -42,6 +42,7 @@
  */
 
 #include "apr.h"
+#include "apr_atomic.h"
 #include "apr_portable.h"
 #include "apr_strings.h"
 #include "apr_thread_proc.h"
@@ -95,7 +96,7 @@
 #include "prefork_filter.h"
 #include "prefork_policy.h"
 #include "prefork_ready.h"
-#include "prefork_steering_rules.h"
+#include "prefork_steering.h"
 #include "prefork_os.h"
 
 /* Children are single-threaded: one worker slot per process. */
@@ -123,6 +124,7 @@ typedef struct {
     apr_pool_t *keep_pool;      /* outlives generations */
     pf_children_t *children;    /* what it signals, counts and reaps by */
     pf_bucketset_t *buckets;
+    pf_steer_t *steer;          /* ListenBucketSteering */
     pf_generation_t gen;        /* what the last (re)start made */
     apr_time_t started;
     int wake_pipe[2];           /* SIGCHLD wakes the parent through it */
@@ -639,7 +641,10 @@ static void child_main(int slot, int bucket_index)
     apr_bucket_alloc_t *bucket_alloc;
     apr_pollset_t *pollset = NULL;
     ap_sb_handle_t *sbh;
-    int connections_served = 0;
+    /* This child's own record in the segment: the two fields it writes. */
+    pfb_slot_fields_t *mine =
+        &pf_bucketset_segment(retained->buckets)->slots[slot].f;
+    int connections_served = 0, accepted;
     apr_status_t rv;
 
     me.slot = slot;
@@ -690,10 +695,14 @@ static void child_main(int slot, int bucket_index)
         if (child_die_now) {
             break;
         }
-        pf_bucketset_accept_begin(retained->buckets, me.slot, me.bucket);
+        pf_steer_accept_begin(retained->steer, me.bucket, &mine->waiting);
         rv = accept_one(bucket, pollset, &csd, ptrans);
-        pf_bucketset_accept_end(retained->buckets, me.slot, me.bucket,
-                                rv == APR_SUCCESS && csd != NULL);
+        accepted = rv == APR_SUCCESS && csd != NULL;
+        pf_steer_accept_end(retained->steer, me.bucket, &mine->waiting,
+                            accepted);
+        if (accepted) {
+            apr_atomic_inc64(&mine->accepted);
+        }
         child_in_accept_wait = 0;
         if (rv == APR_EGENERAL) {
             clean_child_exit(APEXIT_CHILDSICK);
@@ -927,9 +936,9 @@ static pf_observation_t *observe(void)
 {
     pf_observation_t *obs = &retained->gen.obs;
 
-    pf_bucketset_observe(retained->buckets, retained->children,
-                         retained->mpm->my_generation,
-                         ap_scoreboard_image->servers, obs);
+    pf_generation_observe(&retained->gen, retained->children,
+                          retained->steer, retained->mpm->my_generation,
+                          ap_scoreboard_image->servers);
     return obs;
 }
 
@@ -1095,7 +1104,7 @@ static void perform_idle_server_maintenance(server_rec *s)
     pf_children_stop(retained->children, retained->mpm->my_generation, 0);
     /* Steering's programs and socket-map entries put back, its idle
      * counts corrected from what the cycle saw. */
-    pf_bucketset_repair_steering(retained->buckets, obs, s);
+    pf_steer_cycle(retained->steer, &retained->gen, obs, s);
 
     publish(obs);
 }
@@ -1429,7 +1438,7 @@ static void server_main_loop(server_rec *s, apr_time_t drain_until)
 
         if (drain_until
             && (apr_time_now() >= drain_until
-                || pf_bucketset_queued_total(retained->buckets) == 0)) {
+                || pf_generation_queued(&retained->gen) == 0)) {
             return;
         }
         wait_for_child_exit(&exitwhy, &status, &pid, pconf, s, wait_ms);
@@ -1479,7 +1488,7 @@ static void drain_accept_queues(server_rec *s, apr_time_t cutoff)
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
                  PFBLOGNO(00041) "graceful stop: %d connection(s) left in "
                  "the accept queues",
-                 pf_bucketset_queued_total(retained->buckets));
+                 pf_generation_queued(&retained->gen));
 }
 
 static int shutdown_server(server_rec *s)
@@ -1590,14 +1599,14 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
         /* not reached: the child loop exits the process */
     }
 
-    pf_bucketset_steer(retained->buckets, conf.steering,
-                       conf.cpu_affinity, pconf, s);
+    pf_steer_attach(retained->steer, &retained->gen, conf.steering,
+                    conf.cpu_affinity, pconf, s);
     startup_children(s);
     /* The new generation is accepting; now let the old one go, so that
      * no bucket is ever left without a child. */
     pf_children_stop(retained->children, retained->mpm->my_generation, 0);
     obs = observe();
-    pf_bucketset_repair_steering(retained->buckets, obs, s);
+    pf_steer_cycle(retained->steer, &retained->gen, obs, s);
     publish(obs);
 
     ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
@@ -1661,10 +1670,12 @@ static int prefork_open_logs(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
         return !OK;
     }
     if (retained->buckets == NULL) {
+        retained->steer = pf_steer_create(retained->keep_pool);
         retained->buckets = pf_bucketset_create(retained->keep_pool,
                                                 retained->first_server_limit,
                                                 retained->started,
-                                                &retained->gen);
+                                                &retained->gen,
+                                                retained->steer);
     }
     if (build_generation(p, s, startup) != OK) {
         return !OK;

@@ -19,7 +19,6 @@
 #include "apr.h"
 #include "apr_atomic.h"
 #include "apr_portable.h"
-#include "apr_shm.h"
 #include "apr_strings.h"
 
 #define APR_WANT_STRFUNC
@@ -28,14 +27,10 @@
 #if APR_HAVE_UNISTD_H
 #include <unistd.h>
 #endif
-#include <fcntl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 
 #include "ap_config.h"
 #include "httpd.h"
 #include "http_log.h"
-#include "http_main.h"
 #include "ap_listen.h"
 #include "mpm_common.h"
 #include "util_mutex.h"
@@ -105,7 +100,8 @@ struct pf_bucketset_s {
 /* Creation and the segment                                            */
 
 pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
-                                    apr_time_t started, pf_generation_t *gen)
+                                    apr_time_t started, pf_generation_t *gen,
+                                    pf_steer_t *steer)
 {
     pf_bucketset_t *bs = apr_pcalloc(pool, sizeof(*bs));
     int r;
@@ -132,7 +128,7 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
     bs->retired = apr_pcalloc(pool, sizeof(apr_uint64_t)
                                         * (apr_size_t)bs->num_records);
     bs->started = started;
-    bs->steer = pf_steer_create(pool);
+    bs->steer = steer;
     bs->book = pf_guard_book_create(pool);
     bs->reuseport_usable = -1;
     return bs;
@@ -158,7 +154,6 @@ pf_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs)
 {
     return bs != NULL ? bs->seg : NULL;
 }
-
 
 /* ------------------------------------------------------------------ */
 /* Identities                                                          */
@@ -699,47 +694,6 @@ void pf_bucketset_log_plan(const pf_bucketset_t *bs, int startup,
     }
 }
 
-/* The per-bucket state a new generation starts with: each bucket's
- * target from the plan, respawn pacing started afresh (a restart is the
- * admin's), and room for what a maintenance cycle observes. */
-static void start_generation(pf_generation_t *gen,
-                             const pf_generation_out_t *out, int num_slots,
-                             apr_pool_t *p)
-{
-    pf_observation_t *obs = &gen->obs;
-    apr_size_t n = (apr_size_t)gen->num_buckets, sockets = 0;
-    int b;
-
-    for (b = 0; b < gen->num_buckets; b++) {
-        sockets += (apr_size_t)gen->bucket[b].num_listeners;
-    }
-    gen->target = out->target;
-    gen->respawn = apr_pcalloc(p, n * sizeof(*gen->respawn));
-    gen->respawn_logged = 0;
-    gen->live = apr_pcalloc(p, n * sizeof(int));
-    memset(obs, 0, sizeof(*obs));
-    obs->state = apr_pcalloc(p, n * sizeof(*obs->state));
-    obs->idle = apr_pcalloc(p, n * sizeof(int));
-    obs->busy = apr_pcalloc(p, n * sizeof(int));
-    obs->starting = apr_pcalloc(p, n * sizeof(int));
-    obs->stopping = apr_pcalloc(p, n * sizeof(int));
-    obs->old_generation = apr_pcalloc(p, n * sizeof(int));
-    obs->idle_head = apr_pcalloc(p, n * sizeof(int));
-    obs->idle_next = apr_pcalloc(p, (apr_size_t)num_slots * sizeof(int));
-    obs->newest_lived = apr_pcalloc(p, n * sizeof(apr_time_t));
-    obs->queued = apr_pcalloc(p, n * sizeof(int));
-    obs->backlog = apr_pcalloc(p, n * sizeof(int));
-    obs->socket_backlog = apr_pcalloc(p, sockets * sizeof(int));
-    obs->waiting = apr_pcalloc(p, n * sizeof(int));
-    obs->accepted = apr_pcalloc(p, n * sizeof(apr_uint64_t));
-    obs->steer_idle = apr_pcalloc(p, n * sizeof(apr_int64_t));
-    obs->steer_kept = apr_pcalloc(p, n * sizeof(apr_uint64_t));
-    obs->steer_moved = apr_pcalloc(p, n * sizeof(apr_uint64_t));
-    obs->counted = apr_pcalloc(p, n * sizeof(*obs->counted));
-    obs->action = apr_pcalloc(p, n * sizeof(*obs->action));
-    obs->scratch = apr_pcalloc(p, n * sizeof(*obs->scratch));
-}
-
 apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
                                 const pf_bucketset_config_t *cfg,
                                 apr_pool_t *pconf, server_rec *s)
@@ -810,7 +764,7 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    start_generation(bs->gen, &out, bs->num_slots, pconf);
+    pf_generation_start(bs->gen, out.target, bs->num_slots, pconf);
     write_layout(bs, cfg, old_records, num_old);
     return APR_SUCCESS;
 }
@@ -853,68 +807,6 @@ void pf_bucketset_child_gone(pf_bucketset_t *bs, int slot,
 
 /* ------------------------------------------------------------------ */
 /* Each cycle                                                          */
-
-/* Connections in bucket @a b's accept queues, and the queues' limits
- * (TCP_INFO, one read per socket); with @a limits, each socket's limit,
- * in the bucket's order. */
-static int bucket_queue(const pf_bucketset_t *bs, int b, int *backlog,
-                        int *limits)
-{
-    ap_listen_rec *lr;
-    int depth, limit, queued = 0, i = 0;
-
-    *backlog = 0;
-    for (lr = bs->gen->bucket[b].listeners; lr; lr = lr->next, i++) {
-        if (pf_os_listener_queue(lr->sd, &depth, &limit) != APR_SUCCESS) {
-            depth = limit = 0;
-        }
-        queued += depth;
-        *backlog += limit;
-        if (limits != NULL) {
-            limits[i] = limit;
-        }
-    }
-    return queued;
-}
-
-void pf_bucketset_observe(pf_bucketset_t *bs, const pf_children_t *c,
-                          ap_generation_t number, worker_score **servers,
-                          pf_observation_t *obs)
-{
-    pf_steer_figures_t steer;
-    int b, k = 0;
-
-    obs->when = apr_time_now();
-    for (b = 0; b < bs->gen->num_buckets; b++) {
-        obs->queued[b] = bucket_queue(bs, b, &obs->backlog[b],
-                                      &obs->socket_backlog[k]);
-        k += bs->gen->bucket[b].num_listeners;
-    }
-    pf_children_observe(c, bs->gen, number, servers, obs);
-    /* Right after the children's states: both figures of one instant.
-     * Read apart, a connection steered in between makes them differ for
-     * a whole cycle. */
-    obs->steer_figures = pf_steer_figures(bs->steer, 0, &steer);
-    for (b = 0; obs->steer_figures && b < bs->gen->num_buckets; b++) {
-        if (!pf_steer_figures(bs->steer, b, &steer)) {
-            memset(&steer, 0, sizeof(steer));
-        }
-        obs->steer_idle[b] = steer.idle;
-        obs->steer_kept[b] = steer.kept;
-        obs->steer_moved[b] = steer.moved;
-    }
-}
-
-void pf_bucketset_repair_steering(pf_bucketset_t *bs,
-                                  const pf_observation_t *obs, server_rec *s)
-{
-    pf_steer_observation_t seen;
-
-    seen.waiting = obs->waiting;
-    seen.queued = obs->queued;
-    seen.now = obs->when;
-    pf_steer_cycle(bs->steer, bs->gen, &seen, s);
-}
 
 void pf_bucketset_publish(pf_bucketset_t *bs, const pf_observation_t *obs,
                           ap_generation_t number, int slots_used)
@@ -974,27 +866,6 @@ int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket,
     }
     pf_steer_child_init(bs->steer, bucket, cpu_affinity, s);
     return n;
-}
-
-void pf_bucketset_accept_begin(pf_bucketset_t *bs, int slot, int bucket)
-{
-    if (slot >= 0 && slot < bs->num_slots) {
-        pf_steer_accept_begin(bs->steer, bucket,
-                              &bs->seg->slots[slot].f.waiting);
-    }
-}
-
-void pf_bucketset_accept_end(pf_bucketset_t *bs, int slot, int bucket,
-                             int got_connection)
-{
-    if (slot < 0 || slot >= bs->num_slots) {
-        return;
-    }
-    pf_steer_accept_end(bs->steer, bucket, &bs->seg->slots[slot].f.waiting,
-                        got_connection);
-    if (got_connection) {
-        apr_atomic_inc64(&bs->seg->slots[slot].f.accepted);
-    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -1083,17 +954,6 @@ void pf_bucketset_guard(pf_bucketset_t *bs, int bucket,
 /* ------------------------------------------------------------------ */
 /* Stopping                                                            */
 
-int pf_bucketset_queued_total(pf_bucketset_t *bs)
-{
-    int b, backlog, total = 0;
-
-    /* Read only: the cycle's figures stay as the cycle took them. */
-    for (b = 0; b < bs->gen->num_buckets; b++) {
-        total += bucket_queue(bs, b, &backlog, NULL);
-    }
-    return total;
-}
-
 /* A socket whose filters a child locked takes no filter of the parent's
  * either: it goes on taking handshakes while the others drain, and those
  * it holds when it closes are reset.  Said for each such bucket; any other
@@ -1135,16 +995,4 @@ void pf_bucketset_close(pf_bucketset_t *bs)
     for (r = 0; r < bs->num_records; r++) {
         drop_duplicate(&bs->ids[r]);
     }
-}
-
-/* ------------------------------------------------------------------ */
-/* ListenBucketSteering                                                */
-
-int pf_bucketset_steer(pf_bucketset_t *bs, int wanted, int cpu_affinity,
-                       apr_pool_t *p, server_rec *s)
-{
-    int active;
-
-    active = pf_steer_attach(bs->steer, bs->gen, wanted, cpu_affinity, p, s);
-    return active;
 }

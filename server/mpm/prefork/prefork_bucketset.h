@@ -24,22 +24,24 @@
  *   SO_REUSEPORT duplicate sockets kept for them, so that a restart never
  *   closes a socket with queued connections and a bucket keeps its
  *   counters wherever its Listen moves in the configuration;
- * - the shared segment of include/prefork_buckets.h (its slot records
- *   are the children table's to write, prefork_children.h);
- * - ListenBucketSteering (prefork_steering.c), which it drives: it hands
- *   steering its sockets at every generation and every cycle, and what
- *   it observed of the children and the queues.
+ * - the shared segment of include/prefork_buckets.h (prefork_segment.h
+ *   writes it; its slot records are the children table's to write,
+ *   prefork_children.h);
+ * - what the generation's buckets are (prefork_generation.h), which it
+ *   builds at every (re)start.
+ *
+ * ListenBucketSteering (prefork_steering.h) reads the generation's
+ * sockets; the bucket set asks it whether a mode can run when it plans
+ * the count, and hands it a socket that listens again, a child gone and
+ * a child's start.
  *
  * prefork.c keeps the httpd-shaped parts (hooks, directives, the child and
  * parent loops, signals) and calls:
  *
- *   parent, each generation:  pf_bucketset_build  pf_bucketset_steer
- *   parent, each cycle:       pf_bucketset_observe  pf_bucketset_guard
- *                             pf_bucketset_repair_steering
- *                             pf_bucketset_publish
+ *   parent, each generation:  pf_bucketset_build  pf_bucketset_log_plan
+ *   parent, each cycle:       pf_bucketset_guard  pf_bucketset_publish
  *   parent, per child:        pf_bucketset_child_gone
  *   child:                    pf_bucketset_child_init
- *                             pf_bucketset_accept_begin/_end
  *   stop:                     pf_bucketset_refuse_new  pf_bucketset_close
  *
  * The decisions (how many buckets, what a restart keeps) are pure
@@ -63,6 +65,7 @@
 #include "prefork_cpus.h"
 #include "prefork_os.h"
 #include "prefork_segment.h"
+#include "prefork_steering.h"
 
 typedef struct pf_bucketset_s pf_bucketset_t;
 
@@ -87,9 +90,11 @@ typedef struct {
  * generations), with room for @a num_slots scoreboard slots (ServerLimit,
  * fixed until the server stops), to build @a gen at every (re)start: it
  * gives @a gen its numbering of identities, for the server's life.
+ * @a steer is the server's ListenBucketSteering unit.
  */
 pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
-                                    apr_time_t started, pf_generation_t *gen);
+                                    apr_time_t started, pf_generation_t *gen,
+                                    pf_steer_t *steer);
 
 /**
  * Builds a generation's buckets from ap_listeners: probes SO_REUSEPORT
@@ -121,34 +126,6 @@ void pf_bucketset_log_plan(const pf_bucketset_t *bs, int startup,
 /** The segment readers see, whose slot records the children table
  *  publishes (NULL before the first build). */
 pf_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs);
-
-/**
- * Attaches ListenBucketSteering's program to every Listen's group
- * (pf_steer_attach()); on any refusal it falls back to hash with one
- * WARNING.  Run by the parent (root) before it forks the generation.
- * @return the pfb_steer_e in force
- */
-int pf_bucketset_steer(pf_bucketset_t *bs, int wanted, int cpu_affinity,
-                       apr_pool_t *p, server_rec *s);
-
-/**
- * The observe step of a maintenance cycle: reads each bucket socket's
- * accept queue and its limit (TCP_INFO, once per socket), the children
- * (pf_children_observe(), @a servers being the scoreboard's worker
- * records, @a number the generation in force) and, right after them,
- * steering's counts, into @a obs.  Changes nothing.
- */
-void pf_bucketset_observe(pf_bucketset_t *bs, const pf_children_t *c,
-                          ap_generation_t number, worker_score **servers,
-                          pf_observation_t *obs);
-
-/**
- * An act of the cycle: steering puts its programs and socket-map entries
- * back, and corrects its idle counts from the waiting children and the
- * queues @a obs saw (pf_steer_cycle()).
- */
-void pf_bucketset_repair_steering(pf_bucketset_t *bs,
-                                  const pf_observation_t *obs, server_rec *s);
 
 /**
  * The publish step: writes every parent-owned field of the segment (the
@@ -183,15 +160,6 @@ int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket,
                             int cpu_affinity, int *fds, int room,
                             server_rec *s);
 
-/** Child of @a slot and @a bucket, about to wait in accept(): counts
- *  itself idle for steering. */
-void pf_bucketset_accept_begin(pf_bucketset_t *bs, int slot, int bucket);
-
-/** Child of @a slot and @a bucket, back from accept(): counts the
- *  connection, or takes its idle count back when it has none. */
-void pf_bucketset_accept_end(pf_bucketset_t *bs, int slot, int bucket,
-                             int got_connection);
-
 /**
  * Parent: checks the listening sockets of bucket @a bucket (every bucket
  * when -1), which its children hold and can change, and puts back what a
@@ -208,9 +176,6 @@ void pf_bucketset_accept_end(pf_bucketset_t *bs, int slot, int bucket,
  */
 void pf_bucketset_guard(pf_bucketset_t *bs, int bucket,
                         const pf_observation_t *obs, server_rec *s);
-
-/** Connections waiting in every accept queue. */
-int pf_bucketset_queued_total(pf_bucketset_t *bs);
 
 /**
  * Graceful stop: every bucket socket drops new handshakes from now on,

@@ -61,7 +61,7 @@ typedef struct {
                                      kernel vouching for its pid */
 } pf_child_t;
 
-typedef struct {
+typedef struct pf_children_s {
     pf_child_t *slot;           /**< num_slots entries */
     int num_slots;              /**< ServerLimit, fixed */
     int used;                   /**< highest slot ever used + 1 */

@@ -22,8 +22,10 @@
  * The parent keeps one pf_generation_t in its retained data.  The bucket
  * set builds it at each (re)start (pf_bucketset_build()): the buckets,
  * the plan in force, the numbering of bucket identities, each bucket's
- * target and the per-bucket state maintenance keeps for the generation.
- * Everything else reads it; nothing keeps a copy.
+ * target and the per-bucket state maintenance keeps for the generation
+ * (pf_generation_start()).  Everything else reads it; nothing keeps a
+ * copy.  A maintenance cycle's one look at the buckets, the children and
+ * steering (pf_generation_observe()) goes into it too.
  */
 
 #ifndef PREFORK_GENERATION_H
@@ -34,6 +36,7 @@
 #include "apr_time.h"
 #include "httpd.h"
 #include "ap_listen.h"
+#include "scoreboard.h"
 
 #include "prefork_policy.h"
 
@@ -128,6 +131,33 @@ typedef struct {
     /** Per bucket, scratch for counts between cycles. */
     int *live;
 } pf_generation_t;
+
+struct pf_children_s;           /* prefork_children.h */
+struct pf_steer_s;              /* prefork_steering.h */
+
+/**
+ * At a (re)start, once the generation's buckets are made: each bucket's
+ * @a target (pf_plan_generation()), respawn pacing started afresh (a
+ * restart is the admin's), and room, from @a p, for what a maintenance
+ * cycle observes with @a num_slots slots (ServerLimit).
+ */
+void pf_generation_start(pf_generation_t *gen, int *target, int num_slots,
+                         apr_pool_t *p);
+
+/**
+ * The observe step of a maintenance cycle, into gen->obs: each bucket
+ * socket's accept queue and its limit (TCP_INFO, once per socket), the
+ * children (pf_children_observe(), @a servers being the scoreboard's
+ * worker records, @a number the generation in force) and, right after
+ * them, steering's figures (pf_steer_observe()).  Changes nothing else.
+ */
+void pf_generation_observe(pf_generation_t *gen,
+                           const struct pf_children_s *children,
+                           const struct pf_steer_s *steer,
+                           ap_generation_t number, worker_score **servers);
+
+/** Connections waiting in every accept queue of the generation now. */
+int pf_generation_queued(const pf_generation_t *gen);
 
 /** The bucket number now of the identity @a record, or -1. */
 static APR_INLINE int pf_generation_bucket_of(const pf_generation_t *gen,

@@ -379,7 +379,7 @@ static apr_status_t ensure_idle_table(pf_steer_t *st,
  * counting itself.  Runs once per cycle however often it is called. */
 static void reconcile_idle_counts(pf_steer_t *st,
                                   const pf_generation_t *gen,
-                                  const pf_steer_observation_t *obs,
+                                  const pf_observation_t *obs,
                                   server_rec *s)
 {
     int bucket;
@@ -387,7 +387,7 @@ static void reconcile_idle_counts(pf_steer_t *st,
     if (!counts_idle(st) || st->idle == NULL || obs == NULL
         || st->pending_len < gen->num_buckets
         || st->idle_capacity < gen->num_buckets
-        || !pf_steer_new_cycle((int64_t)obs->now, &st->last_cycle)) {
+        || !pf_steer_new_cycle((int64_t)obs->when, &st->last_cycle)) {
         return;
     }
     for (bucket = 0; bucket < gen->num_buckets; bucket++) {
@@ -849,7 +849,7 @@ static void refill_socket_map(pf_steer_t *st, const pf_generation_t *gen,
 }
 
 void pf_steer_cycle(pf_steer_t *st, const pf_generation_t *gen,
-                    const pf_steer_observation_t *obs, server_rec *s)
+                    const pf_observation_t *obs, server_rec *s)
 {
     /* Only the generation that was attached, as the bucket set still
      * sees it. */
@@ -876,20 +876,21 @@ void pf_steer_refill(pf_steer_t *st, const pf_generation_t *gen,
     }
 }
 
-int pf_steer_figures(const pf_steer_t *st, int bucket,
-                     pf_steer_figures_t *out)
+void pf_steer_observe(const pf_steer_t *st, const pf_generation_t *gen,
+                      pf_observation_t *obs)
 {
-    const pf_steer_bucket_t *rec;
+    int b;
 
-    if (!counts_idle(st) || st->idle == NULL || bucket < 0
-        || bucket >= st->idle_capacity) {
-        return 0;
+    obs->steer_figures = counts_idle(st) && st->idle != NULL;
+    for (b = 0; obs->steer_figures && b < gen->num_buckets; b++) {
+        /* Read once each: a child may change them at any moment. */
+        const pf_steer_bucket_t *rec = b < st->idle_capacity ? &st->idle[b]
+                                                             : NULL;
+
+        obs->steer_idle[b] = rec != NULL ? rec->idle : 0;
+        obs->steer_kept[b] = rec != NULL ? rec->kept : 0;
+        obs->steer_moved[b] = rec != NULL ? rec->moved : 0;
     }
-    rec = &st->idle[bucket];
-    out->kept = rec->kept;
-    out->moved = rec->moved;
-    out->idle = rec->idle;
-    return 1;
 }
 
 void pf_steer_child_gone(pf_steer_t *st, int bucket)

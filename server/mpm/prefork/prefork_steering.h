@@ -26,15 +26,18 @@
  * shard k of Listen l, and its layout changes whenever bucket numbers
  * come to name other sockets), and owns everything else steering needs for
  * the server's life: the socket map, the idle counts, the programs, the
- * CPU layout, and the one log line of each event.  The bucket set calls:
+ * CPU layout, and the one log line of each event.  It is called by:
  *
- *   parent, each generation:  pf_steer_attach
- *   parent, each cycle:       pf_steer_cycle   (re-asserts the programs
- *                             and the socket map, corrects idle counts)
- *                             pf_steer_figures (for the segment)
- *   parent, a child reaped:   pf_steer_child_gone
- *   child:                    pf_steer_child_init
- *                             pf_steer_accept_begin/_end
+ *   the bucket set, planning:   pf_steer_probe
+ *   prefork.c, each generation: pf_steer_attach
+ *   each cycle:                 pf_steer_observe (the observe step),
+ *                               pf_steer_cycle (an act: re-asserts the
+ *                               programs and the socket map, corrects
+ *                               idle counts from the observation)
+ *   the guard:                  pf_steer_refill (a socket listens again)
+ *   a child reaped:             pf_steer_child_gone
+ *   the child:                  pf_steer_child_init (bucket set),
+ *                               pf_steer_accept_begin/_end (prefork.c)
  *
  * What a program decides is in prefork_steering_rules.h, which the
  * programs (prefork_steering.bpf.c) and the tests compile alike; the
@@ -60,23 +63,6 @@
 #include "prefork_steering_rules.h"
 
 typedef struct pf_steer_s pf_steer_t;
-
-/** What the bucket set observed this cycle, for the idle counts. */
-typedef struct {
-    /** Per bucket: children of the current layout marked as waiting in
-     *  accept() (read from their slots). */
-    const int *waiting;
-    /** Per bucket: connections in the accept queue. */
-    const int *queued;
-    apr_time_t now;
-} pf_steer_observation_t;
-
-/** One bucket's counters, for the status segment. */
-typedef struct {
-    apr_uint64_t kept;
-    apr_uint64_t moved;
-    apr_int64_t idle;
-} pf_steer_figures_t;
 
 /** Makes the unit, once per server, in @a pool (which outlives
  *  generations). */
@@ -113,7 +99,7 @@ int pf_steer_attach(pf_steer_t *st, const pf_generation_t *gen,
  * bucket.
  */
 void pf_steer_cycle(pf_steer_t *st, const pf_generation_t *gen,
-                    const pf_steer_observation_t *obs, server_rec *s);
+                    const pf_observation_t *obs, server_rec *s);
 
 /**
  * Parent, at once when the bucket set made a socket listen again (in place
@@ -126,10 +112,10 @@ void pf_steer_refill(pf_steer_t *st, const pf_generation_t *gen,
 /** The pfb_steer_e in force. */
 int pf_steer_active(const pf_steer_t *st);
 
-/** Bucket @a bucket's counters.  @return 0 when the mode keeps none (only
- *  idle and local do) */
-int pf_steer_figures(const pf_steer_t *st, int bucket,
-                     pf_steer_figures_t *out);
+/** Copies, for the cycle's observation, steering's figures per bucket of
+ *  @a gen (only idle and local keep them: obs->steer_figures says). */
+void pf_steer_observe(const pf_steer_t *st, const pf_generation_t *gen,
+                      pf_observation_t *obs);
 
 /** Parent: a child that was counted as waiting in bucket @a bucket, in
  *  the current layout, was reaped: its count goes with it. */
