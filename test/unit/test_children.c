@@ -13,7 +13,9 @@
  * at the children counts them in the bucket their identity has now, by
  * the state each wrote, lists the idle ones highest slot first, sums the
  * counters they wrote (saturating) and counts their waiting marks only in
- * the numbering they were forked in.
+ * the numbering they were forked in.  The parent's wait wakes on SIGCHLD,
+ * reaps one process, says whose slot it held and whether it had reported
+ * ready on the channel, and frees the slot.
  */
 
 #include <signal.h>
@@ -28,6 +30,7 @@
 
 #include "unit.h"
 #include "prefork_children.h"
+#include "prefork_unit.h"
 
 #define SLOTS 8
 
@@ -95,14 +98,13 @@ typedef struct {
     int step_signal[8];
 } seen_t;
 
-static void gone(void *baton, int slot, const pf_child_t *child,
-                 const pf_child_exit_t *how)
+static void gone(void *baton, const pf_child_exit_t *how)
 {
     seen_t *seen = baton;
 
     ck_assert_int_lt(seen->calls, SLOTS);
-    seen->slot[seen->calls] = slot;
-    seen->child[seen->calls] = *child;
+    seen->slot[seen->calls] = how->slot;
+    seen->child[seen->calls] = how->child;
     seen->how[seen->calls] = *how;
     seen->calls++;
 }
@@ -471,6 +473,74 @@ START_TEST(a_cycle_counts_each_child_in_the_bucket_of_its_identity)
 }
 END_TEST
 
+/* A child that reports ready (or not) and exits 0. */
+static pid_t start_reporter(pf_children_t *c, int report)
+{
+    pid_t pid = fork();
+
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        pf_children_close_channels(c, 0);
+        _exit(report && pf_children_report_ready(c) != APR_SUCCESS ? 1 : 0);
+    }
+    return pid;
+}
+
+START_TEST(the_wait_reaps_one_exit_and_says_what_it_was)
+{
+    pf_children_t *c = pf_children_create(pool, SLOTS);
+    pf_child_exit_t how;
+    int wanted = 0, room = 0, reaped = 0, stranger;
+    pid_t ready, silent;
+
+    ck_assert_int_eq(pf_children_open(c, pool, &wanted, &room), APR_SUCCESS);
+    ck_assert_int_eq(wanted, 2 * SLOTS + 64);
+    ck_assert_int_ge(room, 1);
+    /* Open already: nothing opened again. */
+    ck_assert_int_eq(pf_children_open(c, pool, &wanted, &room), APR_SUCCESS);
+    ck_assert_int_eq(room, -1);
+    pf_children_publish_to(c, parents, segment, 0, pool);
+    ready = start_reporter(c, 1);
+    pf_children_started(c, 1, ready, 2, 4);
+    silent = start_reporter(c, 0);
+    pf_children_started(c, 3, silent, 2, 4);
+    /* A process of ours that is no child in the table. */
+    stranger = start_reporter(c, 0);
+    /* Each exit wakes the wait (a long one: SIGCHLD cuts it short). */
+    while (reaped < 3) {
+        if (!pf_children_wait(c, 60000, &how, pool)) {
+            continue;
+        }
+        reaped++;
+        ck_assert(how.waited);
+        ck_assert_int_eq(how.why, APR_PROC_EXIT);
+        ck_assert_int_eq(how.status, 0);
+        if (how.proc.pid == ready) {
+            ck_assert_int_eq(how.slot, 1);
+            ck_assert(how.child.ready);
+            ck_assert_int_eq(how.child.record, 4);
+        }
+        else if (how.proc.pid == silent) {
+            ck_assert_int_eq(how.slot, 3);
+            ck_assert(!how.child.ready);
+        }
+        else {
+            ck_assert_int_eq(how.proc.pid, stranger);
+            ck_assert_int_eq(how.slot, -1);
+        }
+    }
+    ck_assert_int_eq(pf_children_live(c), 0);
+    ck_assert_int_eq(parents[1].pid, 0);
+    ck_assert_int_eq(parents[3].pid, 0);
+    /* Nothing left: the wait says so once its time is up. */
+    ck_assert_int_eq(pf_children_wait(c, 10, &how, pool), 0);
+    pf_children_close_channels(c, 1);
+    ck_assert_int_eq(c->wake_pipe[0], -1);
+    ck_assert_int_eq(c->ready[1], -1);
+    ck_assert_int_eq(pf_children_report_ready(c), APR_SUCCESS);
+}
+END_TEST
+
 Suite *children_suite(void)
 {
     Suite *s = suite_create("children");
@@ -489,6 +559,7 @@ Suite *children_suite(void)
     tcase_add_test(procs,
                    a_cycle_counts_each_child_in_the_bucket_of_its_identity);
     tcase_add_test(procs, the_reap_frees_only_slots_whose_child_has_exited);
+    tcase_add_test(procs, the_wait_reaps_one_exit_and_says_what_it_was);
     tcase_add_test(procs, the_reclaim_ends_obedient_children_without_a_step);
     tcase_add_test(procs, the_reclaim_kills_a_child_that_ignores_sigterm);
     suite_add_tcase(s, procs);

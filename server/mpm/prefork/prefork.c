@@ -127,11 +127,8 @@ typedef struct {
     pf_steer_t *steer;          /* ListenBucketSteering */
     pf_generation_t gen;        /* what the last (re)start made */
     apr_time_t started;
-    int wake_pipe[2];           /* SIGCHLD wakes the parent through it */
-    /* Children report ready through it once they have run child_init
-     * (prefork_ready.h): [0] the parent's end, [1] the children's. */
-    int ready_channel[2];
-    int ready_channel_logged;   /* the one line about its absence */
+    int ready_channel_logged;   /* the one line about the ready channel's
+                                   absence */
     pf_filter_retained_t filter;        /* the children's system-call
                                            filter, found out once */
 } prefork_retained_data;
@@ -204,10 +201,6 @@ static apr_pool_t *pconf;
 static int one_process;
 static pid_t parent_pid;        /* the server's parent, once detached */
 
-/* The write end of the parent's wake-up pipe, for the SIGCHLD handler;
- * -1 whenever the handler is not installed. */
-static volatile int wake_fd = -1;
-
 /* Child-side state. */
 /* This process's slot and bucket when it is one of the children, given
  * to child_main() at the fork; -1 in the parent and in any process a
@@ -239,21 +232,80 @@ static int last_served_listener = -1;
 module AP_MODULE_DECLARE_DATA mpm_prefork_module;
 
 /* ------------------------------------------------------------------ */
-/* Shared state for the status module                                  */
+/* Parent: the record of its children                                 */
 
-static const pfb_segment_t *prefork_buckets_segment(void)
+/* A child has been reaped and its slot freed (@a child is what the slot
+ * held): what readers see of it goes, and so do its counts. */
+static void prefork_note_child_killed(int slot, const pf_child_t *child)
 {
-    const pf_segment_t *seg;
+    (void)ap_update_child_status_from_indexes(slot, 0, SERVER_DEAD, NULL);
+    pf_bucketset_child_gone(retained->buckets, slot, child);
+    ap_run_child_status(ap_server_conf, child->pid, child->generation, slot,
+                        MPM_CHILD_EXITED);
+}
 
-    if (retained == NULL
-        || (seg = pf_bucketset_segment(retained->buckets)) == NULL) {
-        return NULL;
+/* A child forked into @a slot for bucket @a bucket_index: the table's
+ * record, which the slot's readers see at once. */
+static void prefork_note_child_started(int slot, pid_t pid, int bucket_index)
+{
+    ap_generation_t gen = retained->mpm->my_generation;
+
+    pf_children_started(retained->children, slot, pid, gen,
+                        retained->gen.record[bucket_index]);
+    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, ap_server_conf,
+                 PFBLOGNO(00009) "child pid %" APR_PID_T_FMT " slot %d "
+                 "bucket %d generation %d started",
+                 pid, slot, bucket_index, gen);
+    ap_run_child_status(ap_server_conf, pid, gen, slot, MPM_CHILD_STARTED);
+}
+
+/* pf_children_reap() and pf_children_reclaim(): a child reaped. */
+static void child_reaped(void *AP_MAYBE_UNUSED(baton),
+                         const pf_child_exit_t *how)
+{
+    if (how->waited) {
+        ap_process_child_status((apr_proc_t *)&how->proc, how->why,
+                                how->status);
     }
-    return &seg->view;
+    prefork_note_child_killed(how->slot, &how->child);
+}
+
+/* pf_children_reclaim(): says what it does to children that do not
+ * leave. */
+static void reclaim_step(void *AP_MAYBE_UNUSED(baton), int live, int sig)
+{
+    if (sig == SIGKILL) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf,
+                     PFBLOGNO(00170) "%d child process(es) still did not "
+                     "exit, sending a SIGKILL", live);
+    }
+    else if (sig != 0) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ap_server_conf,
+                     PFBLOGNO(00051) "%d child process(es) still did not "
+                     "exit, sending a SIGTERM", live);
+    }
+    else {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf,
+                     PFBLOGNO(00050) "%d child process(es) did not exit "
+                     "after SIGKILL; continuing anyway", live);
+    }
+}
+
+/* The current bucket of a child: its identity's, -1 when out of use. */
+static int bucket_of(const pf_child_t *child)
+{
+    return pf_generation_bucket_of(&retained->gen, child->record);
+}
+
+static void count_bucket_children(int bucket_index, int *current, int *old)
+{
+    pf_children_count_record(retained->children,
+                             retained->gen.record[bucket_index],
+                             retained->mpm->my_generation, current, old);
 }
 
 /* ------------------------------------------------------------------ */
-/* Child                                                               */
+/* Child: leaving                                                     */
 
 static void clean_child_exit(int code) __attribute__((noreturn));
 static void clean_child_exit(int code)
@@ -274,6 +326,80 @@ static void clean_child_exit(int code)
     }
     exit(code);
 }
+
+/* ------------------------------------------------------------------ */
+/* Queries                                                            */
+
+static int prefork_query(int query_code, int *result, apr_status_t *rv)
+{
+    *rv = APR_SUCCESS;
+    switch (query_code) {
+    case AP_MPMQ_MAX_DAEMON_USED:
+        *result = retained->children ? retained->children->used
+                                     : conf.pool.max_workers;
+        break;
+    case AP_MPMQ_IS_THREADED:
+        *result = AP_MPMQ_NOT_SUPPORTED;
+        break;
+    case AP_MPMQ_IS_FORKED:
+        *result = AP_MPMQ_DYNAMIC;
+        break;
+    case AP_MPMQ_HARD_LIMIT_DAEMONS:
+        *result = conf.pool.server_limit;
+        break;
+    case AP_MPMQ_HARD_LIMIT_THREADS:
+        *result = HARD_THREAD_LIMIT;
+        break;
+    case AP_MPMQ_MAX_THREADS:
+        *result = 1;
+        break;
+    case AP_MPMQ_MIN_SPARE_DAEMONS:
+        *result = conf.pool.min_spare_servers;
+        break;
+    case AP_MPMQ_MIN_SPARE_THREADS:
+    case AP_MPMQ_MAX_SPARE_THREADS:
+        *result = 0;
+        break;
+    case AP_MPMQ_MAX_SPARE_DAEMONS:
+        *result = conf.pool.max_spare_servers;
+        break;
+    case AP_MPMQ_MAX_REQUESTS_DAEMON:
+        *result = ap_max_requests_per_child;
+        break;
+    case AP_MPMQ_MAX_DAEMONS:
+        *result = conf.pool.max_workers;
+        break;
+    case AP_MPMQ_MPM_STATE:
+        *result = retained->mpm->mpm_state;
+        break;
+    case AP_MPMQ_GENERATION:
+        *result = retained->mpm->my_generation;
+        break;
+    default:
+        *rv = APR_ENOTIMPL;
+        break;
+    }
+    return OK;
+}
+
+static const char *prefork_get_name(void)
+{
+    return "prefork";
+}
+
+static const pfb_segment_t *prefork_buckets_segment(void)
+{
+    const pf_segment_t *seg;
+
+    if (retained == NULL
+        || (seg = pf_bucketset_segment(retained->buckets)) == NULL) {
+        return NULL;
+    }
+    return &seg->view;
+}
+
+/* ------------------------------------------------------------------ */
+/* Child: signals                                                     */
 
 /* Swaps the bucket's listening descriptors for /dev/null in this child
  * only, so that an accept() or poll() that starts after a stop signal
@@ -329,24 +455,12 @@ static int stop_exit_code(void)
     return stopped_by_another ? APEXIT_CHILDSICK : 0;
 }
 
-/* AP_SIG_GRACEFUL: finish the connection in hand, then exit. */
-static void child_graceful_handler(int AP_MAYBE_UNUSED(sig), siginfo_t *info,
-                                   void *AP_MAYBE_UNUSED(context))
-{
-    int saved_errno = errno;
-
-    note_sender(info);
-    child_die_now = 1;
-    stop_accepting();
-    errno = saved_errno;
-}
-
 /* SIGTERM/SIGHUP: exit now.  A child waiting for a connection only sets
  * the flag and leaves through its accept loop.  A child serving a request
  * may sit in a blocking read for the whole Timeout, and a stop must not
  * wait that long, so it exits from the handler the way httpd's own
  * children do. */
-static void child_terminate_handler(int AP_MAYBE_UNUSED(sig),
+static void just_die(int AP_MAYBE_UNUSED(sig),
                                     siginfo_t *info,
                                     void *AP_MAYBE_UNUSED(context))
 {
@@ -360,6 +474,18 @@ static void child_terminate_handler(int AP_MAYBE_UNUSED(sig),
         return;
     }
     clean_child_exit(stop_exit_code());
+}
+
+/* AP_SIG_GRACEFUL: finish the connection in hand, then exit. */
+static void stop_listening(int AP_MAYBE_UNUSED(sig), siginfo_t *info,
+                                   void *AP_MAYBE_UNUSED(context))
+{
+    int saved_errno = errno;
+
+    note_sender(info);
+    child_die_now = 1;
+    stop_accepting();
+    errno = saved_errno;
 }
 
 /* Registered in the child before any module's code runs in it, so it
@@ -377,10 +503,10 @@ static void child_install_signals(void)
     sigemptyset(&sa.sa_mask);
     /* No SA_RESTART: a blocking accept() must return EINTR on a signal. */
     sa.sa_flags = SA_SIGINFO;
-    sa.sa_sigaction = child_terminate_handler;
+    sa.sa_sigaction = just_die;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    sa.sa_sigaction = child_graceful_handler;
+    sa.sa_sigaction = stop_listening;
     sigaction(AP_SIG_GRACEFUL, &sa, NULL);
     /* Ctrl-C on a foreground server goes to the parent, which stops the
      * children in order. */
@@ -390,6 +516,9 @@ static void child_install_signals(void)
      * (mod_cgi...) expect the default. */
     apr_signal(SIGCHLD, SIG_DFL);
 }
+
+/* ------------------------------------------------------------------ */
+/* Child: accepting                                                   */
 
 /* Takes one of the ready listeners that the pollset reported, in turn
  * (pf_pick_ready_listener), so that none waits while another stays busy. */
@@ -547,42 +676,16 @@ static apr_pollset_t *child_make_pollset(pf_bucket_t *bucket)
     return pollset;
 }
 
-/* Children have no use for the parent's wake-up pipe, nor for its end
- * of the ready channel (where they could read other children's
- * reports); a process that is no child, not for the children's end
- * either. */
-static void close_parent_channels(int ready_end_too)
-{
-    int i;
-
-    wake_fd = -1;
-    for (i = 0; i < 2; i++) {
-        if (retained->wake_pipe[i] >= 0) {
-            close(retained->wake_pipe[i]);
-            retained->wake_pipe[i] = -1;
-        }
-    }
-    for (i = 0; i < 1 + ready_end_too; i++) {
-        if (retained->ready_channel[i] >= 0) {
-            close(retained->ready_channel[i]);
-            retained->ready_channel[i] = -1;
-        }
-    }
-}
+/* ------------------------------------------------------------------ */
+/* Child: its life                                                    */
 
 /* Tells the parent, once, that this child has started: child_init has
  * run, so from now on an APEXIT_CHILDFATAL is a module or a script asking
- * to stop the server, not a child that cannot start.  The end is closed
- * at once, so nothing the child runs later can report anything. */
+ * to stop the server, not a child that cannot start. */
 static void report_ready(void)
 {
-    int fd = retained->ready_channel[1];
-    apr_status_t rv;
+    apr_status_t rv = pf_children_report_ready(retained->children);
 
-    if (fd < 0) {
-        return;
-    }
-    rv = pf_ready_report(fd, PF_READY_PATIENCE);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, ap_server_conf,
                      PFBLOGNO(00172) "child of bucket %d couldn't report "
@@ -590,8 +693,6 @@ static void report_ready(void)
                      "APEXIT_CHILDFATAL, the server stops", me.bucket,
                      (int)apr_time_sec(PF_READY_PATIENCE));
     }
-    close(fd);
-    retained->ready_channel[1] = -1;
 }
 
 static void child_init_process(pf_bucket_t *bucket)
@@ -614,7 +715,7 @@ static void child_init_process(pf_bucket_t *bucket)
         }
     }
     devnull_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    close_parent_channels(0);
+    pf_children_close_channels(retained->children, 0);
     bucket_fds = apr_palloc(pchild, sizeof(int)
                                         * (apr_size_t)bucket->num_listeners);
     num_fds = pf_bucketset_child_init(retained->buckets, me.bucket,
@@ -727,12 +828,10 @@ static void child_main(int slot, int bucket_index)
 }
 
 /* ------------------------------------------------------------------ */
-/* Parent: children                                                    */
+/* Parent: forking children                                           */
 
 static int make_child(server_rec *s, int slot, int bucket_index)
 {
-    ap_generation_t gen = retained->mpm->my_generation;
-    int record = retained->gen.record[bucket_index];
     sigset_t stop_signals, saved_mask;
     pid_t pid;
 
@@ -745,7 +844,7 @@ static int make_child(server_rec *s, int slot, int bucket_index)
     pf_children_forking(retained->children, slot);
     if (one_process) {
         child_install_signals();
-        pf_children_started(retained->children, slot, getpid(), gen, record);
+        prefork_note_child_started(slot, getpid(), bucket_index);
         child_main(slot, bucket_index);
     }
     (void)ap_update_child_status_from_indexes(slot, 0, SERVER_STARTING, NULL);
@@ -778,12 +877,7 @@ static int make_child(server_rec *s, int slot, int bucket_index)
     }
     sigprocmask(SIG_SETMASK, &saved_mask, NULL);
 
-    pf_children_started(retained->children, slot, pid, gen, record);
-    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
-                 PFBLOGNO(00009) "child pid %" APR_PID_T_FMT " slot %d "
-                 "bucket %d generation %d started",
-                 pid, slot, bucket_index, gen);
-    ap_run_child_status(ap_server_conf, pid, gen, slot, MPM_CHILD_STARTED);
+    prefork_note_child_started(slot, pid, bucket_index);
     return 0;
 }
 
@@ -814,70 +908,6 @@ static int spawn_into_bucket(server_rec *s, int bucket_index,
         pf_respawn_note_fork(r, at_once, now);
     }
     return 0;
-}
-
-/* A child has been reaped and its slot freed (@a child is what the slot
- * held): its counts go. */
-static void note_child_gone(int slot, const pf_child_t *child)
-{
-    (void)ap_update_child_status_from_indexes(slot, 0, SERVER_DEAD, NULL);
-    pf_bucketset_child_gone(retained->buckets, slot, child);
-    ap_run_child_status(ap_server_conf, child->pid, child->generation, slot,
-                        MPM_CHILD_EXITED);
-}
-
-/* Frees the slot of a child that has been reaped. */
-static void forget_child(int slot)
-{
-    pf_child_t was;
-
-    pf_children_forget(retained->children, slot, &was);
-    note_child_gone(slot, &was);
-}
-
-/* pf_children_reap() and pf_children_reclaim(): a child reaped. */
-static void child_reaped(void *AP_MAYBE_UNUSED(baton), int slot,
-                         const pf_child_t *child, const pf_child_exit_t *how)
-{
-    if (how->waited) {
-        ap_process_child_status((apr_proc_t *)&how->proc, how->why,
-                                how->status);
-    }
-    note_child_gone(slot, child);
-}
-
-/* pf_children_reclaim(): says what it does to children that do not
- * leave. */
-static void reclaim_step(void *AP_MAYBE_UNUSED(baton), int live, int sig)
-{
-    if (sig == SIGKILL) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf,
-                     PFBLOGNO(00170) "%d child process(es) still did not "
-                     "exit, sending a SIGKILL", live);
-    }
-    else if (sig != 0) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ap_server_conf,
-                     PFBLOGNO(00051) "%d child process(es) still did not "
-                     "exit, sending a SIGTERM", live);
-    }
-    else {
-        ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf,
-                     PFBLOGNO(00050) "%d child process(es) did not exit "
-                     "after SIGKILL; continuing anyway", live);
-    }
-}
-
-/* The current bucket of a child: its identity's, -1 when out of use. */
-static int bucket_of(const pf_child_t *child)
-{
-    return pf_generation_bucket_of(&retained->gen, child->record);
-}
-
-static void count_bucket_children(int bucket_index, int *current, int *old)
-{
-    pf_children_count_record(retained->children,
-                             retained->gen.record[bucket_index],
-                             retained->mpm->my_generation, current, old);
 }
 
 /* Starts the new generation.  Every bucket gets a child of its own at
@@ -926,7 +956,7 @@ static void replace_old_child(server_rec *s, int b)
 }
 
 /* ------------------------------------------------------------------ */
-/* Parent: idle-server maintenance                                     */
+/* Parent: idle-server maintenance                                    */
 
 /* Observe: one look, at the start of a cycle, at the children (the
  * parent's table, their states in the scoreboard, what they wrote in the
@@ -942,49 +972,56 @@ static pf_observation_t *observe(void)
     return obs;
 }
 
-/* Publish: what the cycle saw and did, for mod_status and the bucket
- * status module, from the parent's own state.  Only writes. */
-static void publish(const pf_observation_t *obs)
+/* Decides from the observation alone: each bucket's spawns and
+ * retirements (pf_decide_maintenance(), with the older generations'
+ * children counted as idle ones on their way). */
+static void decide(server_rec *s, pf_observation_t *obs,
+                   pf_decision_summary_t *summary)
 {
-    pf_children_publish(retained->children);
-    pf_bucketset_publish(retained->buckets, obs,
-                         retained->mpm->my_generation,
-                         retained->children->used);
+    int num_buckets = retained->gen.num_buckets;
+    pf_limits_t lim;
+
+    memcpy(obs->counted, obs->state,
+           sizeof(*obs->counted) * (apr_size_t)num_buckets);
+    pf_count_old_generation(obs->counted, obs->old_generation, num_buckets);
+    pf_limits_init(&lim, num_buckets, conf.pool.min_spare_servers,
+                   conf.pool.max_spare_servers, conf.pool.max_workers);
+    pf_decide_maintenance(&lim, obs->counted, obs->occupied,
+                          &retained->spawn_rate, obs->action, obs->scratch,
+                          summary);
+    if (summary->rebalanced > 0) {
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
+                     PFBLOGNO(00039) "at MaxRequestWorkers (%d): retiring "
+                     "%d idle child(ren) so that buckets with queued "
+                     "connections and no idle child get one",
+                     conf.pool.max_workers, summary->rebalanced);
+    }
 }
 
-static void log_maintenance_limits(server_rec *s,
-                                   const pf_observation_t *obs,
-                                   const pf_decision_summary_t *summary)
+/* A paced bucket whose newest children live a second, or where nothing
+ * died at start for a whole delay, is paced no more; the episode's one
+ * line gets its closing line once no bucket is. */
+static void end_respawn_episodes(server_rec *s, const pf_observation_t *obs)
 {
-    int b, leaving = 0;
+    pf_generation_t *gen = &retained->gen;
+    int b, paced = 0;
 
-    for (b = 0; b < retained->gen.num_buckets; b++) {
-        leaving += obs->stopping[b];
-    }
-    if (summary->at_max_workers && leaving > 0) {
-        /* A graceful restart or retirements in progress hold slots for a
-         * moment: not a reason to raise MaxRequestWorkers. */
-        return;
-    }
-    if (summary->at_max_workers) {
-        if (!retained->maxclients_reported) {
-            ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
-                         PFBLOGNO(00010) "server reached MaxRequestWorkers "
-                         "setting (%d) with %d children wanted; consider "
-                         "raising the MaxRequestWorkers setting",
-                         conf.pool.max_workers, summary->wanted);
-            retained->maxclients_reported = 1;
+    for (b = 0; b < gen->num_buckets; b++) {
+        if (obs->newest_lived[b] > 0) {
+            pf_respawn_note_alive(&gen->respawn[b], obs->newest_lived[b],
+                                  obs->when);
         }
+        if (obs->state[b].children > 0) {
+            pf_respawn_note_quiet(&gen->respawn[b], obs->when);
+        }
+        paced += pf_respawn_paced(&gen->respawn[b]);
     }
-    else {
-        retained->maxclients_reported = 0;
-    }
-    if (summary->fast_ramp > 0) {
-        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
-                     PFBLOGNO(00011) "server seems busy (spawning %d "
-                     "children a second), you may need to increase "
-                     "StartServers, or Min/MaxSpareServers",
-                     summary->fast_ramp);
+    if (paced == 0 && gen->respawn_logged) {
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
+                     PFBLOGNO(00067) "children live past their first "
+                     "second again in every bucket; replacing them at "
+                     "once again");
+        gen->respawn_logged = 0;
     }
 }
 
@@ -1031,57 +1068,50 @@ static void spawn_wanted_children(server_rec *s, pf_observation_t *obs)
     }
 }
 
-/* A paced bucket whose newest children live a second, or where nothing
- * died at start for a whole delay, is paced no more; the episode's one
- * line gets its closing line once no bucket is. */
-static void end_respawn_episodes(server_rec *s, const pf_observation_t *obs)
+static void log_maintenance_limits(server_rec *s,
+                                   const pf_observation_t *obs,
+                                   const pf_decision_summary_t *summary)
 {
-    pf_generation_t *gen = &retained->gen;
-    int b, paced = 0;
+    int b, leaving = 0;
 
-    for (b = 0; b < gen->num_buckets; b++) {
-        if (obs->newest_lived[b] > 0) {
-            pf_respawn_note_alive(&gen->respawn[b], obs->newest_lived[b],
-                                  obs->when);
-        }
-        if (obs->state[b].children > 0) {
-            pf_respawn_note_quiet(&gen->respawn[b], obs->when);
-        }
-        paced += pf_respawn_paced(&gen->respawn[b]);
+    for (b = 0; b < retained->gen.num_buckets; b++) {
+        leaving += obs->stopping[b];
     }
-    if (paced == 0 && gen->respawn_logged) {
-        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
-                     PFBLOGNO(00067) "children live past their first "
-                     "second again in every bucket; replacing them at "
-                     "once again");
-        gen->respawn_logged = 0;
+    if (summary->at_max_workers && leaving > 0) {
+        /* A graceful restart or retirements in progress hold slots for a
+         * moment: not a reason to raise MaxRequestWorkers. */
+        return;
+    }
+    if (summary->at_max_workers) {
+        if (!retained->maxclients_reported) {
+            ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                         PFBLOGNO(00010) "server reached MaxRequestWorkers "
+                         "setting (%d) with %d children wanted; consider "
+                         "raising the MaxRequestWorkers setting",
+                         conf.pool.max_workers, summary->wanted);
+            retained->maxclients_reported = 1;
+        }
+    }
+    else {
+        retained->maxclients_reported = 0;
+    }
+    if (summary->fast_ramp > 0) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                     PFBLOGNO(00011) "server seems busy (spawning %d "
+                     "children a second), you may need to increase "
+                     "StartServers, or Min/MaxSpareServers",
+                     summary->fast_ramp);
     }
 }
 
-/* Decides from the observation alone: each bucket's spawns and
- * retirements (pf_decide_maintenance(), with the older generations'
- * children counted as idle ones on their way). */
-static void decide(server_rec *s, pf_observation_t *obs,
-                   pf_decision_summary_t *summary)
+/* Publish: what the cycle saw and did, for mod_status and the bucket
+ * status module, from the parent's own state.  Only writes. */
+static void publish(const pf_observation_t *obs)
 {
-    int num_buckets = retained->gen.num_buckets;
-    pf_limits_t lim;
-
-    memcpy(obs->counted, obs->state,
-           sizeof(*obs->counted) * (apr_size_t)num_buckets);
-    pf_count_old_generation(obs->counted, obs->old_generation, num_buckets);
-    pf_limits_init(&lim, num_buckets, conf.pool.min_spare_servers,
-                   conf.pool.max_spare_servers, conf.pool.max_workers);
-    pf_decide_maintenance(&lim, obs->counted, obs->occupied,
-                          &retained->spawn_rate, obs->action, obs->scratch,
-                          summary);
-    if (summary->rebalanced > 0) {
-        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
-                     PFBLOGNO(00039) "at MaxRequestWorkers (%d): retiring "
-                     "%d idle child(ren) so that buckets with queued "
-                     "connections and no idle child get one",
-                     conf.pool.max_workers, summary->rebalanced);
-    }
+    pf_children_publish(retained->children);
+    pf_bucketset_publish(retained->buckets, obs,
+                         retained->mpm->my_generation,
+                         retained->children->used);
 }
 
 /* One cycle: observe, decide, act, publish. */
@@ -1110,7 +1140,7 @@ static void perform_idle_server_maintenance(server_rec *s)
 }
 
 /* ------------------------------------------------------------------ */
-/* Parent: child exits                                                 */
+/* Parent: child exits                                                */
 
 /* A bucket must never be left without a child to accept.  Whenever a
  * child exits (a crash, recycling, or an old generation's child freeing
@@ -1143,19 +1173,6 @@ static void respawn_stranded_buckets(server_rec *s)
             occupied += rv == 0;
         }
     }
-}
-
-static void note_ready(void *AP_MAYBE_UNUSED(baton), pid_t pid)
-{
-    pf_children_mark_ready(retained->children, pid);
-}
-
-/* Reads the children's ready reports: each names its sender's pid, as
- * the kernel vouches, and nothing else is read from it.  A pid that is
- * none of our children is ignored. */
-static void read_ready_reports(void)
-{
-    pf_ready_read(retained->ready_channel[0], 1024, note_ready, NULL);
 }
 
 /* "killed by signal 9", "exit status 15": for the pacing's log line. */
@@ -1199,17 +1216,21 @@ static void pace_after_exit(server_rec *s, const pf_child_t *child,
     }
 }
 
-static void handle_child_exit(server_rec *s, apr_proc_t *pid,
-                              apr_exit_why_e exitwhy, int status)
+/* The act on a process's exit (pf_classify_child_end() says what it
+ * means): the server stops, a child is replaced, or a process that is not
+ * ours is handed to whoever started it. */
+static void handle_child_exit(server_rec *s, pf_child_exit_t *how)
 {
-    int slot = pf_children_find(retained->children, pid->pid);
-    int bucket_index;
+    const pf_child_t *child = &how->child;
+    int fatal = how->why == APR_PROC_EXIT && how->status == APEXIT_CHILDFATAL;
+    int killed = how->why == APR_PROC_SIGNAL
+                 && (how->status == SIGKILL || how->status == SIGTERM);
+    int b = how->slot >= 0 ? bucket_of(child) : -1;
     ap_generation_t gen;
 
-    /* A report sent just before the child died is in the queue now. */
-    read_ready_reports();
-    if (slot >= 0 && exitwhy == APR_PROC_EXIT && status == APEXIT_CHILDFATAL
-        && retained->children->slot[slot].ready) {
+    switch (pf_classify_child_end(how->slot >= 0, child->ready,
+                                  child->stopping, fatal, killed)) {
+    case PF_END_FATAL_STARTED:
         /* httpd stops the server when a child exits with this code,
          * because a child that cannot start would fail the same way
          * forever.  This one had started: whatever asked for the code
@@ -1218,123 +1239,81 @@ static void handle_child_exit(server_rec *s, apr_proc_t *pid,
                      PFBLOGNO(00068) "child pid %" APR_PID_T_FMT " slot %d "
                      "bucket %d exited with APEXIT_CHILDFATAL after it had "
                      "started; only a child that cannot start stops the "
-                     "server, so it is replaced",
-                     pid->pid, slot,
-                     bucket_of(&retained->children->slot[slot]));
-    }
-    else if (ap_process_child_status(pid, exitwhy, status)
-             == APEXIT_CHILDFATAL) {
+                     "server, so it is replaced", how->proc.pid, how->slot,
+                     b);
+        break;
+    case PF_END_FATAL:
         /* A child could not start at all (bad User, unwritable lock
          * file...); forking more would fail the same way. */
+        ap_process_child_status(&how->proc, how->why, how->status);
         retained->mpm->mpm_state = AP_MPMQ_STOPPING;
         retained->mpm->shutdown_pending = 1;
         retained->mpm->is_ungraceful = 1;
-        if (slot >= 0) {
-            forget_child(slot);
+        if (how->slot >= 0) {
+            prefork_note_child_killed(how->slot, child);
         }
         return;
-    }
-    if (slot < 0) {
-        if (apr_proc_other_child_alert(pid, APR_OC_REASON_DEATH, status)
-            == APR_SUCCESS) {
+    case PF_END_LOST:
+        ap_process_child_status(&how->proc, how->why, how->status);
+        if (apr_proc_other_child_alert(&how->proc, APR_OC_REASON_DEATH,
+                                       how->status) == APR_SUCCESS
+            || ap_unregister_extra_mpm_process(how->proc.pid, &gen) == 1) {
             return;             /* a piped logger or the like */
-        }
-        if (ap_unregister_extra_mpm_process(pid->pid, &gen) == 1) {
-            return;
         }
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      PFBLOGNO(00012) "long lost child came home! (pid %"
-                     APR_PID_T_FMT ")", pid->pid);
+                     APR_PID_T_FMT ")", how->proc.pid);
         return;
-    }
-    bucket_index = bucket_of(&retained->children->slot[slot]);
-    gen = retained->children->slot[slot].generation;
-    if (exitwhy == APR_PROC_SIGNAL
-        && !retained->children->slot[slot].stopping
-        && (status == SIGKILL || status == SIGTERM)) {
+    case PF_END_KILLED:
+        ap_process_child_status(&how->proc, how->why, how->status);
         /* httpd's own status check keeps quiet about these, but a child
          * killed from outside (the OOM killer, an admin) is news. */
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
                      PFBLOGNO(00035) "child pid %" APR_PID_T_FMT " slot %d "
                      "bucket %d killed by signal %d without being asked to "
-                     "stop; replacing it", pid->pid, slot, bucket_index,
-                     status);
+                     "stop; replacing it", how->proc.pid, how->slot, b,
+                     how->status);
+        break;
+    default:
+        ap_process_child_status(&how->proc, how->why, how->status);
+        break;
     }
-    pace_after_exit(s, &retained->children->slot[slot], bucket_index, slot,
-                    exitwhy, status);
-    forget_child(slot);
+    pace_after_exit(s, child, b, how->slot, how->why, how->status);
+    prefork_note_child_killed(how->slot, child);
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
                  PFBLOGNO(00013) "child pid %" APR_PID_T_FMT " slot %d "
                  "bucket %d generation %d exited",
-                 pid->pid, slot, bucket_index, gen);
+                 how->proc.pid, how->slot, b, child->generation);
 
+    /* A child that leaves may have been driven out by what a sibling did
+     * to the socket they share (shutdown() makes every accept() fail):
+     * its bucket's socket is put right before anything is forked. */
+    if (b >= 0) {
+        pf_bucketset_guard(retained->buckets, b, NULL, s);
+    }
     /* After a graceful restart the old generation's children hold the
      * slots the new one needs; each one that leaves is replaced at once in
      * its bucket, so a restart under load does not shrink the pool to one
      * child per bucket and make it grow back at the spawn ramp's pace. */
-    /* A child that leaves may have been driven out by what a sibling did
-     * to the socket they share (shutdown() makes every accept() fail):
-     * its bucket's socket is put right before anything is forked. */
-    if (bucket_index >= 0 && bucket_index < retained->gen.num_buckets) {
-        pf_bucketset_guard(retained->buckets, bucket_index, NULL, s);
-    }
-    if (gen != retained->mpm->my_generation) {
-        replace_old_child(s, bucket_index);
+    if (child->generation != retained->mpm->my_generation) {
+        replace_old_child(s, b);
     }
     respawn_stranded_buckets(s);
 }
 
 /* ------------------------------------------------------------------ */
-/* Parent: waiting for children                                        */
+/* Parent: running and stopping                                       */
 
-/* A child's exit must wake the parent at once: under MaxRequestWorkers a
- * graceful restart can only start a new child when an old one leaves, and
- * until then its bucket may have nobody accepting.  httpd's
- * ap_wait_or_timeout() checks for exited children and then sleeps a
- * second, and a SIGCHLD that lands between the two is lost for that
- * second.  So the handler writes a byte to a pipe and the parent sleeps in
- * poll() on it: an exit before the sleep leaves the byte there and the
- * poll returns at once.  Writing to a pipe is more than setting a flag,
- * and async-signal-safe. */
-static void parent_sigchld_handler(int AP_MAYBE_UNUSED(sig))
+/* SIGCHLD wakes the parent's wait at once, and children can report ready
+ * (pf_children_open()), for the life of the server.  Without the ready
+ * channel a child's APEXIT_CHILDFATAL stops the server, as in httpd. */
+static void wake_on_child_exit(server_rec *s)
 {
-    int saved_errno = errno;
-    int fd = wake_fd;
-    ssize_t ignored;
-
-    if (fd >= 0) {
-        ignored = write(fd, "", 1);     /* full pipe: already awake */
-        (void)ignored;
-    }
-    errno = saved_errno;
-}
-
-/* Runs when pconf is cleared at a restart, before this module's text is
- * unmapped: a SIGCHLD that arrived while the configuration is read again
- * would otherwise jump into code that is gone. */
-static apr_status_t restore_sigchld(void *AP_MAYBE_UNUSED(data))
-{
-    wake_fd = -1;
-    apr_signal(SIGCHLD, SIG_DFL);
-    return APR_SUCCESS;
-}
-
-/* The channel children report ready on (report_ready), one for the life
- * of the server, in retained data: a module loaded again must not open
- * another.  Its room is for twice ServerLimit reports: at most ServerLimit
- * children start at once, and children that left before the parent read
- * their reports hold room until it does.  Without the channel a child's
- * APEXIT_CHILDFATAL stops the server, as in httpd. */
-static void open_ready_channel(server_rec *s)
-{
-    int wanted = 2 * retained->first_server_limit + 64, room = 0;
     apr_status_t why;
+    int wanted, room;
 
-    if (retained->ready_channel[0] >= 0) {
-        return;
-    }
-    why = pf_ready_open(retained->ready_channel, wanted, &room);
-    if (why == APR_SUCCESS && room < wanted) {
+    why = pf_children_open(retained->children, pconf, &wanted, &room);
+    if (why == APR_SUCCESS && room >= 0 && room < wanted) {
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
                      PFBLOGNO(00173) "the channel children report ready on "
                      "holds %d reports, fewer than the %d wanted for "
@@ -1351,73 +1330,6 @@ static void open_ready_channel(server_rec *s)
     }
 }
 
-static void parent_wake_on_child_exit(apr_pool_t *p)
-{
-    struct sigaction sa;
-    int fds[2], i;
-
-    /* One pipe for the life of the server, in retained data: a module
-     * loaded again must not open another. */
-    if (retained->wake_pipe[0] < 0 && pipe(fds) == 0) {
-        for (i = 0; i < 2; i++) {
-            fcntl(fds[i], F_SETFL, O_NONBLOCK);
-            fcntl(fds[i], F_SETFD, FD_CLOEXEC);
-            retained->wake_pipe[i] = fds[i];
-        }
-    }
-    wake_fd = retained->wake_pipe[1];
-    memset(&sa, 0, sizeof(sa));
-    sigemptyset(&sa.sa_mask);
-    /* SA_RESTART: other code in the parent (monitor hooks, piped logs)
-     * does not expect EINTR; poll() returns early on a signal anyway. */
-    sa.sa_flags = SA_NOCLDSTOP | SA_RESTART;
-    sa.sa_handler = parent_sigchld_handler;
-    sigaction(SIGCHLD, &sa, NULL);
-    apr_pool_cleanup_register(p, NULL, restore_sigchld,
-                              apr_pool_cleanup_null);
-}
-
-/* ap_wait_or_timeout() without its lost-wake-up window: reaps one exited
- * child if there is one, else waits up to @a wait_ms for the next exit
- * (or any signal). */
-static void wait_for_child_exit(apr_exit_why_e *exitwhy, int *status,
-                                apr_proc_t *pid, apr_pool_t *p,
-                                server_rec *s, int wait_ms)
-{
-    static int calls;
-    struct pollfd pfd[2];
-    char drain[64];
-    apr_status_t rv;
-
-    /* As httpd does: the monitor hook every tenth pass. */
-    if (++calls >= 10) {
-        calls = 0;
-        ap_run_monitor(p, s);
-    }
-    rv = apr_proc_wait_all_procs(pid, status, exitwhy, APR_NOWAIT, p);
-    ap_update_global_status();
-    if (APR_STATUS_IS_CHILD_DONE(rv)) {
-        return;
-    }
-    pid->pid = -1;
-    if (APR_STATUS_IS_EINTR(rv)) {
-        return;
-    }
-    if (retained->wake_pipe[0] < 0) {
-        apr_sleep(apr_time_from_msec(wait_ms));
-        return;
-    }
-    pfd[0].fd = retained->wake_pipe[0];
-    pfd[1].fd = retained->ready_channel[0];     /* -1: poll ignores it */
-    pfd[0].events = pfd[1].events = POLLIN;
-    pfd[0].revents = pfd[1].revents = 0;
-    if (poll(pfd, 2, wait_ms) > 0) {
-        while (read(retained->wake_pipe[0], drain, sizeof(drain)) > 0) {
-        }
-        read_ready_reports();
-    }
-}
-
 /* Reaps children and keeps the buckets served until a signal asks for a
  * restart or a stop, or, when @a drain_until is set, until the accept
  * queues are empty or that time has come. */
@@ -1427,13 +1339,11 @@ static void server_main_loop(server_rec *s, apr_time_t drain_until)
      * generation is being started and the old one replaced child for
      * child, and a deficit seen now would only add to that. */
     apr_time_t last_maintenance = apr_time_now();
-    int wait_ms = drain_until ? DRAIN_POLL_MS : 1000;
+    int wait_ms = drain_until ? DRAIN_POLL_MS : 1000, passes = 0;
 
     while (!retained->mpm->restart_pending
            && !retained->mpm->shutdown_pending) {
-        apr_exit_why_e exitwhy;
-        int status;
-        apr_proc_t pid;
+        pf_child_exit_t how;
         apr_time_t now;
 
         if (drain_until
@@ -1441,9 +1351,14 @@ static void server_main_loop(server_rec *s, apr_time_t drain_until)
                 || pf_generation_queued(&retained->gen) == 0)) {
             return;
         }
-        wait_for_child_exit(&exitwhy, &status, &pid, pconf, s, wait_ms);
-        if (pid.pid != -1) {
-            handle_child_exit(s, &pid, exitwhy, status);
+        /* As httpd does: the monitor hook every tenth pass. */
+        if (++passes >= 10) {
+            passes = 0;
+            ap_run_monitor(pconf, s);
+        }
+        ap_update_global_status();
+        if (pf_children_wait(retained->children, wait_ms, &how, pconf)) {
+            handle_child_exit(s, &how);
         }
         now = apr_time_now();
         if (retained->mpm->restart_pending
@@ -1457,9 +1372,6 @@ static void server_main_loop(server_rec *s, apr_time_t drain_until)
         }
     }
 }
-
-/* ------------------------------------------------------------------ */
-/* Parent: stopping                                                    */
 
 /* A graceful stop finishes what the kernel has already accepted: new
  * handshakes are dropped at every socket, and the children keep accepting
@@ -1532,9 +1444,6 @@ static int shutdown_server(server_rec *s)
     return DONE;
 }
 
-/* ------------------------------------------------------------------ */
-/* Parent: a generation                                                */
-
 /* Builds this generation's buckets (the bucket set decides what the
  * (re)start keeps and acts on it), and notes where each running child now
  * belongs. */
@@ -1588,8 +1497,7 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
     retained->mpm->restart_pending = 0;
     ap_unixd_mpm_set_signals(pconf, one_process);
     if (!one_process) {
-        parent_wake_on_child_exit(pconf);
-        open_ready_channel(s);
+        wake_on_child_exit(s);
         pf_filter_probe(&retained->filter, conf.syscall_filter, s);
     }
 
@@ -1652,7 +1560,7 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
 }
 
 /* ------------------------------------------------------------------ */
-/* Hooks                                                               */
+/* Hooks                                                              */
 
 static int prefork_open_logs(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
                              apr_pool_t *AP_MAYBE_UNUSED(ptemp),
@@ -1710,8 +1618,6 @@ static int prefork_pre_config(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
         retained = ap_retained_data_create(userdata_key, sizeof(*retained));
         retained->mpm = ap_unixd_mpm_get_retained_data();
         retained->started = apr_time_now();
-        retained->wake_pipe[0] = retained->wake_pipe[1] = -1;
-        retained->ready_channel[0] = retained->ready_channel[1] = -1;
         apr_pool_create(&retained->keep_pool, ap_pglobal);
         apr_pool_tag(retained->keep_pool, "prefork_buckets_keep");
     }
@@ -1890,58 +1796,6 @@ static int log_after_core_opened_logs(apr_pool_t *AP_MAYBE_UNUSED(p),
     return OK;
 }
 
-static int prefork_query(int query_code, int *result, apr_status_t *rv)
-{
-    *rv = APR_SUCCESS;
-    switch (query_code) {
-    case AP_MPMQ_MAX_DAEMON_USED:
-        *result = retained->children ? retained->children->used
-                                     : conf.pool.max_workers;
-        break;
-    case AP_MPMQ_IS_THREADED:
-        *result = AP_MPMQ_NOT_SUPPORTED;
-        break;
-    case AP_MPMQ_IS_FORKED:
-        *result = AP_MPMQ_DYNAMIC;
-        break;
-    case AP_MPMQ_HARD_LIMIT_DAEMONS:
-        *result = conf.pool.server_limit;
-        break;
-    case AP_MPMQ_HARD_LIMIT_THREADS:
-        *result = HARD_THREAD_LIMIT;
-        break;
-    case AP_MPMQ_MAX_THREADS:
-        *result = 1;
-        break;
-    case AP_MPMQ_MIN_SPARE_DAEMONS:
-        *result = conf.pool.min_spare_servers;
-        break;
-    case AP_MPMQ_MIN_SPARE_THREADS:
-    case AP_MPMQ_MAX_SPARE_THREADS:
-        *result = 0;
-        break;
-    case AP_MPMQ_MAX_SPARE_DAEMONS:
-        *result = conf.pool.max_spare_servers;
-        break;
-    case AP_MPMQ_MAX_REQUESTS_DAEMON:
-        *result = ap_max_requests_per_child;
-        break;
-    case AP_MPMQ_MAX_DAEMONS:
-        *result = conf.pool.max_workers;
-        break;
-    case AP_MPMQ_MPM_STATE:
-        *result = retained->mpm->mpm_state;
-        break;
-    case AP_MPMQ_GENERATION:
-        *result = retained->mpm->my_generation;
-        break;
-    default:
-        *rv = APR_ENOTIMPL;
-        break;
-    }
-    return OK;
-}
-
 /* A process a module forks from the parent and runs as User: mod_cgid's
  * daemon, which forks every CGI script.  It would hold every bucket
  * socket the parent held at the fork and run outside the children's
@@ -1957,14 +1811,9 @@ static int prefork_drop_privileges(apr_pool_t *AP_MAYBE_UNUSED(p),
         return DECLINED;
     }
     pf_bucketset_child_init(retained->buckets, -1, 0, NULL, 0, s);
-    close_parent_channels(1);
+    pf_children_close_channels(retained->children, 1);
     pf_filter_helper(conf.syscall_filter, s);
     return DECLINED;
-}
-
-static const char *prefork_get_name(void)
-{
-    return "prefork";
 }
 
 static void prefork_hooks(apr_pool_t *AP_MAYBE_UNUSED(p))
@@ -1996,7 +1845,7 @@ static void prefork_hooks(apr_pool_t *AP_MAYBE_UNUSED(p))
 }
 
 /* ------------------------------------------------------------------ */
-/* Directives                                                          */
+/* Directives                                                         */
 
 /* Every integer directive: a strict parse and its range, from the entry
  * its command_rec points at.  The message names the directive, echoes the

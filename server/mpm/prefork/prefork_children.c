@@ -18,11 +18,18 @@
 
 #include "apr.h"
 #include "apr_atomic.h"
+#include "apr_signal.h"
 #include "apr_thread_proc.h"
 #include "apr_time.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
+#if APR_HAVE_UNISTD_H
+#include <unistd.h>
+#endif
 
 #include "ap_config.h"
 #include "httpd.h"
@@ -30,6 +37,12 @@
 #include "scoreboard.h"
 
 #include "prefork_children.h"
+#include "prefork_ready.h"
+#include "prefork_unit.h"
+
+/* The write end of the wake-up pipe, for the SIGCHLD handler; -1 whenever
+ * the handler is not installed. */
+static volatile int wake_fd = -1;
 
 pf_children_t *pf_children_create(apr_pool_t *p, int num_slots)
 {
@@ -37,6 +50,8 @@ pf_children_t *pf_children_create(apr_pool_t *p, int num_slots)
 
     c->slot = apr_pcalloc(p, sizeof(pf_child_t) * (apr_size_t)num_slots);
     c->num_slots = num_slots;
+    c->wake_pipe[0] = c->wake_pipe[1] = -1;
+    c->ready[0] = c->ready[1] = -1;
     return c;
 }
 
@@ -117,7 +132,8 @@ int pf_children_free_slot(const pf_children_t *c, int limit)
     return -1;
 }
 
-int pf_children_find(const pf_children_t *c, pid_t pid)
+/* The slot of our child @a pid, or -1. */
+PF_UNIT_STATIC int pf_children_find(const pf_children_t *c, pid_t pid)
 {
     int slot;
 
@@ -153,7 +169,9 @@ void pf_children_started(pf_children_t *c, int slot, pid_t pid,
     publish_slot(c, slot, 0);
 }
 
-int pf_children_mark_ready(pf_children_t *c, pid_t pid)
+/* Notes that child @a pid reported ready: its slot, or -1 when it is none
+ * of ours. */
+PF_UNIT_STATIC int pf_children_mark_ready(pf_children_t *c, pid_t pid)
 {
     int slot = pid > 0 ? pf_children_find(c, pid) : -1;
 
@@ -176,7 +194,10 @@ int pf_children_tell_to_stop(pf_children_t *c, int slot)
     return 1;
 }
 
-void pf_children_forget(pf_children_t *c, int slot, pf_child_t *was)
+/* Frees a slot whose child has gone; @a was, if not NULL, gets what the
+ * slot held. */
+PF_UNIT_STATIC void pf_children_forget(pf_children_t *c, int slot,
+                                       pf_child_t *was)
 {
     if (was != NULL) {
         *was = c->slot[slot];
@@ -340,7 +361,6 @@ int pf_children_stop(pf_children_t *c, ap_generation_t number, int everyone)
 void pf_children_reap(pf_children_t *c, pf_child_gone_fn *gone, void *baton)
 {
     pf_child_exit_t how;
-    pf_child_t child;
     apr_status_t rv;
     int slot;
 
@@ -355,8 +375,9 @@ void pf_children_reap(pf_children_t *c, pf_child_gone_fn *gone, void *baton)
             continue;
         }
         how.waited = rv == APR_CHILD_DONE;
-        pf_children_forget(c, slot, &child);
-        gone(baton, slot, &child, &how);
+        how.slot = slot;
+        pf_children_forget(c, slot, &how.child);
+        gone(baton, &how);
     }
 }
 
@@ -421,4 +442,160 @@ void pf_children_publish(pf_children_t *c)
     for (slot = 0; slot < c->used; slot++) {
         publish_slot(c, slot, 0);
     }
+}
+
+/* ------------------------------------------------------------------ */
+/* Waiting for children                                                */
+
+/* A child's exit must wake the parent at once: under MaxRequestWorkers a
+ * graceful restart can only start a new child when an old one leaves, and
+ * until then its bucket may have nobody accepting.  httpd's
+ * ap_wait_or_timeout() checks for exited children and then sleeps a
+ * second, and a SIGCHLD that lands between the two is lost for that
+ * second.  So the handler writes a byte to a pipe and the parent sleeps in
+ * poll() on it: an exit before the sleep leaves the byte there and the
+ * poll returns at once.  Writing to a pipe is more than setting a flag,
+ * and async-signal-safe. */
+static void wake_on_child_exit(int sig)
+{
+    int saved_errno = errno;
+    int fd = wake_fd;
+    ssize_t ignored;
+
+    (void)sig;
+    if (fd >= 0) {
+        ignored = write(fd, "", 1);     /* full pipe: already awake */
+        (void)ignored;
+    }
+    errno = saved_errno;
+}
+
+/* Runs when the configuration pool is cleared at a restart, before the
+ * module's text is unmapped: a SIGCHLD that arrived while the
+ * configuration is read again would otherwise jump into code that is
+ * gone. */
+static apr_status_t restore_sigchld(void *data)
+{
+    (void)data;
+    wake_fd = -1;
+    apr_signal(SIGCHLD, SIG_DFL);
+    return APR_SUCCESS;
+}
+
+apr_status_t pf_children_open(pf_children_t *c, apr_pool_t *p, int *wanted,
+                              int *room)
+{
+    struct sigaction sa;
+    int fds[2], i;
+
+    /* One pipe for the life of the server, in the table: a module loaded
+     * again must not open another. */
+    if (c->wake_pipe[0] < 0 && pipe(fds) == 0) {
+        for (i = 0; i < 2; i++) {
+            fcntl(fds[i], F_SETFL, O_NONBLOCK);
+            fcntl(fds[i], F_SETFD, FD_CLOEXEC);
+            c->wake_pipe[i] = fds[i];
+        }
+    }
+    wake_fd = c->wake_pipe[1];
+    memset(&sa, 0, sizeof(sa));
+    sigemptyset(&sa.sa_mask);
+    /* SA_RESTART: other code in the parent (monitor hooks, piped logs)
+     * does not expect EINTR; poll() returns early on a signal anyway. */
+    sa.sa_flags = SA_NOCLDSTOP | SA_RESTART;
+    sa.sa_handler = wake_on_child_exit;
+    sigaction(SIGCHLD, &sa, NULL);
+    apr_pool_cleanup_register(p, NULL, restore_sigchld,
+                              apr_pool_cleanup_null);
+
+    *wanted = 2 * c->num_slots + 64;
+    *room = -1;
+    if (c->ready[0] >= 0) {
+        return APR_SUCCESS;
+    }
+    return pf_ready_open(c->ready, *wanted, room);
+}
+
+static void note_ready(void *baton, pid_t pid)
+{
+    pf_children_mark_ready(baton, pid);
+}
+
+/* The children's ready reports: each names its sender's pid, as the
+ * kernel vouches, and nothing else is read from it.  A pid that is none
+ * of our children is ignored. */
+static void read_ready_reports(pf_children_t *c)
+{
+    pf_ready_read(c->ready[0], 1024, note_ready, c);
+}
+
+int pf_children_wait(pf_children_t *c, int wait_ms, pf_child_exit_t *how,
+                     apr_pool_t *p)
+{
+    struct pollfd pfd[2];
+    char drain[64];
+    apr_status_t rv;
+
+    memset(how, 0, sizeof(*how));
+    rv = apr_proc_wait_all_procs(&how->proc, &how->status, &how->why,
+                                 APR_NOWAIT, p);
+    if (APR_STATUS_IS_CHILD_DONE(rv)) {
+        /* A report sent just before the child died is in the queue now. */
+        read_ready_reports(c);
+        how->waited = 1;
+        how->slot = pf_children_find(c, how->proc.pid);
+        if (how->slot >= 0) {
+            pf_children_forget(c, how->slot, &how->child);
+        }
+        return 1;
+    }
+    if (APR_STATUS_IS_EINTR(rv)) {
+        return 0;
+    }
+    if (c->wake_pipe[0] < 0) {
+        apr_sleep(apr_time_from_msec(wait_ms));
+        return 0;
+    }
+    pfd[0].fd = c->wake_pipe[0];
+    pfd[1].fd = c->ready[0];            /* -1: poll ignores it */
+    pfd[0].events = pfd[1].events = POLLIN;
+    pfd[0].revents = pfd[1].revents = 0;
+    if (poll(pfd, 2, wait_ms) > 0) {
+        while (read(c->wake_pipe[0], drain, sizeof(drain)) > 0) {
+        }
+        read_ready_reports(c);
+    }
+    return 0;
+}
+
+void pf_children_close_channels(pf_children_t *c, int all)
+{
+    int i;
+
+    wake_fd = -1;
+    for (i = 0; i < 2; i++) {
+        if (c->wake_pipe[i] >= 0) {
+            close(c->wake_pipe[i]);
+            c->wake_pipe[i] = -1;
+        }
+    }
+    for (i = 0; i < 1 + (all != 0); i++) {
+        if (c->ready[i] >= 0) {
+            close(c->ready[i]);
+            c->ready[i] = -1;
+        }
+    }
+}
+
+apr_status_t pf_children_report_ready(pf_children_t *c)
+{
+    apr_status_t rv;
+
+    if (c->ready[1] < 0) {
+        return APR_SUCCESS;
+    }
+    rv = pf_ready_report(c->ready[1], PF_READY_PATIENCE);
+    close(c->ready[1]);
+    c->ready[1] = -1;
+    return rv;
 }

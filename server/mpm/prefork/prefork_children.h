@@ -31,6 +31,11 @@
  * stop or reaped, and at every maintenance cycle: whatever a child wrote
  * there lasts a cycle at most, and nothing is read back.
  *
+ * The parent also waits for its children here: SIGCHLD wakes it through
+ * a pipe, so that an exit is never missed between a check and a sleep,
+ * and children report ready once after child_init on a channel the
+ * kernel vouches for (prefork_ready.h), read whenever the parent waits.
+ *
  * httpd's types and APR only, no call into httpd: the unit tests drive it
  * with real processes.
  */
@@ -70,21 +75,28 @@ typedef struct pf_children_s {
      * generations (the scoreboard goes with the configuration pool). */
     process_score *scoreboard;
     pfb_slot_t *segment;
+    /* For the server's life: the pipe SIGCHLD wakes the parent through,
+     * and the channel children report ready on ([0] the parent's ends);
+     * -1 where not open. */
+    int wake_pipe[2];
+    int ready[2];
 } pf_children_t;
 
-/** How a child left, as the wait for it said. */
+/** How a process left, as the wait for it said. */
 typedef struct {
     apr_proc_t proc;            /**< its pid */
     apr_exit_why_e why;
     int status;
     int waited;                 /**< 0: it was gone before the wait (no
                                      status to report) */
+    /** The slot it held, free now, or -1: none of our children (a piped
+     *  logger, a module's process...) */
+    int slot;
+    pf_child_t child;           /**< what the slot held */
 } pf_child_exit_t;
 
-/** Called for each child reaped, once its slot is free: @a child is what
- *  the slot held. */
-typedef void pf_child_gone_fn(void *baton, int slot, const pf_child_t *child,
-                              const pf_child_exit_t *how);
+/** Called for each child reaped, once its slot is free. */
+typedef void pf_child_gone_fn(void *baton, const pf_child_exit_t *how);
 
 /** Called when a reclaim sends a signal to the @a live children left
  *  (SIGTERM or SIGKILL), and with @a sig 0 when it gives up on them. */
@@ -104,9 +116,6 @@ void pf_children_publish_to(pf_children_t *c, process_score *scoreboard,
 /** The first free slot below @a limit (MaxRequestWorkers), or -1. */
 int pf_children_free_slot(const pf_children_t *c, int limit);
 
-/** The slot of our child @a pid, or -1. */
-int pf_children_find(const pf_children_t *c, pid_t pid);
-
 /** Before a fork into free @a slot: the counters its child will write
  *  start from zero. */
 void pf_children_forking(pf_children_t *c, int slot);
@@ -116,16 +125,8 @@ void pf_children_forking(pf_children_t *c, int slot);
 void pf_children_started(pf_children_t *c, int slot, pid_t pid,
                          ap_generation_t generation, int record);
 
-/** Notes that child @a pid reported ready.  @return its slot, or -1 when
- *  it is none of ours */
-int pf_children_mark_ready(pf_children_t *c, pid_t pid);
-
 /** Sends AP_SIG_GRACEFUL to the slot's child, once.  @return 1 if sent */
 int pf_children_tell_to_stop(pf_children_t *c, int slot);
-
-/** Frees a slot whose child has gone.  @param was Set to what the slot
- *  held (may be NULL) */
-void pf_children_forget(pf_children_t *c, int slot, pf_child_t *was);
 
 /** Children alive. */
 int pf_children_live(const pf_children_t *c);
@@ -178,5 +179,52 @@ void pf_children_reclaim(pf_children_t *c, int terminate,
 
 /** Publishes every slot in use again: once per maintenance cycle. */
 void pf_children_publish(pf_children_t *c);
+
+/**
+ * Parent, at every (re)start: SIGCHLD wakes pf_children_wait() from now
+ * on, until @a p is cleared (the pipe is made once, for the server's
+ * life); and the channel children report ready on is opened, once, with
+ * room for twice ServerLimit reports: at most ServerLimit children start
+ * at once, and children that left before the parent read their reports
+ * hold room until it does.
+ * @param wanted Set to the room asked for
+ * @param room Set to the room the kernel gave when the channel was opened
+ *        now (fewer where the parent may not raise socket buffers past the
+ *        system's maximum), -1 when it was open already
+ * @return APR_SUCCESS, or why the channel could not be opened (a child's
+ *         APEXIT_CHILDFATAL then stops the server, as in httpd)
+ */
+apr_status_t pf_children_open(pf_children_t *c, apr_pool_t *p, int *wanted,
+                              int *room);
+
+/**
+ * ap_wait_or_timeout() without its lost wake-up: reaps one exited process
+ * of ours if there is one (a child, a piped logger...), else waits up to
+ * @a wait_ms for the next exit, or any signal.  Reads the ready reports
+ * waiting meanwhile (before the exit's, so that a report sent just before
+ * the child died counts), and frees a reaped child's slot.
+ * @param how Set when a process was reaped
+ * @return 1 when one was, else 0
+ */
+int pf_children_wait(pf_children_t *c, int wait_ms, pf_child_exit_t *how,
+                     apr_pool_t *p);
+
+/**
+ * A process that is not the parent: closes the parent's ends of the
+ * channels (a child has no use for its wake-up pipe, nor for its end of
+ * the ready channel, where it could read other children's reports) and,
+ * with @a all (a process that is no child), the children's end too.
+ */
+void pf_children_close_channels(pf_children_t *c, int all);
+
+/**
+ * Child, once, after child_init: from now on an APEXIT_CHILDFATAL is a
+ * module or a script asking to stop the server, not a child that cannot
+ * start.  The end is closed at once, so that nothing the child runs later
+ * can report anything.
+ * @return APR_SUCCESS (also with no channel), or why no report went
+ *         within PF_READY_PATIENCE
+ */
+apr_status_t pf_children_report_ready(pf_children_t *c);
 
 #endif /* PREFORK_CHILDREN_H */

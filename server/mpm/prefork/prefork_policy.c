@@ -607,6 +607,21 @@ int pf_pick_ready_listener(const int *ready, int num_ready, int num_listeners,
     return best;
 }
 
+pf_child_end_e pf_classify_child_end(int ours, int ready, int told_to_stop,
+                                     int fatal_exit, int killed)
+{
+    if (ours && ready && fatal_exit) {
+        return PF_END_FATAL_STARTED;
+    }
+    if (fatal_exit) {
+        return PF_END_FATAL;
+    }
+    if (!ours) {
+        return PF_END_LOST;
+    }
+    return killed && !told_to_stop ? PF_END_KILLED : PF_END_LEFT;
+}
+
 pf_exit_kind_e pf_classify_exit(long long lifetime_us, int told_to_stop,
                                 int exited_cleanly, int recycling)
 {

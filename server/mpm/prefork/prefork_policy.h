@@ -359,6 +359,35 @@ int pf_pick_ready_listener(const int *ready, int num_ready, int num_listeners,
  *  dying at start (microseconds). */
 #define PF_RESPAWN_MAX_DELAY_US 32000000LL
 
+/** What a process's exit means to the parent. */
+typedef enum {
+    PF_END_LEFT = 0,            /**< a child of ours left: replaced as
+                                     usual */
+    PF_END_KILLED,              /**< a child of ours killed from outside
+                                     (SIGKILL or SIGTERM it was not sent):
+                                     replaced, and said */
+    PF_END_FATAL_STARTED,       /**< a child of ours that had reported
+                                     ready exited with APEXIT_CHILDFATAL:
+                                     a module or a script asked, not a
+                                     reason to stop serving: replaced, and
+                                     said */
+    PF_END_FATAL,               /**< APEXIT_CHILDFATAL from a process that
+                                     never started: more would fail the
+                                     same way, so the server stops, as
+                                     httpd's does */
+    PF_END_LOST                 /**< none of our children: a piped logger,
+                                     a module's process, or one long lost */
+} pf_child_end_e;
+
+/**
+ * Classifies a process's exit from what the parent knows: whether it was
+ * one of its children (@a ours), whether that child had reported ready
+ * and been told to stop, whether it exited with APEXIT_CHILDFATAL
+ * (@a fatal_exit) or was killed by SIGKILL or SIGTERM (@a killed).
+ */
+pf_child_end_e pf_classify_child_end(int ours, int ready, int told_to_stop,
+                                     int fatal_exit, int killed);
+
 /** How a child left, for respawning. */
 typedef enum {
     PF_EXIT_LIVED = 0,          /**< lived PF_RESPAWN_YOUNG_US or more */

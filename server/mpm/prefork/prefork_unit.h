@@ -42,6 +42,7 @@
 
 #include "apr_network_io.h"
 
+#include "prefork_children.h"
 #include "prefork_config.h"
 #include "prefork_guard.h"
 #include "prefork_linger.h"
@@ -56,6 +57,11 @@ int pf_bucket_max_spare(int min_spare_servers, int max_spare_servers,
 int pf_steering_shares_pool(int steering);
 int pf_warm_bucket_limit(int min_spare_servers, int steering);
 long long pf_respawn_delay(int early_deaths);
+
+/* prefork_children.c */
+int pf_children_find(const pf_children_t *c, pid_t pid);
+int pf_children_mark_ready(pf_children_t *c, pid_t pid);
+void pf_children_forget(pf_children_t *c, int slot, pf_child_t *was);
 
 /* prefork_config.c */
 pf_parse_e pf_parse_bounded_int(const char *arg, long long min, long long max,
