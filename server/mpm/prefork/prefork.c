@@ -88,11 +88,13 @@
 #endif
 
 #include "pfb_log.h"
+#include "prefork_accept.h"
 #include "prefork_buckets.h"
 #include "prefork_bucketset.h"
 #include "prefork_children.h"
 #include "prefork_close.h"
 #include "prefork_config.h"
+#include "prefork_config_log.h"
 #include "prefork_filter.h"
 #include "prefork_policy.h"
 #include "prefork_ready.h"
@@ -104,11 +106,6 @@
 
 /* How often the parent runs idle-server maintenance. */
 #define MAINTENANCE_INTERVAL apr_time_from_sec(1)
-
-/* A child waiting on the accept mutex cannot see a signal until it holds
- * the mutex, so the holder gives it up this often while no connection
- * arrives; a child told to stop then gets its turn within this time. */
-#define ACCEPT_POLL_TIMEOUT apr_time_from_sec(1)
 
 /* While a graceful stop drains the accept queues the parent looks at them
  * this often. */
@@ -144,7 +141,7 @@ typedef struct {
 static prefork_retained_data *retained;
 
 /* The directives of this generation, and what check_config corrected in
- * them, logged once the error log is open (log_corrections()). */
+ * them, logged once the error log is open (pf_config_log_fixes()). */
 static pf_config_t conf;
 
 /* Where each integer directive's value goes and what it accepts; the
@@ -217,17 +214,6 @@ static volatile sig_atomic_t child_in_accept_wait;
  * signal that comes then must not run clean_child_exit() inside exit(),
  * whose handlers are not reentrant. */
 static volatile sig_atomic_t child_exiting;
-
-/* A listener in a child's pollset, with its position in the bucket. */
-typedef struct {
-    ap_listen_rec *lr;
-    int position;
-} poll_listener_t;
-
-/* The child's turn over its bucket's listeners (pick_ready_listener). */
-static int *ready_positions;
-static int ready_capacity;
-static int last_served_listener = -1;
 
 module AP_MODULE_DECLARE_DATA mpm_prefork_module;
 
@@ -460,9 +446,8 @@ static int stop_exit_code(void)
  * may sit in a blocking read for the whole Timeout, and a stop must not
  * wait that long, so it exits from the handler the way httpd's own
  * children do. */
-static void just_die(int AP_MAYBE_UNUSED(sig),
-                                    siginfo_t *info,
-                                    void *AP_MAYBE_UNUSED(context))
+static void just_die(int AP_MAYBE_UNUSED(sig), siginfo_t *info,
+                     void *AP_MAYBE_UNUSED(context))
 {
     note_sender(info);
     child_die_now = 1;
@@ -478,7 +463,7 @@ static void just_die(int AP_MAYBE_UNUSED(sig),
 
 /* AP_SIG_GRACEFUL: finish the connection in hand, then exit. */
 static void stop_listening(int AP_MAYBE_UNUSED(sig), siginfo_t *info,
-                                   void *AP_MAYBE_UNUSED(context))
+                           void *AP_MAYBE_UNUSED(context))
 {
     int saved_errno = errno;
 
@@ -515,165 +500,6 @@ static void child_install_signals(void)
     /* The parent's wake-up handler is no use here; modules that fork
      * (mod_cgi...) expect the default. */
     apr_signal(SIGCHLD, SIG_DFL);
-}
-
-/* ------------------------------------------------------------------ */
-/* Child: accepting                                                   */
-
-/* Takes one of the ready listeners that the pollset reported, in turn
- * (pf_pick_ready_listener), so that none waits while another stays busy. */
-static ap_listen_rec *pick_ready_listener(const apr_pollfd_t *pdesc,
-                                          apr_int32_t numdesc)
-{
-    const poll_listener_t *pl;
-    int i, n = 0, pick;
-
-    for (i = 0; i < numdesc && n < ready_capacity; i++) {
-        pl = pdesc[i].client_data;
-        ready_positions[n++] = pl->position;
-    }
-    pick = pf_pick_ready_listener(ready_positions, n, ready_capacity,
-                                  last_served_listener);
-    if (pick < 0) {
-        pick = 0;
-    }
-    pl = pdesc[pick].client_data;
-    last_served_listener = pl->position;
-    return pl->lr;
-}
-
-/* A blocking accept() came back with EAGAIN: another child of the bucket
- * made the socket they share non-blocking (or gave it a receive timeout).
- * The parent puts it back within a maintenance cycle; until then this
- * child waits for a connection in poll() rather than spin in accept(). */
-static void wait_for_connection(ap_listen_rec *lr)
-{
-    struct pollfd pfd;
-    apr_os_sock_t fd;
-
-    if (apr_os_sock_get(&fd, lr->sd) != APR_SUCCESS || fd < 0) {
-        return;
-    }
-    pfd.fd = fd;
-    pfd.events = POLLIN;
-    pfd.revents = 0;
-    (void)poll(&pfd, 1, (int)apr_time_as_msec(ACCEPT_POLL_TIMEOUT));
-}
-
-/* Waits for and accepts one connection on the bucket's sockets.
- * Returns APR_SUCCESS with *csd set, APR_EINTR when the child should
- * look at its flags again, or APR_EGENERAL when the child must exit. */
-static apr_status_t accept_one(pf_bucket_t *bucket, apr_pollset_t *pollset,
-                               void **csd, apr_pool_t *ptrans)
-{
-    ap_listen_rec *lr = bucket->listeners;
-    apr_status_t rv, unlocked;
-
-    if (bucket->num_listeners == 1) {
-        /* One socket: a blocking accept(), where the kernel wakes exactly
-         * one waiting child per connection.  No poll, no lock. */
-        rv = ap_unixd_accept(csd, lr, ptrans);
-        if (APR_STATUS_IS_EAGAIN(rv)) {
-            wait_for_connection(lr);
-            return APR_EINTR;
-        }
-        return rv;
-    }
-
-    rv = apr_proc_mutex_lock(bucket->mutex);
-    if (rv != APR_SUCCESS) {
-        if (child_die_now || APR_STATUS_IS_EINTR(rv)) {
-            return APR_EINTR;
-        }
-        ap_log_error(APLOG_MARK, APLOG_EMERG, rv, ap_server_conf,
-                     PFBLOGNO(00001) "couldn't grab the accept mutex of "
-                     "bucket %d", me.bucket);
-        return APR_EGENERAL;
-    }
-    for (;;) {
-        apr_int32_t numdesc;
-        const apr_pollfd_t *pdesc;
-
-        if (child_die_now) {
-            rv = APR_EINTR;
-            break;
-        }
-        rv = apr_pollset_poll(pollset, ACCEPT_POLL_TIMEOUT, &numdesc, &pdesc);
-        if (rv != APR_SUCCESS) {
-            if (APR_STATUS_IS_TIMEUP(rv)) {
-                /* Let a waiting child that has been told to stop see it. */
-                rv = APR_EINTR;
-                break;
-            }
-            if (APR_STATUS_IS_EINTR(rv)) {
-                continue;
-            }
-            ap_log_error(APLOG_MARK, APLOG_ERR, rv, ap_server_conf,
-                         PFBLOGNO(00002) "apr_pollset_poll: (listen)");
-            rv = APR_EGENERAL;
-            break;
-        }
-        lr = pick_ready_listener(pdesc, numdesc);
-        rv = ap_unixd_accept(csd, lr, ptrans);
-        break;
-    }
-    unlocked = apr_proc_mutex_unlock(bucket->mutex);
-    if (unlocked != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_EMERG, unlocked, ap_server_conf,
-                     PFBLOGNO(00003) "couldn't release the accept mutex of "
-                     "bucket %d", me.bucket);
-        return APR_EGENERAL;
-    }
-    return rv;
-}
-
-static apr_pollset_t *child_make_pollset(pf_bucket_t *bucket)
-{
-    apr_pollset_t *pollset;
-    apr_pollfd_t *pfd;
-    poll_listener_t *pl;
-    ap_listen_rec *lr;
-    apr_status_t rv;
-    int position;
-
-    /* poll(2), not epoll: only the holder of the accept mutex polls, and
-     * poll() puts it on the listeners' wait queues for that call alone.
-     * An epoll set would keep every child's entry on every listener's
-     * queue for the child's life, and each new connection would walk them
-     * all (docs/benchmarks.md, "Why one bucket serves four times stock
-     * prefork"). */
-    rv = apr_pollset_create_ex(&pollset, bucket->num_listeners, pchild,
-                               APR_POLLSET_NOCOPY, APR_POLLSET_POLL);
-    if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_EMERG, rv, ap_server_conf,
-                     PFBLOGNO(00004) "couldn't create the pollset of "
-                     "bucket %d", me.bucket);
-        clean_child_exit(APEXIT_CHILDSICK);
-    }
-    ready_capacity = bucket->num_listeners;
-    ready_positions = apr_pcalloc(pchild,
-                                  sizeof(*ready_positions) * ready_capacity);
-    for (lr = bucket->listeners, position = 0; lr && position < ready_capacity;
-         lr = lr->next, position++) {
-        /* APR_POLLSET_NOCOPY keeps a pointer to the descriptor, so each
-         * one needs storage of its own for the child's lifetime. */
-        pfd = apr_pcalloc(pchild, sizeof(*pfd));
-        pl = apr_pcalloc(pchild, sizeof(*pl));
-        pl->lr = lr;
-        pl->position = position;
-        pfd->desc_type = APR_POLL_SOCKET;
-        pfd->desc.s = lr->sd;
-        pfd->reqevents = APR_POLLIN;
-        pfd->client_data = pl;
-        rv = apr_pollset_add(pollset, pfd);
-        if (rv != APR_SUCCESS) {
-            ap_log_error(APLOG_MARK, APLOG_EMERG, rv, ap_server_conf,
-                         PFBLOGNO(00005) "couldn't add a listener to the "
-                         "pollset of bucket %d", me.bucket);
-            clean_child_exit(APEXIT_CHILDSICK);
-        }
-    }
-    return pollset;
 }
 
 /* ------------------------------------------------------------------ */
@@ -740,7 +566,7 @@ static void child_main(int slot, int bucket_index)
     apr_allocator_t *allocator;
     apr_pool_t *ptrans;
     apr_bucket_alloc_t *bucket_alloc;
-    apr_pollset_t *pollset = NULL;
+    pf_accept_t *accepting;
     ap_sb_handle_t *sbh;
     /* This child's own record in the segment: the two fields it writes. */
     pfb_slot_fields_t *mine =
@@ -775,8 +601,9 @@ static void child_main(int slot, int bucket_index)
     pf_close_child_init();
     ap_create_sb_handle(&sbh, pchild, me.slot, 0);
     ap_update_child_status(sbh, SERVER_READY, NULL);
-    if (bucket->num_listeners > 1) {
-        pollset = child_make_pollset(bucket);
+    accepting = pf_accept_create(bucket, me.bucket, pchild);
+    if (accepting == NULL) {
+        clean_child_exit(APEXIT_CHILDSICK);
     }
     bucket_alloc = apr_bucket_alloc_create(pchild);
     retained->mpm->mpm_state = AP_MPMQ_RUNNING;
@@ -797,7 +624,7 @@ static void child_main(int slot, int bucket_index)
             break;
         }
         pf_steer_accept_begin(retained->steer, me.bucket, &mine->waiting);
-        rv = accept_one(bucket, pollset, &csd, ptrans);
+        rv = pf_accept_one(accepting, &child_die_now, &csd, ptrans);
         accepted = rv == APR_SUCCESS && csd != NULL;
         pf_steer_accept_end(retained->steer, me.bucket, &mine->waiting,
                             accepted);
@@ -972,82 +799,6 @@ static pf_observation_t *observe(void)
     return obs;
 }
 
-/* Decides from the observation alone: each bucket's spawns and
- * retirements (pf_decide_maintenance(), with the older generations'
- * children counted as idle ones on their way). */
-static void decide(server_rec *s, pf_observation_t *obs,
-                   pf_decision_summary_t *summary)
-{
-    int num_buckets = retained->gen.num_buckets;
-    pf_limits_t lim;
-
-    memcpy(obs->counted, obs->state,
-           sizeof(*obs->counted) * (apr_size_t)num_buckets);
-    pf_count_old_generation(obs->counted, obs->old_generation, num_buckets);
-    pf_limits_init(&lim, num_buckets, conf.pool.min_spare_servers,
-                   conf.pool.max_spare_servers, conf.pool.max_workers);
-    pf_decide_maintenance(&lim, obs->counted, obs->occupied,
-                          &retained->spawn_rate, obs->action, obs->scratch,
-                          summary);
-    if (summary->rebalanced > 0) {
-        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
-                     PFBLOGNO(00039) "at MaxRequestWorkers (%d): retiring "
-                     "%d idle child(ren) so that buckets with queued "
-                     "connections and no idle child get one",
-                     conf.pool.max_workers, summary->rebalanced);
-    }
-}
-
-/* A paced bucket whose newest children live a second, or where nothing
- * died at start for a whole delay, is paced no more; the episode's one
- * line gets its closing line once no bucket is. */
-static void end_respawn_episodes(server_rec *s, const pf_observation_t *obs)
-{
-    pf_generation_t *gen = &retained->gen;
-    int b, paced = 0;
-
-    for (b = 0; b < gen->num_buckets; b++) {
-        if (obs->newest_lived[b] > 0) {
-            pf_respawn_note_alive(&gen->respawn[b], obs->newest_lived[b],
-                                  obs->when);
-        }
-        if (obs->state[b].children > 0) {
-            pf_respawn_note_quiet(&gen->respawn[b], obs->when);
-        }
-        paced += pf_respawn_paced(&gen->respawn[b]);
-    }
-    if (paced == 0 && gen->respawn_logged) {
-        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
-                     PFBLOGNO(00067) "children live past their first "
-                     "second again in every bucket; replacing them at "
-                     "once again");
-        gen->respawn_logged = 0;
-    }
-}
-
-/* Act: tells the idle children the decision picks to finish and exit,
- * highest slots first in each bucket: children there are the newest, so
- * the pool shrinks back towards low slot numbers.  The observation
- * follows, for the publish. */
-static void retire_idle_children(pf_observation_t *obs)
-{
-    int b, slot, count;
-
-    for (b = 0; b < retained->gen.num_buckets; b++) {
-        count = obs->action[b].kill;
-        for (slot = obs->idle_head[b]; slot >= 0 && count > 0;
-             slot = obs->idle_next[slot]) {
-            if (!pf_children_tell_to_stop(retained->children, slot)) {
-                continue;
-            }
-            count--;
-            obs->state[b].children--;
-            obs->idle[b]--;
-            obs->stopping[b]++;
-        }
-    }
-}
-
 /* Act: forks what the decision wants, in the priority order it used:
  * starved buckets and buckets with queued connections get the free slots
  * first.  The observation follows, for the publish. */
@@ -1068,42 +819,6 @@ static void spawn_wanted_children(server_rec *s, pf_observation_t *obs)
     }
 }
 
-static void log_maintenance_limits(server_rec *s,
-                                   const pf_observation_t *obs,
-                                   const pf_decision_summary_t *summary)
-{
-    int b, leaving = 0;
-
-    for (b = 0; b < retained->gen.num_buckets; b++) {
-        leaving += obs->stopping[b];
-    }
-    if (summary->at_max_workers && leaving > 0) {
-        /* A graceful restart or retirements in progress hold slots for a
-         * moment: not a reason to raise MaxRequestWorkers. */
-        return;
-    }
-    if (summary->at_max_workers) {
-        if (!retained->maxclients_reported) {
-            ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
-                         PFBLOGNO(00010) "server reached MaxRequestWorkers "
-                         "setting (%d) with %d children wanted; consider "
-                         "raising the MaxRequestWorkers setting",
-                         conf.pool.max_workers, summary->wanted);
-            retained->maxclients_reported = 1;
-        }
-    }
-    else {
-        retained->maxclients_reported = 0;
-    }
-    if (summary->fast_ramp > 0) {
-        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
-                     PFBLOGNO(00011) "server seems busy (spawning %d "
-                     "children a second), you may need to increase "
-                     "StartServers, or Min/MaxSpareServers",
-                     summary->fast_ramp);
-    }
-}
-
 /* Publish: what the cycle saw and did, for mod_status and the bucket
  * status module, from the parent's own state.  Only writes. */
 static void publish(const pf_observation_t *obs)
@@ -1117,24 +832,29 @@ static void publish(const pf_observation_t *obs)
 /* One cycle: observe, decide, act, publish. */
 static void perform_idle_server_maintenance(server_rec *s)
 {
+    pf_generation_t *gen = &retained->gen;
     pf_observation_t *obs = observe();
     pf_decision_summary_t summary;
+    pf_limits_t lim;
 
-    end_respawn_episodes(s, obs);
-    decide(s, obs, &summary);
+    pf_generation_end_pacing(gen, s);
+    pf_limits_init(&lim, gen->num_buckets, conf.pool.min_spare_servers,
+                   conf.pool.max_spare_servers, conf.pool.max_workers);
+    pf_generation_decide(gen, &lim, &retained->spawn_rate, &summary, s);
 
     /* The bucket sockets children hold, put right before anything is
      * forked onto them. */
     pf_bucketset_guard(retained->buckets, -1, obs, s);
-    retire_idle_children(obs);
+    pf_generation_retire(gen, retained->children);
     spawn_wanted_children(s, obs);
-    log_maintenance_limits(s, obs, &summary);
+    pf_generation_log_limits(gen, &lim, &summary,
+                             &retained->maxclients_reported, s);
     /* Children of old generations that missed their signal (forked while
      * it was sent) are told again. */
     pf_children_stop(retained->children, retained->mpm->my_generation, 0);
     /* Steering's programs and socket-map entries put back, its idle
      * counts corrected from what the cycle saw. */
-    pf_steer_cycle(retained->steer, &retained->gen, obs, s);
+    pf_steer_cycle(retained->steer, gen, obs, s);
 
     publish(obs);
 }
@@ -1172,47 +892,6 @@ static void respawn_stranded_buckets(server_rec *s)
             }
             occupied += rv == 0;
         }
-    }
-}
-
-/* "killed by signal 9", "exit status 15": for the pacing's log line. */
-static const char *describe_exit(apr_pool_t *p, apr_exit_why_e why,
-                                 int status)
-{
-    return why == APR_PROC_EXIT ? apr_psprintf(p, "exit status %d", status)
-                                : apr_psprintf(p, "killed by signal %d",
-                                               status);
-}
-
-/* Notes how a child of the current generation left in its bucket's
- * pacing, and says so once when its bucket becomes paced. */
-static void pace_after_exit(server_rec *s, const pf_child_t *child,
-                            int b, int slot, apr_exit_why_e why, int status)
-{
-    pf_generation_t *gen = &retained->gen;
-    apr_time_t now = apr_time_now();
-    pf_exit_kind_e kind;
-
-    if (gen->respawn == NULL || b < 0 || b >= gen->num_buckets
-        || child->generation != retained->mpm->my_generation) {
-        return;
-    }
-    kind = pf_classify_exit(now - child->started, child->stopping,
-                            why == APR_PROC_EXIT && status == 0,
-                            ap_max_requests_per_child > 0);
-    if (pf_respawn_note_exit(&gen->respawn[b], kind, child->started, now)
-        && !gen->respawn_logged) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
-                     PFBLOGNO(00066) "children of bucket %d (%s) keep "
-                     "leaving within a second of starting (the last: pid %"
-                     APR_PID_T_FMT " slot %d, %s, not asked to stop); "
-                     "forking their replacements at maintenance only, "
-                     "waiting from 1 s doubling up to %d s between forks "
-                     "into a bucket, until a new child lives a second",
-                     b, gen->bucket[b].address, child->pid, slot,
-                     describe_exit(pconf, why, status),
-                     (int)(PF_RESPAWN_MAX_DELAY_US / APR_USEC_PER_SEC));
-        gen->respawn_logged = 1;
     }
 }
 
@@ -1278,7 +957,8 @@ static void handle_child_exit(server_rec *s, pf_child_exit_t *how)
         ap_process_child_status(&how->proc, how->why, how->status);
         break;
     }
-    pace_after_exit(s, child, b, how->slot, how->why, how->status);
+    pf_generation_note_exit(&retained->gen, how, b,
+                            retained->mpm->my_generation, s);
     prefork_note_child_killed(how->slot, child);
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
                  PFBLOGNO(00013) "child pid %" APR_PID_T_FMT " slot %d "
@@ -1662,92 +1342,6 @@ static int prefork_pre_config(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
     return OK;
 }
 
-/* One correction, in httpd's words where httpd makes it.  At start-up's
- * first pass the line goes to the console (the error log is not open);
- * later, once core has opened the error log. */
-static void log_correction(const pf_fix_t *fix, int startup, server_rec *s)
-{
-    int startup_flag = startup ? APLOG_STARTUP : 0;
-    const server_rec *to = startup ? NULL : s;
-    const char *warning = startup ? "WARNING: " : "";
-
-    switch (fix->kind) {
-    case PF_FIX_SERVER_LIMIT_ABOVE_CAP:
-        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
-                     PFBLOGNO(00080) "%sServerLimit of %d exceeds the "
-                     "compile-time limit of %d servers, decreasing to %d",
-                     warning, fix->given, PF_MAX_SERVER_LIMIT, fix->used);
-        break;
-    case PF_FIX_SERVER_LIMIT_BELOW_ONE:
-        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
-                     PFBLOGNO(00081) "%sServerLimit of %d not allowed, "
-                     "increasing to %d", warning, fix->given, fix->used);
-        break;
-    case PF_FIX_SERVER_LIMIT_RESTART:
-        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
-                     PFBLOGNO(00082) "%schanging ServerLimit to %d from the "
-                     "original value of %d is not allowed during a restart; "
-                     "ServerLimit stays %d until the server is stopped and "
-                     "started", warning, fix->given, fix->used, fix->used);
-        break;
-    case PF_FIX_WORKERS_ABOVE_LIMIT:
-        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
-                     PFBLOGNO(00083) "%sMaxRequestWorkers of %d exceeds "
-                     "ServerLimit value of %d servers, decreasing "
-                     "MaxRequestWorkers to %d; to increase it, increase "
-                     "ServerLimit", warning, fix->given, fix->used,
-                     fix->used);
-        break;
-    case PF_FIX_WORKERS_BELOW_ONE:
-        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
-                     PFBLOGNO(00084) "%sMaxRequestWorkers of %d not "
-                     "allowed, increasing to %d", warning, fix->given,
-                     fix->used);
-        break;
-    case PF_FIX_START_BELOW_ONE:
-        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
-                     PFBLOGNO(00085) "%sStartServers of %d not allowed, "
-                     "increasing to %d", warning, fix->given, fix->used);
-        break;
-    case PF_FIX_START_ABOVE_WORKERS:
-        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
-                     PFBLOGNO(00086) "%sStartServers of %d exceeds "
-                     "MaxRequestWorkers of %d, decreasing StartServers to %d",
-                     warning, fix->given, fix->used, fix->used);
-        break;
-    case PF_FIX_MIN_SPARE_BELOW_ONE:
-        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
-                     PFBLOGNO(00087) "%sMinSpareServers of %d not allowed, "
-                     "increasing to %d to avoid almost certain server "
-                     "failure", warning, fix->given, fix->used);
-        break;
-    case PF_FIX_MAX_SPARE_NOT_ABOVE_MIN:
-        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
-                     PFBLOGNO(00088) "%sMaxSpareServers of %d is not above "
-                     "MinSpareServers of %d, increasing MaxSpareServers to "
-                     "%d", warning, fix->given, fix->used - 1, fix->used);
-        break;
-    case PF_FIX_RATIO_WITH_EXPLICIT:
-        ap_log_error(APLOG_MARK, APLOG_WARNING | startup_flag, 0, to,
-                     PFBLOGNO(00089) "%sboth ListenBuckets (%d) and "
-                     "ListenCoresBucketsRatio (%d) are set; ListenBuckets "
-                     "wins and the ratio is ignored", warning, fix->used,
-                     fix->given);
-        break;
-    default:
-        break;
-    }
-}
-
-static void log_corrections(int startup, server_rec *s)
-{
-    int i;
-
-    for (i = 0; i < conf.num_fixes; i++) {
-        log_correction(&conf.fixes[i], startup, s);
-    }
-}
-
 static int prefork_check_config(apr_pool_t *AP_MAYBE_UNUSED(p),
                                 apr_pool_t *AP_MAYBE_UNUSED(plog),
                                 apr_pool_t *AP_MAYBE_UNUSED(ptemp),
@@ -1767,7 +1361,7 @@ static int prefork_check_config(apr_pool_t *AP_MAYBE_UNUSED(p),
      * daemon's stderr is /dev/null until core opens the error log, so
      * these wait for log_after_core_opened_logs(). */
     if (startup) {
-        log_corrections(1, NULL);
+        pf_config_log_fixes(&conf, 1, NULL);
         pf_filter_log_off(conf.syscall_filter, 1, NULL);
     }
     return OK;
@@ -1788,7 +1382,7 @@ static int log_after_core_opened_logs(apr_pool_t *AP_MAYBE_UNUSED(p),
     if (retained->mpm->module_loads == 1) {
         return OK;
     }
-    log_corrections(0, s);
+    pf_config_log_fixes(&conf, 0, s);
     pf_filter_log_off(conf.syscall_filter, 0, s);
     if (retained->buckets != NULL) {
         pf_bucketset_log_plan(retained->buckets, 0, s);

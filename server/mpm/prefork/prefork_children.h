@@ -83,7 +83,7 @@ typedef struct pf_children_s {
 } pf_children_t;
 
 /** How a process left, as the wait for it said. */
-typedef struct {
+typedef struct pf_child_exit_s {
     apr_proc_t proc;            /**< its pid */
     apr_exit_why_e why;
     int status;

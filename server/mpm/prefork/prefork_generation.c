@@ -20,12 +20,20 @@
 #include "apr.h"
 #include "apr_pools.h"
 
+#include <stdio.h>
 #include <string.h>
 
+#include "httpd.h"
+#include "http_log.h"
+#include "mpm_common.h"
+
+#include "pfb_log.h"
 #include "prefork_children.h"
 #include "prefork_generation.h"
 #include "prefork_os.h"
 #include "prefork_steering.h"
+
+APLOG_USE_MODULE(mpm_prefork);
 
 void pf_generation_start(pf_generation_t *gen, int *target, int num_slots,
                          apr_pool_t *p)
@@ -115,4 +123,140 @@ int pf_generation_queued(const pf_generation_t *gen)
         total += bucket_queue(&gen->bucket[b], &backlog, NULL);
     }
     return total;
+}
+
+void pf_generation_note_exit(pf_generation_t *gen,
+                             const struct pf_child_exit_s *how, int b,
+                             ap_generation_t number, server_rec *s)
+{
+    const pf_child_t *child = &how->child;
+    apr_time_t now = apr_time_now();
+    pf_exit_kind_e kind;
+    char what[48];
+
+    if (gen->respawn == NULL || b < 0 || b >= gen->num_buckets
+        || child->generation != number) {
+        return;
+    }
+    kind = pf_classify_exit(now - child->started, child->stopping,
+                            how->why == APR_PROC_EXIT && how->status == 0,
+                            ap_max_requests_per_child > 0);
+    if (!pf_respawn_note_exit(&gen->respawn[b], kind, child->started, now)
+        || gen->respawn_logged) {
+        return;
+    }
+    snprintf(what, sizeof(what), how->why == APR_PROC_EXIT
+                                     ? "exit status %d"
+                                     : "killed by signal %d", how->status);
+    ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                 PFBLOGNO(00066) "children of bucket %d (%s) keep leaving "
+                 "within a second of starting (the last: pid %"
+                 APR_PID_T_FMT " slot %d, %s, not asked to stop); forking "
+                 "their replacements at maintenance only, waiting from 1 s "
+                 "doubling up to %d s between forks into a bucket, until a "
+                 "new child lives a second",
+                 b, gen->bucket[b].address, child->pid, how->slot, what,
+                 (int)(PF_RESPAWN_MAX_DELAY_US / APR_USEC_PER_SEC));
+    gen->respawn_logged = 1;
+}
+
+void pf_generation_end_pacing(pf_generation_t *gen, server_rec *s)
+{
+    const pf_observation_t *obs = &gen->obs;
+    int b, paced = 0;
+
+    for (b = 0; b < gen->num_buckets; b++) {
+        if (obs->newest_lived[b] > 0) {
+            pf_respawn_note_alive(&gen->respawn[b], obs->newest_lived[b],
+                                  obs->when);
+        }
+        if (obs->state[b].children > 0) {
+            pf_respawn_note_quiet(&gen->respawn[b], obs->when);
+        }
+        paced += pf_respawn_paced(&gen->respawn[b]);
+    }
+    if (paced == 0 && gen->respawn_logged) {
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
+                     PFBLOGNO(00067) "children live past their first "
+                     "second again in every bucket; replacing them at "
+                     "once again");
+        gen->respawn_logged = 0;
+    }
+}
+
+void pf_generation_decide(pf_generation_t *gen, const pf_limits_t *lim,
+                          int *spawn_rate, pf_decision_summary_t *summary,
+                          server_rec *s)
+{
+    pf_observation_t *obs = &gen->obs;
+
+    memcpy(obs->counted, obs->state,
+           sizeof(*obs->counted) * (apr_size_t)gen->num_buckets);
+    pf_count_old_generation(obs->counted, obs->old_generation,
+                            gen->num_buckets);
+    pf_decide_maintenance(lim, obs->counted, obs->occupied, spawn_rate,
+                          obs->action, obs->scratch, summary);
+    if (summary->rebalanced > 0) {
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
+                     PFBLOGNO(00039) "at MaxRequestWorkers (%d): retiring "
+                     "%d idle child(ren) so that buckets with queued "
+                     "connections and no idle child get one",
+                     lim->max_workers, summary->rebalanced);
+    }
+}
+
+void pf_generation_retire(pf_generation_t *gen,
+                          struct pf_children_s *children)
+{
+    pf_observation_t *obs = &gen->obs;
+    int b, slot, count;
+
+    for (b = 0; b < gen->num_buckets; b++) {
+        count = obs->action[b].kill;
+        for (slot = obs->idle_head[b]; slot >= 0 && count > 0;
+             slot = obs->idle_next[slot]) {
+            if (!pf_children_tell_to_stop(children, slot)) {
+                continue;
+            }
+            count--;
+            obs->state[b].children--;
+            obs->idle[b]--;
+            obs->stopping[b]++;
+        }
+    }
+}
+
+void pf_generation_log_limits(const pf_generation_t *gen,
+                              const pf_limits_t *lim,
+                              const pf_decision_summary_t *summary,
+                              int *reported, server_rec *s)
+{
+    int b, leaving = 0;
+
+    for (b = 0; b < gen->num_buckets; b++) {
+        leaving += gen->obs.stopping[b];
+    }
+    if (summary->at_max_workers && leaving > 0) {
+        /* A graceful restart or retirements in progress hold slots for a
+         * moment: not a reason to raise MaxRequestWorkers. */
+        return;
+    }
+    if (!summary->at_max_workers) {
+        *reported = 0;
+    }
+    else if (!*reported) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                     PFBLOGNO(00010) "server reached MaxRequestWorkers "
+                     "setting (%d) with %d children wanted; consider "
+                     "raising the MaxRequestWorkers setting",
+                     lim->max_workers, summary->wanted);
+        *reported = 1;
+    }
+    if (summary->fast_ramp > 0) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                     PFBLOGNO(00011) "server seems busy (spawning %d "
+                     "children a second), you may need to increase "
+                     "StartServers, or Min/MaxSpareServers",
+                     summary->fast_ramp);
+    }
 }

@@ -25,7 +25,10 @@
  * target and the per-bucket state maintenance keeps for the generation
  * (pf_generation_start()).  Everything else reads it; nothing keeps a
  * copy.  A maintenance cycle's one look at the buckets, the children and
- * steering (pf_generation_observe()) goes into it too.
+ * steering (pf_generation_observe()) goes into it too, and the cycle
+ * decides from that look alone (pf_generation_decide()); the acts on the
+ * generation's own state (retirements, respawn pacing) and their log
+ * lines are here as well.
  */
 
 #ifndef PREFORK_GENERATION_H
@@ -134,6 +137,7 @@ typedef struct {
 
 struct pf_children_s;           /* prefork_children.h */
 struct pf_steer_s;              /* prefork_steering.h */
+struct pf_child_exit_s;         /* prefork_children.h */
 
 /**
  * At a (re)start, once the generation's buckets are made: each bucket's
@@ -158,6 +162,55 @@ void pf_generation_observe(pf_generation_t *gen,
 
 /** Connections waiting in every accept queue of the generation now. */
 int pf_generation_queued(const pf_generation_t *gen);
+
+/**
+ * A child of generation @a number left bucket @a b (-1: none) as @a how
+ * says: a child of the generation in force counts in its bucket's respawn
+ * pacing (pf_respawn_note_exit()), and the first bucket to become paced
+ * says so in the log, once until pf_generation_end_pacing() closes the
+ * episode.
+ */
+void pf_generation_note_exit(pf_generation_t *gen,
+                             const struct pf_child_exit_s *how, int b,
+                             ap_generation_t number, server_rec *s);
+
+/**
+ * A cycle's decision, from gen->obs alone: each bucket's spawns and
+ * retirements into obs->action, in priority order in obs->scratch
+ * (pf_decide_maintenance() within @a lim, with the older generations'
+ * children counted as idle ones on their way), the server's ramp
+ * @a spawn_rate carried from cycle to cycle.  Says at debug level when
+ * idle children are retired to free slots for starved buckets.
+ */
+void pf_generation_decide(pf_generation_t *gen, const pf_limits_t *lim,
+                          int *spawn_rate, pf_decision_summary_t *summary,
+                          server_rec *s);
+
+/**
+ * A cycle's act: tells the idle children the decision picks to finish and
+ * exit, highest slots first in each bucket (children there are the
+ * newest, so the pool shrinks back towards low slot numbers); gen->obs
+ * follows, for the publish.
+ */
+void pf_generation_retire(pf_generation_t *gen,
+                          struct pf_children_s *children);
+
+/**
+ * What the decision ran into, said once: MaxRequestWorkers reached (once
+ * until it is not, @a reported keeping that between cycles; not while
+ * children of a restart or a retirement hold slots), and a fast ramp.
+ */
+void pf_generation_log_limits(const pf_generation_t *gen,
+                              const pf_limits_t *lim,
+                              const pf_decision_summary_t *summary,
+                              int *reported, server_rec *s);
+
+/**
+ * A cycle's act on the pacing, from gen->obs: a paced bucket whose newest
+ * children live a second, or where nothing died at start for a whole
+ * delay, is paced no more; once no bucket is, the episode's closing line.
+ */
+void pf_generation_end_pacing(pf_generation_t *gen, server_rec *s);
 
 /** The bucket number now of the identity @a record, or -1. */
 static APR_INLINE int pf_generation_bucket_of(const pf_generation_t *gen,
