@@ -44,24 +44,17 @@ stopped on every path.
 """
 
 import argparse
-import array
-import collections
 import contextlib
 import csv
 import json
-import math
 import os
 import random
 import re
 import resource
 import shutil
 import signal
-import socket
-import ssl
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -70,23 +63,26 @@ TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 # test/, for pfbtest (the one bootstrap, see test/pfbtest/__init__.py).
 sys.path.insert(0, os.path.dirname(HERE))
 
-from pfbtest import (Server, STOCK_PREFORK, STOCK_EVENT, MPM_SO, HTTPD,  # noqa
-                     MODULES, STATUS_SO, TEST_HANDLER_SO, STAT_PGRP,
-                     free_port, live_pids, listen_sockets, read_response,
-                     Scoreboard, exit_on_sigterm)
+from pfbtest import (STOCK_PREFORK, STOCK_EVENT, MPM_SO,  # noqa: E402
+                     MODULES, STATUS_SO, TEST_HANDLER_SO, exit_on_sigterm)
 import report  # noqa: E402
 import netns  # noqa: E402
-import openloop  # noqa: E402
 import cgroupcpu  # noqa: E402
 import hoststate  # noqa: E402
 import latency  # noqa: E402
 import validity  # noqa: E402
+from servers import (make_server, start_server, server_cpus,  # noqa: E402
+                     server_usage, target, make_cert, AnchorServer,
+                     STATIC_PATH, STATIC_BODY)
+from generators import (run_wrk, merge_wrk, run_openloop,  # noqa: E402
+                        SlowClients, client_cpus)
+from measures import (distribution, children_memory,  # noqa: E402
+                      rps_locality, host_info, syscalls_per_request,
+                      pin_children_away)
 
 sys.path.insert(0, os.path.join(HERE, "sim"))
 import bucketsim  # noqa: E402
 
-WRK_SCRIPT = os.path.join(HERE, "wrk_report.lua")
-OPENLOOP = os.path.join(HERE, "openloop.py")
 
 PROFILES = {
     "quick": {"pairs": 1, "seconds": 2, "fault_seconds": 6, "warmup": 0,
@@ -223,9 +219,6 @@ SCENARIOS = ["static-close", "static-keepalive", "keepalive100",
              "rps", "rps-half", "tls-keepalive", "tls-close", "pool64",
              "pool256", "pool1024", "pool4096"]
 
-# A child that waited through more requests than this since its last
-# one serves cold (reuse_distance()).
-COLD_REUSE = 64
 # The pool scenarios' warm-up lasts until nearly every child has served,
 # for at most this many seconds per child (warm_pool()).
 POOL_WARMUP_PER_CHILD = 0.015
@@ -235,14 +228,9 @@ FAULT_SCENARIOS = validity.FAULT_SCENARIOS
 # on every server (MaxKeepAliveRequests, keepalive_requests, the anchors).
 KEEPALIVE_REQUESTS = 100
 
-# The static scenarios' file: 100 bytes, as in issue 14's measurements.
-STATIC_PATH = "/static100.html"
-# The floor configuration answers the same 100 bytes from a handler here.
+# The floor configuration answers the static file's 100 bytes from a
+# handler here.
 FLOOR_PATH = "/floor"
-ANCHOR_DIR = os.path.join(TOP, "build", "anchors")
-STATIC_BODY = ("static file of one hundred bytes for the load suite "
-               + "x" * 47 + "\n")
-assert len(STATIC_BODY) == 100
 
 PHP_SCRIPT = os.path.join(HERE, "php", "mixed.php")
 # The php scenario's pool, in any profile (a profile may set php_* keys):
@@ -254,13 +242,6 @@ PHP_POOL = {"php_workers": 150, "php_start": 5, "php_min_spare": 5,
             "php_max_spare": 10, "php_clients_per_cpu": 8, "php_warmup": 2}
 PHP_CONF = ("<FilesMatch \\.php$>\n    SetHandler application/x-httpd-php\n"
             "</FilesMatch>\n")
-
-# One openloop.py process keeps its schedule up to about this rate: it
-# costs about 180 µs of CPU per request (a connection each, two thirds of
-# it the kernel's), so a rate of N needs about N / 5500 CPUs of generator.
-# Higher rates are split over several processes whose latencies are
-# merged.
-OPENLOOP_RATE_PER_PROC = 3000
 
 # The package's configuration file, as a2enmod mpm_prefork_buckets puts
 # it in place.
@@ -370,94 +351,6 @@ def configs(args):
     }
 
 
-# ---------------------------------------------------------------------------
-# Servers
-
-def prefork_tuning(plan):
-    """By default the whole pool from the start: short runs measure the
-    steady state, not the spawn ramp.  A profile may start smaller and set
-    the spare bounds (16cpu, php)."""
-    workers, start = plan["workers"], plan["start"]
-    min_spare = plan.get("min_spare") or max(1, start // 4)
-    max_spare = plan.get("max_spare") or workers
-    return ("StartServers %d\nMinSpareServers %d\nMaxSpareServers %d\n"
-            "MaxRequestWorkers %d\nServerLimit %d\n"
-            % (start, min_spare, max_spare, workers, workers))
-
-
-# Debian 12's mpm_event.conf, as shipped.
-EVENT_SHIPPED = ("StartServers 2\nMinSpareThreads 25\nMaxSpareThreads 75\n"
-                 "ThreadLimit 64\nThreadsPerChild 25\nMaxRequestWorkers 150\n"
-                 "MaxConnectionsPerChild 0\n")
-EVENT_THREADS = 25
-
-
-def event_children(cfg, start):
-    """The processes stock event starts with."""
-    if cfg.get("event") == "shipped":
-        return 2
-    return max(2, int(math.ceil(start / float(EVENT_THREADS))))
-
-
-def event_tuning(cfg, plan):
-    """As shipped, or ThreadsPerChild 25 with every worker the profile
-    asks for started at once (and a bucket per CPU through the
-    configuration's ListenCoresBucketsRatio 1)."""
-    if cfg.get("event") == "shipped":
-        return EVENT_SHIPPED
-    children = max(2, int(math.ceil(plan["workers"] / float(EVENT_THREADS))))
-    return ("ThreadsPerChild %d\nThreadLimit %d\nStartServers %d\n"
-            "MinSpareThreads %d\nMaxSpareThreads %d\nServerLimit %d\n"
-            "MaxRequestWorkers %d\n"
-            % (EVENT_THREADS, EVENT_THREADS,
-               event_children(cfg, plan["start"]), EVENT_THREADS,
-               children * EVENT_THREADS, children * 2,
-               children * EVENT_THREADS))
-
-
-APACHE_COMMON = ("KeepAliveTimeout 5\nLogLevel warn\n"
-                 "<Location /pfb-test>\n    SetHandler pfb-test\n"
-                 "</Location>\n<Location /bucket-status>\n"
-                 "    SetHandler bucket-status\n</Location>\n")
-
-# Debian 12's apache2.conf, the parts that act per request (every httpd
-# configuration gets them unless --conf-base bare): no .htaccess lookup
-# anywhere, FollowSymLinks (no lstat per path component), no DNS.  Its
-# MaxKeepAliveRequests (100) is what keepalive100 measures.
-APACHE_DEBIAN = """Timeout 300
-KeepAlive On
-MaxKeepAliveRequests {keepalive}
-KeepAliveTimeout 5
-HostnameLookups Off
-<Directory />
-    Options FollowSymLinks
-    AllowOverride None
-    Require all denied
-</Directory>
-<Directory "{htdocs}">
-    Options Indexes FollowSymLinks
-    AllowOverride None
-    Require all granted
-</Directory>
-AccessFileName .htaccess
-<FilesMatch "^\\.ht">
-    Require all denied
-</FilesMatch>
-"""
-
-# mod_ssl as Debian's ssl.conf sets it up, on the one Listen.
-APACHE_TLS = """SSLRandomSeed startup builtin
-SSLRandomSeed connect builtin
-SSLSessionCache shmcb:{root}/run/ssl_scache(512000)
-SSLSessionCacheTimeout 300
-SSLCipherSuite HIGH:!aNULL
-SSLProtocol all -SSLv3
-SSLEngine on
-SSLCertificateFile {cert}
-SSLCertificateKeyFile {key}
-"""
-
-
 def server_plan(name, prof, args, scene):
     """What a scenario's server looks like: ports, pool sizes, the address
     it listens on, extra configuration and modules, files to serve."""
@@ -504,597 +397,9 @@ def php_clients(prof, args):
     return php_settings(prof)["php_clients_per_cpu"] * len(server_cpus(args))
 
 
-def write_files(root, files):
-    for path, body in files.items():
-        with open(os.path.join(root, "htdocs", path.lstrip("/")), "w") as f:
-            f.write(body)
-
-
-def apache_server(cfg, args, plan, wrapper):
-    tuning = event_tuning(cfg, plan) if cfg["mpm"] == STOCK_EVENT \
-        else prefork_tuning(plan)
-    modules = ("LoadModule bucket_status_module %s\n"
-               "LoadModule pfb_test_handler_module %s\n%s"
-               % (STATUS_SO, TEST_HANDLER_SO, plan["modules"]))
-    if plan["tls"]:
-        modules += ("LoadModule socache_shmcb_module %s\n"
-                    "LoadModule ssl_module %s\n"
-                    % (os.path.join(MODULES, "mod_socache_shmcb.so"),
-                       os.path.join(MODULES, "mod_ssl.so")))
-    # The suite records unexpected log lines in each run's result (and the
-    # smoke test fails on them) rather than stopping at the first.
-    srv = Server(extra=tuning + APACHE_COMMON + plan["conf"] + cfg["extra"],
-                 ports=plan["ports"], mpm=cfg["mpm"], extra_modules=modules,
-                 check_log=False,
-                 expect_log=EXPECTED_LOG + plan.get("expect", ()),
-                 listen_host=plan["host"])
-    if args.conf_base == "debian":
-        srv.extra = APACHE_DEBIAN.format(
-            keepalive=plan["keepalive"],
-            htdocs=os.path.join(srv.root, "htdocs")) + srv.extra
-    if plan["tls"]:
-        srv.extra += APACHE_TLS.format(root=srv.root, cert=plan["tls"][0],
-                                       key=plan["tls"][1])
-        # The harness reads the scoreboard over the server's one Listen.
-        srv.scoreboard = lambda timeout=30: tls_scoreboard(srv, timeout)
-    write_files(srv.root, plan["files"])
-    srv.wrapper = wrapper
-    return srv
-
-
-def tls_scoreboard(srv, timeout):
-    """Server.scoreboard() over TLS, for the TLS scenarios' servers."""
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    with socket.create_connection((srv.listen_host, srv.ports[0]),
-                                  timeout=timeout) as raw:
-        with ctx.wrap_socket(raw) as s:
-            srv.probe_connections += 1
-            s.settimeout(timeout)
-            s.sendall(b"GET /pfb-scoreboard HTTP/1.1\r\nHost: localhost\r\n"
-                      b"Connection: close\r\n\r\n")
-            status, body = read_response(s)
-    if status != 200:
-        raise AssertionError("GET /pfb-scoreboard over TLS: %d" % status)
-    return Scoreboard(body.decode())
-
-
-def make_cert(directory):
-    """A self-signed ECDSA P-256 certificate for localhost (the kind most
-    sites serve now), made with openssl; (cert, key) paths."""
-    cert = os.path.join(directory, "cert.pem")
-    key = os.path.join(directory, "key.pem")
-    if os.path.exists(cert) and os.path.exists(key):
-        return cert, key
-    os.makedirs(directory, exist_ok=True)
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec",
-                    "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                    "-keyout", key, "-out", cert, "-days", "30",
-                    "-subj", "/CN=localhost",
-                    "-addext", "basicConstraints=critical,CA:FALSE",
-                    "-addext", "subjectAltName=DNS:localhost"], check=True,
-                   capture_output=True, timeout=60)
-    os.chmod(directory, 0o755)
-    for path in (cert, key):
-        os.chmod(path, 0o644)
-    return cert, key
-
-
-class NginxServer:
-    """Debian's nginx, as shipped (Debian's nginx.conf: a worker per CPU,
-    one shared listener, the combined access log, sendfile, gzip) or
-    tuned (a reuseport socket and a CPU per worker, no access log, an open
-    file cache)."""
-
-    def __init__(self, cfg, plan, args, wrapper):
-        self.nports = plan["ports"]
-        self.args = args
-        self.plan = plan
-        self.tuned = cfg.get("tuned", False)
-        self.wrapper = wrapper
-        self.root = tempfile.mkdtemp(prefix="pfb-nginx-")
-        os.chmod(self.root, 0o755)
-        os.mkdir(os.path.join(self.root, "htdocs"))
-        with open(os.path.join(self.root, "htdocs", "index.html"), "w") as f:
-            f.write("hello from prefork buckets\n")
-        write_files(self.root, plan["files"])
-        self.proc = None
-        self.ports = []
-        self.probe_connections = 0
-        self.conf = os.path.join(self.root, "nginx.conf")
-        # One worker per server CPU, as `worker_processes auto` would give
-        # nginx started under the same taskset.
-        self.cpus = server_cpus(args)
-        self.workers = len(self.cpus)
-
-    def write_conf(self):
-        ssl_opts = " ssl" if self.plan["tls"] else ""
-        listens = "".join("        listen 127.0.0.1:%d%s%s;\n"
-                          % (p, " reuseport" if self.tuned else "", ssl_opts)
-                          for p in self.ports)
-        tls = ""
-        if self.plan["tls"]:
-            tls = ("        ssl_certificate %s;\n        ssl_certificate_key "
-                   "%s;\n" % self.plan["tls"])
-        mime = "/etc/nginx/mime.types"
-        types = ("    include %s;\n" % mime if os.path.exists(mime) else
-                 "    types { text/html html; }\n")
-        if self.tuned:
-            # worker_cpu_affinity auto binds worker i to the i-th CPU of
-            # the host; spelt out, it keeps to the server's CPUs.
-            masks = " ".join(
-                "".join("1" if c == cpu else "0"
-                        for c in range(max(self.cpus), -1, -1))
-                for cpu in self.cpus)
-            head = ("worker_processes %d;\nworker_cpu_affinity %s;\n"
-                    "events { worker_connections 8192; }\n"
-                    % (self.workers, masks))
-            http = ("    access_log off;\n    sendfile on;\n"
-                    "    tcp_nopush on;\n"
-                    "    open_file_cache max=1000 inactive=20s;\n"
-                    "    open_file_cache_valid 30s;\n"
-                    "    ssl_session_cache shared:SSL:10m;\n")
-        else:
-            head = ("worker_processes %d;\n"
-                    "events { worker_connections 768; }\n" % self.workers)
-            http = ("    access_log %s/access.log;\n    sendfile on;\n"
-                    "    tcp_nopush on;\n    types_hash_max_size 2048;\n"
-                    "    ssl_protocols TLSv1 TLSv1.1 TLSv1.2 TLSv1.3;\n"
-                    "    ssl_prefer_server_ciphers on;\n    gzip on;\n"
-                    % self.root)
-        with open(self.conf, "w") as f:
-            f.write("%spid %s/nginx.pid;\nerror_log %s/error.log warn;\n"
-                    "user www-data;\nhttp {\n%s%s"
-                    "    default_type application/octet-stream;\n"
-                    "    keepalive_timeout 65;\n"
-                    "    keepalive_requests %d;\n    server {\n%s%s"
-                    "        root %s/htdocs;\n    }\n}\n"
-                    % (head, self.root, self.root, types, http,
-                       self.plan["keepalive"], listens, tls, self.root))
-
-    def start(self):
-        self.ports = [free_port() for _ in range(self.nports)]
-        self.write_conf()
-        command = self.wrapper + ["nginx", "-c", self.conf, "-p", self.root,
-                                  "-g", "daemon off;"]
-        self.proc = subprocess.Popen(command, start_new_session=True,
-                                     stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-        return wait_connectable(self, 10, "nginx")
-
-    def wait_ready(self, count, timeout=60):
-        """Waits for nginx's workers (one per server CPU)."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if len(self.children()) >= self.workers:
-                return self.children()
-            time.sleep(0.05)
-        return self.children()
-
-    def wait_access_log(self, count, timeout=30):
-        deadline = time.time() + timeout
-        while time.time() < deadline and self.tuned is False and \
-                len(self.access_log_lines()) < count:
-            time.sleep(0.05)
-
-    def unexpected_log_lines(self):
-        """nginx's error log: warn and above (see error_log above)."""
-        try:
-            with open(os.path.join(self.root, "error.log")) as f:
-                return [l for l in f.read().splitlines() if l.strip()]
-        except OSError:
-            return []
-
-    def children(self):
-        return [p for p in group_pids(self.proc.pid) if p != self.proc.pid]
-
-    def graceful(self):
-        os.kill(self.proc.pid, signal.SIGHUP)
-
-    def access_log_lines(self):
-        try:
-            with open(os.path.join(self.root, "access.log")) as f:
-                return f.read().splitlines()
-        except OSError:
-            return []
-
-    def url(self, path="/", port_index=0):
-        return "http://127.0.0.1:%d%s" % (self.ports[port_index], path)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        stop_group(self.proc)
-        self.log_problems = self.unexpected_log_lines()
-        shutil.rmtree(self.root, ignore_errors=True)
-        return False
-
-
-class AnchorServer:
-    """One of test/load/anchors/ (built by make): the physical limit."""
-
-    def __init__(self, cfg, plan, args, wrapper):
-        self.cfg = cfg
-        self.plan = plan
-        self.args = args
-        self.wrapper = wrapper
-        self.proc = None
-        self.ports = []
-        self.probe_connections = 0
-        self.root = None
-        self.conf = None
-        epoll = cfg["binary"] == "anchor_epoll"
-        # anchor_epoll: a loop per server CPU, each pinned; anchor_blocking:
-        # as many processes as the prefork servers start with.
-        self.workers = len(server_cpus(args)) if epoll else plan["start"]
-        self.binary = os.path.join(ANCHOR_DIR, cfg["binary"])
-        self.extra_arg = "pin" if epoll else \
-            ("linger" if cfg.get("linger") else "none")
-
-    def command(self):
-        return [self.binary, str(self.ports[0]), str(self.workers),
-                str(self.plan["keepalive"]), self.extra_arg]
-
-    def start(self):
-        if not os.path.exists(self.binary):
-            raise RuntimeError("missing %s: run make first" % self.binary)
-        self.ports = [free_port()]
-        self.proc = subprocess.Popen(self.wrapper + self.command(),
-                                     start_new_session=True,
-                                     stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-        return wait_connectable(self, 10, self.cfg["binary"])
-
-    def wait_ready(self, count, timeout=60):
-        """Waits for every worker, and for anchor_epoll's every reuseport
-        socket (a connection made before the last one is bound would only
-        reach the first ones)."""
-        want_sockets = self.workers if self.extra_arg == "pin" else 1
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if len(self.children()) >= self.workers and \
-                    len(listen_sockets(self.ports[0])) >= want_sockets:
-                break
-            time.sleep(0.05)
-        return self.children()
-
-    def children(self):
-        return [p for p in group_pids(self.proc.pid) if p != self.proc.pid]
-
-    def wait_access_log(self, count, timeout=30):
-        return None
-
-    def access_log_lines(self):
-        return []
-
-    def url(self, path="/", port_index=0):
-        return "http://127.0.0.1:%d%s" % (self.ports[port_index], path)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        stop_group(self.proc)
-        self.log_problems = []
-        return False
-
-
-def wait_connectable(srv, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", srv.ports[0]), 1):
-                srv.probe_connections += 1
-                return 0
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("%s did not come up" % what)
-
-
-def stop_group(proc):
-    """SIGTERM, then SIGKILL, to a server started in its own session."""
-    if not proc:
-        return
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-            proc.wait(timeout=10)
-            break
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            continue
-
-
-def make_server(cfg, args, plan, cgroup=None):
-    """The server of one run, started under its cgroup (its CPU time is
-    read from there) and --server-cpus."""
-    wrapper = cgroup.wrapper() if cgroup else []
-    if args.server_cpus:
-        wrapper = wrapper + ["taskset", "-c", args.server_cpus]
-    if cfg["kind"] == "nginx":
-        return NginxServer(cfg, plan, args, wrapper)
-    if cfg["kind"] == "anchor":
-        return AnchorServer(cfg, plan, args, wrapper)
-    return apache_server(cfg, args, plan, wrapper)
-
-
-def start_server(srv, cfg, plan):
-    """Starts a server and waits for its starting pool (StartServers): short
-    runs measure the steady state, not children still starting."""
-    srv.start()
-    if cfg["kind"] in ("nginx", "anchor"):
-        srv.wait_ready(plan["start"])
-    elif srv.mpm == STOCK_EVENT:
-        # One scoreboard row per process is read: event's children.
-        srv.wait_ready(event_children(cfg, plan["start"]))
-    else:
-        srv.wait_ready(plan["start"], idle=True)
-
-
-def server_cpus(args):
-    """The CPUs the servers run on: --server-cpus, or all usable here."""
-    if args.server_cpus:
-        return netns.cpu_list(args.server_cpus)
-    return sorted(os.sched_getaffinity(0))
-
-
-# Warnings a scenario provokes by design, by configuration kind: the pool
-# is sized to the load, so MaxRequestWorkers is reached (ours: PFB00010,
-# stock prefork: AH00161, event: AH00484 and its early AH10159), and
-# faults kill children.
-# PFB00091: a ListenBuckets N configuration run with a spare pool smaller
-# than N (Debian's, in php and default) starves buckets by design: that is
-# what those runs measure.
-EXPECTED_LOG = ("PFB00010", "AH00161", "AH00484", "AH10159", "PFB00035",
-                "PFB00091")
-
-
-# ---------------------------------------------------------------------------
-# Measuring processes
-
-def group_pids(pgid):
-    return live_pids(STAT_PGRP, pgid)
-
-
-def server_usage(pgid):
-    """CPU seconds, context switches (voluntary: the task slept, waiting;
-    involuntary: it was preempted, which on a shared machine is the
-    neighbours' doing) and minor page faults of a server's process group:
-    live processes, plus what reaped children left in the parent's
-    counters (CPU and faults)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    usage = {"cpu": 0.0, "voluntary": 0, "nonvoluntary": 0, "minflt": 0}
-    for pid in group_pids(pgid):
-        try:
-            with open("/proc/%d/stat" % pid) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            usage["cpu"] += (int(fields[11]) + int(fields[12])) / \
-                float(ticks)
-            usage["minflt"] += int(fields[7])
-            if pid == pgid:
-                usage["cpu"] += (int(fields[13]) + int(fields[14])) / \
-                    float(ticks)
-                usage["minflt"] += int(fields[8])
-            # Every thread's switches: the event MPM and nginx are not
-            # single-threaded like prefork.
-            for task in os.listdir("/proc/%d/task" % pid):
-                with open("/proc/%d/task/%s/status" % (pid, task)) as f:
-                    for line in f:
-                        if line.startswith("voluntary_ctxt_switches"):
-                            usage["voluntary"] += int(line.split()[1])
-                        elif line.startswith("nonvoluntary_ctxt_switches"):
-                            usage["nonvoluntary"] += int(line.split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    return usage
-
-
 def children_cpu():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
-
-
-# ---------------------------------------------------------------------------
-# Load generators
-
-def client_cpus(args):
-    """The CPUs the load generators run on: --client-cpus, or all usable
-    here."""
-    if args.client_cpus:
-        return netns.cpu_list(args.client_cpus)
-    return sorted(os.sched_getaffinity(0))
-
-
-def client_prefix(args, where=None):
-    """The load generator's command prefix: into the rps scenarios'
-    namespace (`where`, a netns.VethPair), then onto --client-cpus."""
-    prefix = where.prefix() if where else []
-    if args.client_cpus:
-        prefix += ["taskset", "-c", args.client_cpus]
-    return prefix
-
-
-def run_wrk(args, url, connections, seconds, close=True, exp_ms=None,
-            log=None, where=None):
-    """One wrk run; the result carries wrk's summary and, under "hist",
-    every request's latency (a histogram at 1 us, latency.py)."""
-    env = dict(os.environ)
-    # wrk_report.lua: Connection: close on every request (WRK_CLOSE=1);
-    # WRK_EXP_MS asks the test handler for exponential service times.
-    env["WRK_CLOSE"] = "1" if close else "0"
-    if exp_ms:
-        env["WRK_EXP_MS"] = str(exp_ms)
-    fd, hist_path = tempfile.mkstemp(prefix="pfb-wrk-hist-")
-    os.close(fd)
-    env["WRK_HIST"] = hist_path
-    command = client_prefix(args, where) + [
-        # threads: --wrk-threads or the profile's, else CPUs, at most 4
-        "wrk", "-t", str(min(connections, args.wrk_threads or
-                             max(1, min(4, len(client_cpus(args)))))),
-        "-c", str(connections),         # connections held open at once
-        "-d", "%ds" % seconds,          # how long
-        "--latency",                    # the latency distribution
-        "-s", WRK_SCRIPT,               # WRK_JSON summary line, close
-        url]
-    try:
-        out = subprocess.run(["timeout", str(seconds + 60)] + command,
-                             env=env, capture_output=True, text=True).stdout
-        hist = read_text_hist(hist_path)
-    finally:
-        os.unlink(hist_path)
-    if log:
-        log.write("$ %s%s%s\n%s\n" % (
-            "WRK_CLOSE=%s " % env["WRK_CLOSE"],
-            "WRK_EXP_MS=%s " % exp_ms if exp_ms else "",
-            " ".join(command), out))
-    m = re.search(r"^WRK_JSON (.*)$", out, re.M)
-    if not m:
-        return {"requests": 0, "rps": 0.0, "errors": {"no_output": 1}}
-    result = json.loads(m.group(1))
-    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    if non2xx:
-        result["errors"]["non2xx"] = int(non2xx.group(1))
-    result["hist"] = hist
-    result["generator"] = "wrk"
-    return result
-
-
-def read_text_hist(path):
-    hist = {}
-    try:
-        with open(path) as f:
-            for line in f:
-                fields = line.split()
-                if len(fields) == 2:
-                    hist[int(float(fields[0]))] = hist.get(
-                        int(float(fields[0])), 0) + int(float(fields[1]))
-    except (OSError, ValueError):
-        return {}
-    return hist
-
-
-def merge_wrk(results):
-    merged = {"requests": sum(r["requests"] for r in results),
-              "rps": sum(r["rps"] for r in results), "errors": {},
-              "generator": "wrk"}
-    for r in results:
-        for k, v in r["errors"].items():
-            merged["errors"][k] = merged["errors"].get(k, 0) + v
-    for p in ("p50", "p75", "p90", "p99", "p99.9", "p99.99", "max"):
-        merged[p] = max(r.get(p, float("nan")) for r in results)
-    merged["cdf"] = results[0].get("cdf", [])
-    merged["hist"] = latency.merge(r.get("hist", {}) for r in results)
-    return merged
-
-
-def run_openloop(args, url, schedule, log=None):
-    """openloop.py at a fixed schedule; rates above OPENLOOP_RATE_PER_PROC
-    are split over several processes, each with its share of every
-    phase's rate, whose latencies are merged."""
-    phases = openloop.parse_schedule(schedule)
-    peak = max(rate for _, rate in phases)
-    procs = max(1, int(math.ceil(peak / OPENLOOP_RATE_PER_PROC)))
-    share = ",".join("%g:%g" % (sec, rate / procs) for sec, rate in phases)
-    total = sum(sec for sec, _ in phases)
-    tmp = tempfile.mkdtemp(prefix="pfb-openloop-")
-    running = []
-    try:
-        for i in range(procs):
-            command = client_prefix(args) + [
-                sys.executable, OPENLOOP, "--url", url,
-                "--schedule", share,    # SECONDS:RATE phases, this share
-                "--latencies", os.path.join(tmp, "lat%d" % i)]
-            running.append((command, subprocess.Popen(
-                ["timeout", str(total + 60)] + command,
-                stdout=subprocess.PIPE, text=True)))
-        outs = [(command, p.communicate()[0]) for command, p in running]
-        return merge_openloop(outs, tmp, procs, log)
-    finally:
-        for _, p in running:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def merge_openloop(outs, tmp, procs, log):
-    """One result from several openloop.py processes: rates and errors
-    added, percentiles over all their latencies, the worst send lag."""
-    latencies, errors, sent, elapsed, lag99, lagmax = [], {}, 0, 0.0, 0, 0
-    for i, (command, out) in enumerate(outs):
-        if log:
-            log.write("$ %s\n%s\n" % (" ".join(command), out[:2000]))
-        try:
-            one = json.loads(out)
-        except ValueError:
-            errors["no_output"] = errors.get("no_output", 0) + 1
-            continue
-        lat = array.array("d")
-        try:
-            with open(os.path.join(tmp, "lat%d" % i), "rb") as f:
-                lat.frombytes(f.read())
-        except (OSError, ValueError):
-            errors["no_output"] = errors.get("no_output", 0) + 1
-            continue
-        latencies.extend(lat)
-        for k, v in one["errors"].items():
-            errors[k] = errors.get(k, 0) + v
-        sent += one["sent"]
-        elapsed = max(elapsed, one["ok"] / one["rate"] if one["rate"] else 0)
-        lag99 = max(lag99, one.get("send_lag_p99", 0))
-        lagmax = max(lagmax, one.get("send_lag_max", 0))
-    if not latencies:
-        return {"requests": 0, "rps": 0.0, "errors": errors or
-                {"no_output": 1}}
-    result = openloop.summarize(latencies, errors, sent, elapsed)
-    result.update(requests=result["ok"], rps=result["rate"],
-                  send_lag_p99=lag99, send_lag_max=lagmax,
-                  generators=procs, generator="openloop",
-                  hist=latency.from_latencies(latencies))
-    return result
-
-
-class SlowClients:
-    """Slowloris-style clients, bounded: each opens a connection and sends
-    one header line a second, never finishing the request, until stopped."""
-
-    def __init__(self, port, count):
-        self.port = port
-        self.count = count
-        self.stop_event = threading.Event()
-        self.threads = []
-        self.held = 0
-        self.lock = threading.Lock()
-
-    def _client(self):
-        try:
-            s = socket.create_connection(("127.0.0.1", self.port), 5)
-            s.sendall(b"GET /index.html HTTP/1.1\r\nHost: x\r\n")
-            with self.lock:
-                self.held += 1
-            while not self.stop_event.wait(1.0):
-                s.sendall(b"X-Slow: 1\r\n")
-            s.close()
-        except OSError:
-            return
-
-    def __enter__(self):
-        for _ in range(self.count):
-            t = threading.Thread(target=self._client, daemon=True)
-            t.start()
-            self.threads.append(t)
-        # Every slow client holds its connection before the load starts.
-        deadline = time.time() + 30
-        while self.held < self.count and time.time() < deadline:
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc):
-        self.stop_event.set()
-        for t in self.threads:
-            t.join(5)
-        return False
 
 
 # ---------------------------------------------------------------------------
@@ -1125,13 +430,6 @@ def with_faults(srv, seconds, action, period=1.0):
 def kill_random_child(srv):
     kids = srv.children()
     os.kill(random.choice(kids), signal.SIGKILL)
-
-
-def target(srv, cfg, scene, port_index=0, path=None):
-    """The URL a scenario loads: the configuration's path (the floor's
-    handler, else the static file), over TLS in the tls scenarios."""
-    url = srv.url(path or cfg.get("path", STATIC_PATH), port_index)
-    return url.replace("http://", "https://", 1) if scene.get("tls") else url
 
 
 def scenario_run(name, srv, cfg, args, prof, scene, log, secs=None):
@@ -1229,242 +527,6 @@ def scenario_skips(name, cfg, args=None):
     return None
 
 
-# ---------------------------------------------------------------------------
-# Distribution of connections
-
-def jain(values):
-    values = [v for v in values]
-    if not values or sum(values) == 0:
-        return 1.0
-    return sum(values) ** 2 / (len(values) * sum(v * v for v in values))
-
-
-def distribution(srv, cfg, scene=None):
-    """Per-bucket and per-child (status module) and per-child (access log
-    pid) counts."""
-    result = {}
-    scene = scene or {}
-    if cfg["kind"] == "apache":
-        try:
-            import urllib.request
-            ctx = None
-            if scene.get("tls"):
-                ctx = ssl.create_default_context()
-                ctx.check_hostname = False
-                ctx.verify_mode = ssl.CERT_NONE
-            with urllib.request.urlopen(
-                    target(srv, cfg, scene, path="/bucket-status?json"),
-                    timeout=10, context=ctx) as r:
-                doc = json.load(r)
-            if doc.get("available"):
-                result["buckets"] = [b["accepted"] for b in doc["buckets"]]
-                result["bucket_jain"] = doc["balance"]["buckets"]["jain"]
-                result["bucket_children"] = [b["children"]["total"]
-                                             for b in doc["buckets"]]
-                result["status_children"] = len(doc["children"])
-                result["status_child_jain"] = \
-                    doc["balance"]["children"]["jain"]
-        except (OSError, ValueError, KeyError):
-            pass
-    per_child = collections.Counter()
-    for line in srv.access_log_lines():
-        fields = line.split()
-        # The harness's and the suite's log formats have the pid second.
-        if len(fields) > 2 and fields[1].isdigit():
-            per_child[fields[1]] += 1
-    if per_child:
-        result["children"] = sorted(per_child.values(), reverse=True)
-        result["child_jain"] = jain(list(per_child.values()))
-        result.update(reuse_distance(srv.access_log_lines()))
-    return result
-
-
-def reuse_distance(lines):
-    """How long ago, in requests, each request's child last served one
-    (access log order): with a process per connection, a child that
-    served a moment ago is warm, one that waited through many others'
-    requests is cold.  The median, and the share of requests whose child
-    had waited through more than 64 (cold_share)."""
-    last, dist = {}, []
-    for i, line in enumerate(lines):
-        fields = line.split()
-        if len(fields) > 2 and fields[1].isdigit():
-            if fields[1] in last:
-                dist.append(i - last[fields[1]])
-            last[fields[1]] = i
-    if not dist:
-        return {}
-    dist.sort()
-    return {"reuse_median": dist[len(dist) // 2],
-            "cold_share": round(sum(1 for d in dist if d > COLD_REUSE)
-                                / float(len(dist)), 4)}
-
-
-def children_memory(pids):
-    """Total RSS and PSS (kB) of these processes.  PSS divides each shared
-    page among the processes that map it, so forked children that share
-    the parent's pages are not counted many times over."""
-    rss = pss = 0
-    for pid in pids:
-        try:
-            with open("/proc/%d/status" % pid) as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        rss += int(line.split()[1])
-            with open("/proc/%d/smaps_rollup" % pid) as f:
-                for line in f:
-                    if line.startswith("Pss:"):
-                        pss += int(line.split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    return {"rss_kb": rss, "pss_kb": pss}
-
-
-def rps_locality(result, args, scene):
-    """Share of connections in the buckets of the CPUs that RPS sends
-    packets to.  With one bucket per server CPU (bucket j on the j-th
-    server CPU, as cpu steering maps them), a connection whose SYN was
-    processed on CPU c and that landed on c's bucket counts here; when
-    RPS covers only some CPUs, cpu steering should put every connection
-    there, and hash or idle about the covered CPUs' share."""
-    buckets = result.get("distribution", {}).get("buckets")
-    cpus = server_cpus(args)
-    if not buckets or len(buckets) != len(cpus) or not sum(buckets):
-        return None
-    covered = set(scene["veth"].rps_cpus)
-    if covered >= set(cpus):
-        return None             # every bucket's CPU: nothing to tell
-    local = sum(n for cpu, n in zip(cpus, buckets) if cpu in covered)
-    return round(local / float(sum(buckets)), 4)
-
-
-# ---------------------------------------------------------------------------
-# Host
-
-def host_info():
-    def cmd(command):
-        try:
-            out = subprocess.run(command, capture_output=True, text=True,
-                                 timeout=10)
-            return (out.stdout + out.stderr).strip().splitlines()[0]
-        except (OSError, IndexError, subprocess.TimeoutExpired):
-            return "n/a"
-
-    def read(path):
-        try:
-            with open(path) as f:
-                return f.read().strip()
-        except OSError:
-            return "n/a"
-    sockets = "n/a"
-    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    m = re.search(r"^Socket\(s\):\s+(\d+)", lscpu, re.M)
-    if m:
-        sockets = int(m.group(1))
-    model = re.search(r"^Model name:\s+(.*)$", lscpu, re.M)
-    nodes = len([d for d in os.listdir("/sys/devices/system/node")
-                 if re.fullmatch(r"node\d+", d)]) \
-        if os.path.isdir("/sys/devices/system/node") else "n/a"
-    reuseport = "no"
-    try:
-        a, b = socket.socket(), socket.socket()
-        for s in (a, b):
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        a.bind(("127.0.0.1", 0))
-        b.bind(("127.0.0.1", a.getsockname()[1]))
-        reuseport = "yes"
-        a.close()
-        b.close()
-    except OSError:
-        pass
-    return {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
-        "cpus_online": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)),
-        "cpu_model": model.group(1) if model else "n/a",
-        "sockets": sockets, "numa_nodes": nodes,
-        "kernel": os.uname().release,
-        "so_reuseport": reuseport,
-        "tcp_migrate_req": read("/proc/sys/net/ipv4/tcp_migrate_req"),
-        "somaxconn": read("/proc/sys/net/core/somaxconn"),
-        "apache2": cmd([HTTPD, "-v"]),
-        "nginx": cmd(["nginx", "-v"]),
-        "wrk": cmd(["wrk", "-v"]),
-        "ab": cmd(["ab", "-V"]),
-        "gcc": cmd(["gcc", "--version"]),
-        "python": sys.version.split()[0],
-    }
-
-
-# ---------------------------------------------------------------------------
-# Syscalls per request (sampled strace -c -f run)
-
-def syscalls_per_request(cfg, args, prof, out_dir, log):
-    """strace -c -f of every server process over 1000 requests (ab -c 4,
-    HTTP/1.0, a connection each): system calls per request, the most
-    frequent ones, and poll()s per accept, which shows a lingering close
-    that sleeps."""
-    requests = 1000
-    plan = server_plan("static-close", prof, args, {})
-    trace = os.path.join(out_dir, "strace-%s.txt" % cfg["key"])
-    with make_server(cfg, args, plan) as srv:
-        start_server(srv, cfg, plan)
-        pids = [srv.proc.pid] + srv.children()
-        tracer = subprocess.Popen(
-            ["strace", "-c", "-f", "-o", trace]
-            + sum((["-p", str(p)] for p in pids), []),
-            stderr=subprocess.DEVNULL)
-        wait_traced(pids)
-        command = client_prefix(args) + [
-            "ab", "-q", "-n", str(requests), "-c", "4",
-            target(srv, cfg, {})]
-        subprocess.run(["timeout", "120"] + command, capture_output=True)
-        log.write("$ strace -c -f -o %s -p <each server process> ; %s\n"
-                  % (trace, " ".join(command)))
-        tracer.send_signal(signal.SIGINT)
-        try:
-            tracer.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            tracer.kill()
-    calls = {}
-    try:
-        with open(trace) as f:
-            for line in f:
-                fields = line.split()
-                if len(fields) >= 5 and fields[-1].isidentifier() and \
-                        fields[3].isdigit() and fields[-1] != "total":
-                    calls[fields[-1]] = int(fields[3])
-    except OSError:
-        return {}
-    total = sum(calls.values())
-    top = sorted(calls.items(), key=lambda kv: -kv[1])[:10]
-    accepts = calls.get("accept4", 0) + calls.get("accept", 0)
-    polls = sum(calls.get(k, 0) for k in ("poll", "ppoll"))
-    return {"per_request": round(total / float(requests), 1),
-            "requests": requests, "calls": calls,
-            "poll_per_accept": round(polls / float(accepts), 3)
-            if accepts else None,
-            "top": {k: round(v / float(requests), 2) for k, v in top}}
-
-
-# ---------------------------------------------------------------------------
-
-def wait_traced(pids, timeout=30):
-    """Waits until strace is attached to every pid (TracerPid set)."""
-    def traced(pid):
-        try:
-            with open("/proc/%d/status" % pid) as f:
-                for line in f:
-                    if line.startswith("TracerPid:"):
-                        return int(line.split()[1]) != 0
-        except OSError:
-            return True         # gone: nothing left to wait for
-        return False
-    deadline = time.time() + timeout
-    while time.time() < deadline and not all(traced(p) for p in pids):
-        time.sleep(0.05)
-
-
 def one_run(name, key, cfg, args, prof, log, scene=None, out_dir=None,
             pair=0):
     """One measured run on a freshly started, warmed-up server."""
@@ -1518,62 +580,6 @@ def one_run(name, key, cfg, args, prof, log, scene=None, out_dir=None,
     keep_latencies(result, name, key, pair, out_dir)
     result["invalid"] = judge_run(name, result, args)
     return result
-
-
-def cpu_nodes():
-    """{cpu: NUMA node} from sysfs ({} without NUMA information)."""
-    nodes = {}
-    base = "/sys/devices/system/node"
-    if not os.path.isdir(base):
-        return nodes
-    for name in os.listdir(base):
-        m = re.fullmatch(r"node(\d+)", name)
-        if not m:
-            continue
-        try:
-            with open(os.path.join(base, name, "cpulist")) as f:
-                for cpu in netns.cpu_list(f.read().strip()):
-                    nodes[cpu] = int(m.group(1))
-        except (OSError, ValueError):
-            continue
-    return nodes
-
-
-def away_cpu(cpu, cpus, nodes):
-    """Where pfb-N-cpu-away runs the children of `cpu`'s bucket: with the
-    server's CPUs on several nodes, the CPU of the same rank on the next
-    node (whatever the numbering: interleaved too); on one node, the CPU
-    half the list away."""
-    by_node = collections.defaultdict(list)
-    for c in cpus:
-        by_node[nodes.get(c, 0)].append(c)
-    order = sorted(by_node)
-    if len(order) > 1:
-        here = nodes.get(cpu, 0)
-        there = by_node[order[(order.index(here) + 1) % len(order)]]
-        return there[by_node[here].index(cpu) % len(there)]
-    return cpus[(cpus.index(cpu) + len(cpus) // 2) % len(cpus)]
-
-
-def pin_children_away(srv, args, log):
-    """Moves each child of bucket b (pinned to the server CPU of rank b by
-    BucketCPUAffinity) away (away_cpu()): the connections that cpu
-    steering gives it are then served away from the CPU, or the node,
-    that received them.  The pool is fixed in these runs, so no child
-    starts later."""
-    cpus = server_cpus(args)
-    nodes = cpu_nodes()
-    moved = 0
-    for slot in srv.scoreboard().serving():
-        if not 0 <= slot["bucket"] < len(cpus):
-            continue
-        target = away_cpu(cpus[slot["bucket"]], cpus, nodes)
-        try:
-            os.sched_setaffinity(slot["pid"], {target})
-            moved += 1
-        except OSError:
-            continue
-    log.write("# moved %d children away from their bucket's CPU\n" % moved)
 
 
 def keep_latencies(result, name, key, pair, out_dir):
@@ -1989,7 +995,8 @@ def main():
             if scenario_skips("static-close", all_configs[key], args):
                 continue
             doc["syscalls"][key] = syscalls_per_request(
-                all_configs[key], args, prof, out_dir, log)
+                all_configs[key], args,
+                server_plan("static-close", prof, args, {}), out_dir, log)
             print("syscalls/request %-13s %s %s" % (
                 key, doc["syscalls"][key].get("per_request"),
                 doc["syscalls"][key].get("top")))

@@ -113,8 +113,9 @@ class AwayCpu(unittest.TestCase):
     """Where the crossnode profile moves a bucket's children."""
 
     def setUp(self):
-        import suite
-        self.away = suite.away_cpu
+        sys.path.insert(0, os.path.dirname(HERE))     # test/, for pfbtest
+        import measures
+        self.away = measures.away_cpu
 
     def test_one_node_half_the_list_away(self):
         cpus = [0, 1, 2, 3, 4, 5]
