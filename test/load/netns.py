@@ -174,7 +174,8 @@ class VethPair:
         that namespace only: `ip netns exec` mounts its own /sys)."""
         mask = cpu_mask(cpus)
         script = ('for q in /sys/class/net/%s/queues/rx-*; do '
-                  'echo %s > "$q/rps_cpus" || exit 1; done' % (interface, mask))
+                  'echo %s > "$q/rps_cpus" || exit 1; done'
+                  % (interface, mask))
         command = (["ip", "netns", "exec", ns] if ns else []) + \
             ["sh", "-c", script]
         self._say(" ".join(command[:-1]) + " '%s'" % script)

@@ -30,6 +30,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import latency  # noqa: E402
+import report_rig  # noqa: E402
 import stats  # noqa: E402
 import validity  # noqa: E402
 
@@ -40,9 +41,11 @@ PERCENTILE_KEYS = ("p50", "p90", "p99", "p99.9", "p99.99", "max")
 def mark_invalid(doc):
     """Runs published before the suite marked them: the same rules."""
     bound = doc.get("max_lag_ms", validity.MAX_LAG_MS)
+    foreign = doc.get("max_foreign_cpu", validity.MAX_FOREIGN_CPU)
     for r in doc["runs"]:
         if "skipped" not in r and "invalid" not in r:
-            r["invalid"] = validity.judge_run(r["scenario"], r, bound)
+            r["invalid"] = validity.judge_run(r["scenario"], r, bound,
+                                              foreign)
 
 
 def load(path):
@@ -86,8 +89,12 @@ def fmt(v, digits=1):
 
 
 def cpu_us_per_request(run):
-    """Server CPU microseconds per request served: the server's CPU seconds
-    (its process group, reaped children included) over the requests."""
+    """Server CPU microseconds per request served: on the rig, what the
+    server's CPUs did (softirq included) less others' time there; else
+    the server's CPU seconds (its cgroup, or its process group with
+    reaped children) over the requests."""
+    if run.get("server_cpus_s") is not None:
+        return round(report_rig.server_cpu_us(run), 1)
     if not run.get("requests") or run.get("server_cpu_s") is None:
         return None
     return round(run["server_cpu_s"] * 1e6 / run["requests"], 1)
@@ -799,6 +806,8 @@ def write_report(doc, out_dir, name="report.md"):
             if chart:
                 charts.append(chart)
                 lines += ["", "![%s](%s)" % (chart, chart)]
+    lines += report_rig.rig_section(doc)
+    lines += report_rig.kevents_section(doc)
     lines += anchors_section(doc)
     lines += pool_section(doc)
     lines += crossnode_section(doc)

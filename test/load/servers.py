@@ -207,6 +207,7 @@ class NginxServer:
         self.nports = plan["ports"]
         self.args = args
         self.plan = plan
+        self.listen_host = plan["host"]
         self.tuned = cfg.get("tuned", False)
         self.wrapper = wrapper
         self.root = tempfile.mkdtemp(prefix="pfb-nginx-")
@@ -226,8 +227,9 @@ class NginxServer:
 
     def write_conf(self):
         ssl_opts = " ssl" if self.plan["tls"] else ""
-        listens = "".join("        listen 127.0.0.1:%d%s%s;\n"
-                          % (p, " reuseport" if self.tuned else "", ssl_opts)
+        listens = "".join("        listen %s:%d%s%s;\n"
+                          % (self.listen_host, p,
+                             " reuseport" if self.tuned else "", ssl_opts)
                           for p in self.ports)
         tls = ""
         if self.plan["tls"]:
@@ -270,7 +272,8 @@ class NginxServer:
                        self.plan["keepalive"], listens, tls, self.root))
 
     def start(self):
-        self.ports = [free_port() for _ in range(self.nports)]
+        self.ports = [free_port(self.listen_host)
+                      for _ in range(self.nports)]
         self.write_conf()
         command = self.wrapper + ["nginx", "-c", self.conf, "-p", self.root,
                                   "-g", "daemon off;"]
@@ -316,7 +319,8 @@ class NginxServer:
             return []
 
     def url(self, path="/", port_index=0):
-        return "http://127.0.0.1:%d%s" % (self.ports[port_index], path)
+        return "http://%s:%d%s" % (self.listen_host, self.ports[port_index],
+                                   path)
 
     def __enter__(self):
         return self
@@ -335,6 +339,7 @@ class AnchorServer:
         self.cfg = cfg
         self.plan = plan
         self.args = args
+        self.listen_host = plan["host"]
         self.wrapper = wrapper
         self.proc = None
         self.ports = []
@@ -350,13 +355,14 @@ class AnchorServer:
             ("linger" if cfg.get("linger") else "none")
 
     def command(self):
-        return [self.binary, str(self.ports[0]), str(self.workers),
+        return [self.binary, "%s:%d" % (self.listen_host, self.ports[0]),
+                str(self.workers),
                 str(self.plan["keepalive"]), self.extra_arg]
 
     def start(self):
         if not os.path.exists(self.binary):
             raise RuntimeError("missing %s: run make first" % self.binary)
-        self.ports = [free_port()]
+        self.ports = [free_port(self.listen_host)]
         self.proc = subprocess.Popen(self.wrapper + self.command(),
                                      start_new_session=True,
                                      stdout=subprocess.DEVNULL,
@@ -386,7 +392,8 @@ class AnchorServer:
         return []
 
     def url(self, path="/", port_index=0):
-        return "http://127.0.0.1:%d%s" % (self.ports[port_index], path)
+        return "http://%s:%d%s" % (self.listen_host, self.ports[port_index],
+                                   path)
 
     def __enter__(self):
         return self
@@ -401,7 +408,8 @@ def wait_connectable(srv, timeout, what):
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
-            with socket.create_connection(("127.0.0.1", srv.ports[0]), 1):
+            with socket.create_connection((srv.listen_host, srv.ports[0]),
+                                          1):
                 srv.probe_connections += 1
                 return 0
         except OSError:
@@ -475,32 +483,53 @@ def server_usage(pgid):
     involuntary: it was preempted, which on a shared machine is the
     neighbours' doing) and minor page faults of a server's process group:
     live processes, plus what reaped children left in the parent's
-    counters (CPU and faults)."""
+    counters (CPU and faults).  Switches are kept per process
+    ("switches": {pid: (voluntary, involuntary)}), since no counter keeps
+    those of reaped children: usage_delta() counts the processes alive at
+    the end only."""
     ticks = os.sysconf("SC_CLK_TCK")
-    usage = {"cpu": 0.0, "voluntary": 0, "nonvoluntary": 0, "minflt": 0}
+    usage = {"cpu": 0.0, "minflt": 0, "switches": {}}
     for pid in group_pids(pgid):
         try:
             with open("/proc/%d/stat" % pid) as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            usage["cpu"] += (int(fields[11]) + int(fields[12])) / \
-                float(ticks)
-            usage["minflt"] += int(fields[7])
+            cpu = (int(fields[11]) + int(fields[12])) / float(ticks)
+            minflt = int(fields[7])
             if pid == pgid:
-                usage["cpu"] += (int(fields[13]) + int(fields[14])) / \
-                    float(ticks)
-                usage["minflt"] += int(fields[8])
+                cpu += (int(fields[13]) + int(fields[14])) / float(ticks)
+                minflt += int(fields[8])
             # Every thread's switches: the event MPM and nginx are not
             # single-threaded like prefork.
+            switches = [0, 0]
             for task in os.listdir("/proc/%d/task" % pid):
                 with open("/proc/%d/task/%s/status" % (pid, task)) as f:
                     for line in f:
                         if line.startswith("voluntary_ctxt_switches"):
-                            usage["voluntary"] += int(line.split()[1])
+                            switches[0] += int(line.split()[1])
                         elif line.startswith("nonvoluntary_ctxt_switches"):
-                            usage["nonvoluntary"] += int(line.split()[1])
+                            switches[1] += int(line.split()[1])
         except (OSError, IndexError, ValueError):
             continue
+        usage["cpu"] += cpu
+        usage["minflt"] += minflt
+        usage["switches"][pid] = tuple(switches)
     return usage
+
+
+def usage_delta(before, after):
+    """What a server did between two server_usage() readings: CPU and
+    faults from the totals; switches of the processes alive at the end
+    (from 0 for those born since).  A child that exited in between is
+    left out rather than subtracted: its switches are lost with it (the
+    rig's kernel-event counter has them all)."""
+    voluntary = involuntary = 0
+    for pid, (vol, invol) in after["switches"].items():
+        vol0, invol0 = before["switches"].get(pid, (0, 0))
+        voluntary += vol - vol0
+        involuntary += invol - invol0
+    return {"cpu": after["cpu"] - before["cpu"],
+            "minflt": after["minflt"] - before["minflt"],
+            "voluntary": voluntary, "nonvoluntary": involuntary}
 
 
 def target(srv, cfg, scene, port_index=0, path=None):

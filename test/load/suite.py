@@ -63,161 +63,30 @@ TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 # test/, for pfbtest (the one bootstrap, see test/pfbtest/__init__.py).
 sys.path.insert(0, os.path.dirname(HERE))
 
-from pfbtest import (STOCK_PREFORK, STOCK_EVENT, MPM_SO,  # noqa: E402
+from pfbtest import (STOCK_EVENT, MPM_SO,  # noqa: E402
                      MODULES, STATUS_SO, TEST_HANDLER_SO, exit_on_sigterm)
 import report  # noqa: E402
 import netns  # noqa: E402
 import cgroupcpu  # noqa: E402
 import hoststate  # noqa: E402
 import latency  # noqa: E402
+import rig  # noqa: E402
+import kevents  # noqa: E402
 import validity  # noqa: E402
 from servers import (make_server, start_server, server_cpus,  # noqa: E402
-                     server_usage, target, make_cert, AnchorServer,
-                     STATIC_PATH, STATIC_BODY)
+                     server_usage, usage_delta, target, make_cert,
+                     AnchorServer, STATIC_PATH, STATIC_BODY)
 from generators import (run_wrk, merge_wrk, run_openloop,  # noqa: E402
                         SlowClients, client_cpus)
+from profiles import (PROFILES, SCALED, DEFAULTS, SCENARIOS,  # noqa: E402
+                      CONFIG_ORDER, BASELINE, DEFAULT_CONFIGS, configs)
 from measures import (distribution, children_memory,  # noqa: E402
                       rps_locality, host_info, syscalls_per_request,
-                      pin_children_away)
+                      pin_children_away, reuse_distance)
 
 sys.path.insert(0, os.path.join(HERE, "sim"))
 import bucketsim  # noqa: E402
 
-
-PROFILES = {
-    "quick": {"pairs": 1, "seconds": 2, "fault_seconds": 6, "warmup": 0,
-              "workers": 32,
-              "connections": 32, "open_rate": 800, "slow_clients": 8,
-              "configs": ["pfb-1", "pfb-single", "pfb-ratio1", "pfb-N",
-                          "pfb-N-cpu", "pfb-N-idle", "stock",
-                          "stock-ratio1", "event", "nginx"],
-              "scenarios": ["static-close", "hetero", "graceful"]},
-    "full": {"pairs": 3, "seconds": 3, "fault_seconds": 6, "workers": 32,
-             "connections": 32, "open_rate": 1500, "slow_clients": 16,
-             "fault_pairs": 2,
-             "scenarios": ["static-close", "static-keepalive", "fourports",
-                           "hetero", "openloop", "bursts", "slowloris",
-                           "graceful", "kills"]},
-    # A many-core, two-socket host: pin the server and the load generator
-    # apart (--server-cpus / --client-cpus, or numactl), thousands of
-    # connections and children.
-    "bigbox": {"pairs": 5, "seconds": 20, "fault_seconds": 20,
-               "workers": 4096, "connections": 2000, "open_rate": 50000,
-               "slow_clients": 512, "fault_pairs": 3,
-               "scenarios": ["static-close", "static-keepalive", "fourports",
-                             "hetero", "openloop", "bursts", "slowloris",
-                             "graceful", "kills"]},
-    # Issue 14's table, as measured on a 16-CPU host: wrk -t16 -c256,
-    # MaxRequestWorkers 512 and StartServers 256 for static close; 256
-    # children and 384 clients for hetero; open-loop load at 50 % and 80 %
-    # of stock event's closed-loop req/s in the same run.  The sizes are
-    # for `cpus` server CPUs and are scaled (see SCALED) to fewer.
-    "16cpu": {"cpus": 16, "pairs": 5, "seconds": 10, "fault_seconds": 10,
-              "warmup": 2,
-              "workers": 512, "start": 256, "connections": 256,
-              "wrk_threads": 16, "hetero_workers": 256, "open_rate": 16000,
-              "slow_clients": 64, "buckets": "cpus",
-              "configs": ["stock", "stock-ratio1", "pfb-1", "pfb-per-listen",
-                          "pfb-N", "pfb-N-idle", "pfb-N-cpu", "event",
-                          "event-tuned", "nginx", "nginx-tuned"],
-              "scenarios": ["static-close", "hetero", "fourports",
-                            "open50", "open80"]},
-    # The anchors and floors side by side: server CPU per request at a
-    # fixed open-loop rate below every server's saturation (`rate`, the
-    # profile's open_rate), peak closed-loop throughput, keep-alive.  Pin
-    # the generator apart (--server-cpus, --client-cpus).  The
-    # differences isolate a process per connection (anchor-blocking -
-    # anchor-epoll), the lingering close (anchor-blocking-linger -
-    # anchor-blocking), httpd's core (pfb-floor - anchor-blocking) and
-    # configuration (pfb-1 - pfb-floor).
-    "anchors": {"cpus": 16, "pairs": 6, "seconds": 10, "warmup": 2,
-                "workers": 512, "start": 256, "connections": 256,
-                "wrk_threads": 16, "open_rate": 16000, "buckets": "cpus",
-                "strace": True,
-                "configs": ["anchor-epoll", "anchor-blocking",
-                            "anchor-blocking-linger", "pfb-floor", "pfb-1",
-                            "pfb-N-idle", "pfb-N-cpu", "stock",
-                            "stock-ratio1", "event", "event-tuned", "nginx",
-                            "nginx-tuned"],
-                "scenarios": ["rate", "static-close", "keepalive100"]},
-    # Cost against the pool's size: static close at a fixed concurrency
-    # (16 connections per server CPU) with 64 to 4096 children.
-    "pool": {"pairs": 6, "seconds": 8, "warmup": 2, "workers": 64,
-             "connections_per_cpu": 16, "buckets": "cpus",
-             "configs": ["stock", "stock-ratio1", "pfb-1", "pfb-N"],
-             "scenarios": ["pool64", "pool256", "pool1024", "pool4096"]},
-    # Real sites' workloads: keep-alive with 100 requests per connection,
-    # TLS with keep-alive and TLS with a new connection (and handshake)
-    # for every request.
-    "workloads": {"cpus": 16, "pairs": 6, "seconds": 10, "warmup": 2,
-                  "workers": 512, "start": 256, "connections": 256,
-                  "wrk_threads": 16, "buckets": "cpus",
-                  "configs": ["stock", "stock-ratio1", "pfb-1", "pfb-N-idle",
-                              "event", "event-tuned", "nginx",
-                              "nginx-tuned"],
-                  "scenarios": ["keepalive100", "tls-keepalive",
-                                "tls-close"]},
-    # The model's cross-node cost, calibrated: packets received by RPS on
-    # every server CPU, cpu steering, children on the receiving CPU
-    # against children half the CPU list away (on a two-socket host: the
-    # other node).  Needs root (the rps scenario's namespace).
-    "crossnode": {"pairs": 6, "seconds": 10, "warmup": 2, "workers": 32,
-                  "connections": 32, "buckets": "cpus",
-                  "configs": ["pfb-N-cpu", "pfb-N-cpu-away"],
-                  "scenarios": ["rps"]},
-    # The lingering close before and after: --mpm-before names the MPM
-    # built from the commit before it (pfb-1-before); the blocking anchor
-    # with and without httpd's lingering close prices it alone.
-    "linger": {"pairs": 6, "seconds": 8, "warmup": 2, "workers": 32,
-               "connections": 32, "open_rate": 2000, "strace": True,
-               "configs": ["pfb-1", "pfb-1-before", "anchor-blocking",
-                           "anchor-blocking-linger"],
-               "scenarios": ["rate", "static-close"]},
-    # mod_php (pool sizes: PHP_POOL).
-    "php": {"pairs": 3, "seconds": 5, "workers": 32, "connections": 32,
-            "buckets": "cpus",
-            "configs": ["pfb-1", "pfb-N", "pfb-N-idle", "stock",
-                        "stock-ratio1"],
-            "scenarios": ["php"]},
-    # What the package ships (mpm_prefork_buckets.conf: Debian's pool
-    # 5/5/10/150, no bucket directive) against Debian's stock prefork with
-    # its own mpm_prefork.conf, the same pool: the shipped default must
-    # never be slower.  pfb-1 (the same arrangement from the profile's
-    # pool) rides along; add --configs pfb-N-idle,... to compare buckets.
-    # hetero with 48 clients, as issue 20 measured it.
-    "default": {"pairs": 3, "seconds": 8, "workers": 150, "start": 5,
-                "min_spare": 5, "max_spare": 10, "connections": 32,
-                "hetero_clients": 48,
-                "configs": ["pfb-shipped", "pfb-1", "stock"],
-                "scenarios": ["static-close", "hetero", "fourports", "php"]},
-    # Packets spread over the server's CPUs by RPS on a veth (netns.py);
-    # `rps-half` spreads them over half of the server's CPUs only, so the
-    # share of connections in those CPUs' buckets shows whether each
-    # connection landed on the bucket of the CPU that received it.
-    "rps": {"pairs": 3, "seconds": 5, "workers": 32, "connections": 32,
-            "buckets": "cpus",
-            "configs": ["pfb-1", "pfb-N", "pfb-N-idle", "pfb-N-cpu"],
-            "scenarios": ["rps", "rps-half"]},
-}
-
-# Profile entries that grow with the server's CPUs: a profile with a
-# `cpus` entry is scaled by server CPUs / cpus where the server has fewer
-# (or by --scale).
-SCALED = ("workers", "start", "connections", "wrk_threads", "hetero_workers",
-          "slow_clients", "open_rate")
-
-# What the other scenarios need, for profiles made for one scenario (php,
-# rps) run with --scenarios.
-DEFAULTS = {"fault_seconds": 6, "open_rate": 800, "slow_clients": 8,
-            "warmup": 1}
-
-# Every scenario the suite knows, for --list; openNN (any percentage) runs
-# at NN % of stock event's static-close req/s.
-SCENARIOS = ["static-close", "static-keepalive", "keepalive100",
-             "fourports", "hetero", "openloop", "rate", "bursts",
-             "slowloris", "graceful", "kills", "open50", "open80", "php",
-             "rps", "rps-half", "tls-keepalive", "tls-close", "pool64",
-             "pool256", "pool1024", "pool4096"]
 
 # The pool scenarios' warm-up lasts until nearly every child has served,
 # for at most this many seconds per child (warm_pool()).
@@ -228,9 +97,6 @@ FAULT_SCENARIOS = validity.FAULT_SCENARIOS
 # on every server (MaxKeepAliveRequests, keepalive_requests, the anchors).
 KEEPALIVE_REQUESTS = 100
 
-# The floor configuration answers the static file's 100 bytes from a
-# handler here.
-FLOOR_PATH = "/floor"
 
 PHP_SCRIPT = os.path.join(HERE, "php", "mixed.php")
 # The php scenario's pool, in any profile (a profile may set php_* keys):
@@ -242,113 +108,6 @@ PHP_POOL = {"php_workers": 150, "php_start": 5, "php_min_spare": 5,
             "php_max_spare": 10, "php_clients_per_cpu": 8, "php_warmup": 2}
 PHP_CONF = ("<FilesMatch \\.php$>\n    SetHandler application/x-httpd-php\n"
             "</FilesMatch>\n")
-
-# The package's configuration file, as a2enmod mpm_prefork_buckets puts
-# it in place.
-SHIPPED_CONF = os.path.join(TOP, "server", "mpm", "prefork",
-                            "mpm_prefork_buckets.conf")
-
-CONFIG_ORDER = ["pfb-shipped", "pfb-1", "pfb-single", "pfb-per-listen",
-                "pfb-ratio1", "pfb-N", "pfb-N-cpu", "pfb-N-cpu-away",
-                "pfb-N-idle", "pfb-N-local", "pfb-floor", "pfb-1-before",
-                "stock", "stock-ratio1", "event", "event-tuned", "nginx",
-                "nginx-tuned", "anchor-epoll", "anchor-blocking",
-                "anchor-blocking-linger"]
-BASELINE = "stock"
-# What a profile without its own list runs: every configuration but the
-# shipped one, whose Debian pool would override the profile's and make the
-# comparison with stock's unfair (profile default runs it with that pool).
-DEFAULT_CONFIGS = [k for k in CONFIG_ORDER if k != "pfb-shipped"]
-
-
-def configs(args):
-    n = args.buckets
-    with open(SHIPPED_CONF) as f:
-        shipped = f.read()
-    return {
-        "pfb-shipped": {"label": "this MPM as shipped "
-                        "(mpm_prefork_buckets.conf)", "kind": "apache",
-                        "mpm": MPM_SO, "extra": shipped},
-        "pfb-1": {"label": "this MPM, no bucket directive (one bucket, "
-                  "httpd's arrangement)", "kind": "apache", "mpm": MPM_SO,
-                  "extra": ""},
-        "pfb-per-listen": {"label": "this MPM, ListenBuckets 1 (a bucket "
-                           "per Listen)", "kind": "apache", "mpm": MPM_SO,
-                           "extra": "ListenBuckets 1\n"},
-        "pfb-single": {"label": "this MPM, ListenBuckets 0 (httpd's shared "
-                       "poll of several Listens)", "kind": "apache",
-                       "mpm": MPM_SO, "extra": "ListenBuckets 0\n"},
-        "pfb-ratio1": {"label": "this MPM, ListenCoresBucketsRatio 1",
-                       "kind": "apache", "mpm": MPM_SO,
-                       "extra": "ListenCoresBucketsRatio 1\n"},
-        "pfb-N": {"label": "this MPM, ListenBuckets %d" % n,
-                  "kind": "apache", "mpm": MPM_SO,
-                  "extra": "ListenBuckets %d\n" % n},
-        "pfb-N-cpu": {"label": "this MPM, ListenBuckets %d, steering cpu "
-                      "+ BucketCPUAffinity" % n,
-                      "kind": "apache", "mpm": MPM_SO,
-                      "extra": "ListenBuckets %d\nListenBucketSteering cpu\n"
-                               "BucketCPUAffinity on\n" % n},
-        # The calibration of the model's cross-node cost: cpu steering's
-        # children moved, after start, to another CPU (with the server on
-        # several nodes: on the next node; see away_cpu()), so that every
-        # connection is served away from where it was received.
-        "pfb-N-cpu-away": {"label": "this MPM, ListenBuckets %d, steering "
-                           "cpu, children pinned away from their CPU" % n,
-                           "kind": "apache", "mpm": MPM_SO, "away": True,
-                           "extra": "ListenBuckets %d\nListenBucketSteering "
-                                    "cpu\nBucketCPUAffinity on\n" % n},
-        "pfb-N-idle": {"label": "this MPM, ListenBuckets %d, steering idle"
-                       % n, "kind": "apache", "mpm": MPM_SO,
-                       "extra": "ListenBuckets %d\nListenBucketSteering "
-                                "idle\n" % n},
-        # Locality that can borrow: the receiving CPU's bucket while it has
-        # an idle child, else its node's, else any; children pinned.
-        "pfb-N-local": {"label": "this MPM, ListenBuckets %d, steering "
-                        "local + BucketCPUAffinity" % n, "kind": "apache",
-                        "mpm": MPM_SO,
-                        "extra": "ListenBuckets %d\nListenBucketSteering "
-                                 "local\nBucketCPUAffinity on\n" % n},
-        # The floor: this MPM with nothing per request but httpd's core
-        # and a fixed 100-byte answer (no file, no access log, no
-        # ExtendedStatus).
-        "pfb-floor": {"label": "this MPM, floor (fixed-response handler, "
-                      "no log, ExtendedStatus Off)", "kind": "apache",
-                      "mpm": MPM_SO, "path": FLOOR_PATH,
-                      "extra": "ExtendedStatus Off\n<Location %s>\n"
-                               "    SetHandler pfb-fixed\n</Location>\n"
-                               % FLOOR_PATH},
-        "pfb-1-before": {"label": "this MPM before the change (--mpm-before), "
-                         "1 bucket", "kind": "apache",
-                         "mpm": args.mpm_before, "extra": ""},
-        "stock": {"label": "stock prefork", "kind": "apache",
-                  "mpm": STOCK_PREFORK, "extra": ""},
-        "stock-ratio1": {"label": "stock prefork, ListenCoresBucketsRatio 1",
-                         "kind": "apache", "mpm": STOCK_PREFORK,
-                         "extra": "ListenCoresBucketsRatio 1\n"},
-        "event": {"label": "stock event as shipped", "kind": "apache",
-                  "mpm": STOCK_EVENT, "extra": "", "event": "shipped"},
-        "event-tuned": {"label": "stock event, ThreadsPerChild 25 sized to "
-                        "the load, ListenCoresBucketsRatio 1",
-                        "kind": "apache", "mpm": STOCK_EVENT,
-                        "extra": "ListenCoresBucketsRatio 1\n",
-                        "event": "tuned"},
-        "nginx": {"label": "nginx as shipped", "kind": "nginx",
-                  "tuned": False},
-        "nginx-tuned": {"label": "nginx tuned (reuseport, access_log off, "
-                        "worker_cpu_affinity auto, open_file_cache)",
-                        "kind": "nginx", "tuned": True},
-        "anchor-epoll": {"label": "anchor: an epoll loop per CPU, reuseport",
-                         "kind": "anchor", "binary": "anchor_epoll"},
-        "anchor-blocking": {"label": "anchor: processes blocking in "
-                            "accept()", "kind": "anchor",
-                            "binary": "anchor_blocking"},
-        "anchor-blocking-linger": {"label": "anchor: blocking in accept(), "
-                                   "httpd's lingering close",
-                                   "kind": "anchor",
-                                   "binary": "anchor_blocking",
-                                   "linger": True},
-    }
 
 
 def server_plan(name, prof, args, scene):
@@ -386,6 +145,8 @@ def server_plan(name, prof, args, scene):
         plan["expect"] = ("PFB00051", "AH00045")
     if name.startswith("rps"):
         plan["host"] = scene["veth"].server_addr
+    if args.rig:
+        plan["host"] = args.rig.server_addr
     return plan
 
 
@@ -437,7 +198,7 @@ def scenario_run(name, srv, cfg, args, prof, scene, log, secs=None):
     conns = prof["connections"]
     secs = secs or prof["seconds"]
     url = target(srv, cfg, scene)
-    if re.fullmatch(r"open\d+", name):
+    if re.fullmatch(r"(open|fixed)\d+", name):
         return run_openloop(args, url, "%d:%d" % (secs, scene["rate"]),
                             log=log)
     if name == "rate":
@@ -509,7 +270,7 @@ def scenario_skips(name, cfg, args=None):
     if cfg.get("extra") == "ListenBuckets 1\n" and name != "fourports":
         return "with one Listen, ListenBuckets 1 is the default's arrangement"
     if cfg["kind"] == "anchor" and name not in ANCHOR_SCENARIOS \
-            and not re.fullmatch(r"open\d+", name):
+            and not re.fullmatch(r"(open|fixed)\d+", name):
         return "the anchors answer the static file over plain HTTP only"
     if cfg["kind"] == "apache" and not cfg.get("mpm"):
         return "no --mpm-before given"
@@ -532,11 +293,17 @@ def one_run(name, key, cfg, args, prof, log, scene=None, out_dir=None,
     """One measured run on a freshly started, warmed-up server."""
     scene = scene or {}
     plan = server_plan(name, prof, args, scene)
-    with cgroupcpu.ServerCgroup("%s-%s-%d" % (key, name, pair)) as cgroup:
+    quiet = rig.wait_quiet(args.rig, prof.get("quiet_wait", 0),
+                           args.max_foreign_cpu, log) if args.rig else None
+    tag = "%s-%s-%d" % (key, name, pair)
+    with cgroupcpu.ServerCgroup(tag) as cgroup, \
+            cgroupcpu.ServerCgroup(tag + "-gen") as gen_cgroup:
         with make_server(cfg, args, plan, cgroup) as srv:
             start_server(srv, cfg, plan)
             if cfg.get("away"):
                 pin_children_away(srv, args, log)
+            args.generator_wrapper = gen_cgroup.wrapper() if args.rig \
+                else None
             warmed = warm_up(name, srv, cfg, args, prof, scene, log)
             if out_dir and pair <= 1:
                 save_config(srv, key, name, out_dir)
@@ -545,28 +312,41 @@ def one_run(name, key, cfg, args, prof, log, scene=None, out_dir=None,
             gen0 = children_cpu()
             kernel = hoststate.Counters(server_cpus(args),
                                         client_cpus(args)).start()
+            host0 = args.rig.sample([cgroup.path, gen_cgroup.path]) \
+                if args.rig else None
             started = time.time()
             result = scenario_run(name, srv, cfg, args, prof, scene, log)
             elapsed = time.time() - started
+            if args.rig:
+                result["rig"] = rig.foreign(
+                    host0, args.rig.sample([cgroup.path, gen_cgroup.path]),
+                    server_cpus(args))
+                result["rig"]["quiet_wait"] = quiet
+            args.generator_wrapper = None
             result["kernel"] = kernel.stop()
             result["warmup"] = warmed
             cg1 = cgroup.usage()
-            use1 = server_usage(srv.proc.pid)
+            use = usage_delta(use0, server_usage(srv.proc.pid))
             # The pool as the load left it, before idle children are reaped.
             kids = srv.children()
             result["children_end"] = len(kids)
             result["memory"] = children_memory(kids)
             result["server_cpu_cgroup"] = cgroupcpu.delta(cg0, cg1)
-            result["server_cpu_proc_s"] = round(use1["cpu"] - use0["cpu"], 2)
+            result["server_cpu_proc_s"] = round(use["cpu"], 2)
             # The cgroup's count where there is one: it includes children
             # that exited during the run and every thread.
             result["server_cpu_s"] = result["server_cpu_cgroup"]["total"] \
                 if result["server_cpu_cgroup"] else result["server_cpu_proc_s"]
+            if args.rig and result["rig"]["foreign_server_s"] is not None:
+                # What the server's CPUs did, softirq included, less what
+                # others ran there (report.cpu_us_per_request).
+                result["server_cpus_s"] = round(
+                    result["rig"]["server_cpus_busy_s"]
+                    - result["rig"]["foreign_server_s"], 4)
             result["loadgen_cpu_s"] = round(children_cpu() - gen0, 2)
-            result["ctx_voluntary"] = use1["voluntary"] - use0["voluntary"]
-            result["ctx_switches"] = result["ctx_voluntary"] + \
-                use1["nonvoluntary"] - use0["nonvoluntary"]
-            result["minor_faults"] = use1["minflt"] - use0["minflt"]
+            result["ctx_voluntary"] = use["voluntary"]
+            result["ctx_switches"] = use["voluntary"] + use["nonvoluntary"]
+            result["minor_faults"] = use["minflt"]
             result["elapsed_s"] = round(elapsed, 2)
             # The server logs a request after its response is out.
             if not cfg.get("path"):
@@ -596,8 +376,10 @@ def keep_latencies(result, name, key, pair, out_dir):
 
 
 def judge_run(name, result, args):
-    """Why a run cannot be used (validity.py), with --max-lag-ms."""
-    return validity.judge_run(name, result, args.max_lag_ms)
+    """Why a run cannot be used (validity.py), with --max-lag-ms and
+    --max-foreign-cpu."""
+    return validity.judge_run(name, result, args.max_lag_ms,
+                              args.max_foreign_cpu)
 
 
 def save_config(srv, key, name, out_dir):
@@ -707,6 +489,22 @@ def parse_args():
     parser.add_argument("--max-lag-ms", type=float, default=5.0,
                         help="open-loop runs whose generator sent late by "
                         "more than this at p99 are invalid (default 5)")
+    parser.add_argument("--rig", action="store_true", dest="use_rig",
+                        help="run on the rig (rig.py; the rig profile "
+                        "does): the server and its receive softirq on "
+                        "--server-cpus (default 0) in a network namespace "
+                        "of its own, the generators on --client-cpus "
+                        "(default 1); needs root")
+    parser.add_argument("--quiet-wait", type=float,
+                        help="rig: seconds each run may wait for a quiet "
+                        "host (default: the profile's, 120 in rig, else 0)")
+    parser.add_argument("--max-foreign-cpu", type=float,
+                        default=validity.MAX_FOREIGN_CPU,
+                        help="rig: runs during which other processes took "
+                        "more than this share of a CPU are invalid "
+                        "(default 0.05)")
+    parser.add_argument("--no-kevents", action="store_true",
+                        help="rig: skip the kernel-event pass")
     parser.add_argument("--mpm-before", metavar="SO",
                         help="the MPM built from an earlier commit, as "
                         "configuration pfb-1-before")
@@ -720,6 +518,8 @@ def parse_args():
     parser.add_argument("--out")
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args()
+    args.rig = None             # the rig.Rig while a rig profile runs
+    args.generator_wrapper = None
     if args.seed is None:
         args.seed = str(int(time.time()))
     return args
@@ -729,6 +529,14 @@ def profile_settings(args):
     """The profile, scaled to the server's CPUs and with the command
     line's overrides; resolves --buckets and --wrk-threads."""
     prof = dict(DEFAULTS, **PROFILES[args.profile or "quick"])
+    if args.use_rig or prof.get("rig"):
+        prof["rig"] = True
+        args.server_cpus = args.server_cpus or "0"
+        args.client_cpus = args.client_cpus or "1"
+    if args.quiet_wait is not None:
+        prof["quiet_wait"] = args.quiet_wait
+    elif prof.get("rig"):
+        prof.setdefault("quiet_wait", 120)
     ncpus = len(server_cpus(args))
     scale = 1.0
     if "cpus" in prof:
@@ -788,6 +596,22 @@ def scenario_scene(name, doc, keys, all_configs, args, prof, log, out_dir):
         doc.setdefault("open_rates", {})[name] = scene["rate"]
         print("%s: %d req/s (%s %% of stock event's %.0f)"
               % (name, scene["rate"], m.group(1), capacity))
+    m = re.fullmatch(r"fixed(\d+)", name)
+    if m:
+        slowest = slowest_peak(doc, keys)
+        if slowest is None:
+            doc["unavailable"][name] = ("needs static-close before it in the "
+                                        "same run (its rate is a share of "
+                                        "the slowest configuration's peak)")
+            yield None
+            return
+        key, peak = slowest
+        scene["rate"] = max(1, int(peak * int(m.group(1)) / 100.0))
+        doc.setdefault("open_rates", {})[name] = scene["rate"]
+        doc.setdefault("fixed_basis", {})[name] = {"config": key,
+                                                   "peak": peak}
+        print("%s: %d req/s (%s %% of %s's peak, %.0f, the slowest)"
+              % (name, scene["rate"], m.group(1), key, peak))
     if name == "php":
         scene["php_so"] = php_module()
         if not scene["php_so"]:
@@ -809,6 +633,22 @@ def scenario_scene(name, doc, keys, all_configs, args, prof, log, out_dir):
             yield scene
         return
     yield scene
+
+
+def slowest_peak(doc, keys):
+    """(configuration, median static-close req/s) of the slowest
+    configuration in this run's valid runs, or None."""
+    peaks = []
+    for key in keys:
+        runs = [r for r in doc["runs"] if r["scenario"] == "static-close"
+                and r["config"] == key and "skipped" not in r
+                and not r.get("invalid")]
+        if runs:
+            peaks.append((statistics.median(r["rps"] for r in runs), key))
+    if not peaks:
+        return None
+    peak, key = min(peaks)
+    return key, peak
 
 
 def event_capacity(doc, all_configs, args, prof, log):
@@ -967,6 +807,7 @@ def main():
            "client_cpus": client_cpus(args),
            "seed": args.seed, "conf_base": args.conf_base,
            "max_lag_ms": args.max_lag_ms,
+           "max_foreign_cpu": args.max_foreign_cpu,
            "command": " ".join([os.path.basename(sys.argv[0])]
                                + sys.argv[1:])}
     print("host: %s" % json.dumps(doc["host"]))
@@ -978,28 +819,21 @@ def main():
                            if k in prof)))
     with open(os.path.join(out_dir, "raw.log"), "w") as log:
         log.write("$ %s\n" % " ".join([sys.executable] + sys.argv))
-        # One discarded run first: the first server after a while pays for
-        # a cold page cache and a fork storm, which is not a configuration's
-        # doing.
-        first = next((k for k in keys if not scenario_skips(
-            "static-close", all_configs[k], args)), None)
-        if first:
-            one_run("static-close", first, all_configs[first], args,
-                    dict(prof, seconds=1, warmup=0), log)
-        for name in scenarios:
-            run_scenario(name, doc, keys, all_configs, args, prof, log,
-                         out_dir)
-        want_strace = not args.no_strace and (
-            prof.get("strace") or args.profile in ("full", "bigbox"))
-        for key in keys if want_strace else []:
-            if scenario_skips("static-close", all_configs[key], args):
-                continue
-            doc["syscalls"][key] = syscalls_per_request(
-                all_configs[key], args,
-                server_plan("static-close", prof, args, {}), out_dir, log)
-            print("syscalls/request %-13s %s %s" % (
-                key, doc["syscalls"][key].get("per_request"),
-                doc["syscalls"][key].get("top")))
+        if prof.get("rig"):
+            with rig.Rig(server_cpus(args), client_cpus(args), log) as r:
+                args.rig = r
+                doc["rig"] = r.describe()
+                doc["rig"]["host_at_start"] = rig.host_load()
+                print("rig: server on CPUs %s in netns %s (%s), generators "
+                      "on CPUs %s" % (doc["rig"]["server_rps_cpus"],
+                                      r.veth.server_ns, r.server_addr,
+                                      doc["rig"]["client_rps_cpus"]))
+                run_all(doc, keys, scenarios, all_configs, args, prof, log,
+                        out_dir)
+            args.rig = None
+        else:
+            run_all(doc, keys, scenarios, all_configs, args, prof, log,
+                    out_dir)
     doc["elapsed_s"] = round(time.time() - started, 1)
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(doc, f, indent=1)
@@ -1010,6 +844,109 @@ def main():
     print("\nreport: %s (%.0f s)" % (os.path.join(out_dir, "report.md"),
                                       doc["elapsed_s"]))
     return 0
+
+
+def run_all(doc, keys, scenarios, all_configs, args, prof, log, out_dir):
+    """Every scenario's pairs, then the sampled passes: strace's system
+    calls, the rig's kernel events."""
+    # One discarded run first: the first server after a while pays for a
+    # cold page cache and a fork storm, which is not a configuration's
+    # doing.
+    first = next((k for k in keys if not scenario_skips(
+        "static-close", all_configs[k], args)), None)
+    if first:
+        one_run("static-close", first, all_configs[first], args,
+                dict(prof, seconds=1, warmup=0), log)
+    for name in scenarios:
+        run_scenario(name, doc, keys, all_configs, args, prof, log, out_dir)
+    want_strace = not args.no_strace and (
+        prof.get("strace") or args.profile in ("full", "bigbox"))
+    for key in keys if want_strace else []:
+        if scenario_skips("static-close", all_configs[key], args):
+            continue
+        doc["syscalls"][key] = syscalls_per_request(
+            all_configs[key], args,
+            server_plan("static-close", prof, args, {}), out_dir, log)
+        print("syscalls/request %-13s %s %s" % (
+            key, doc["syscalls"][key].get("per_request"),
+            doc["syscalls"][key].get("top")))
+    if args.rig and prof.get("kevent_pools") and not args.no_kevents:
+        kernel_event_pass(doc, keys, all_configs, args, prof, log, out_dir)
+
+
+def kernel_event_pass(doc, keys, all_configs, args, prof, log, out_dir):
+    """Kernel events per connection (kevents.py) for each configuration at
+    the fixed50 rate (else the profile's open_rate), with each pool size
+    of the profile's kevent_pools for the prefork servers and the blocking
+    anchor (whose cost may grow with the pool), with the first for the
+    others; each on a fresh server warmed up at the same rate, with the
+    reuse distance from its access log."""
+    why = kevents.unavailable()
+    if why:
+        doc["unavailable"]["kevents"] = why
+        print("kernel events: not run: %s" % why)
+        return
+    rate = doc.get("open_rates", {}).get("fixed50") or prof["open_rate"]
+    doc["kevents"] = {"rate": rate, "seconds": prof["kevent_seconds"],
+                      "configs": {}}
+    for key in keys:
+        cfg = dict(all_configs[key], key=key)
+        if scenario_skips("static-close", cfg, args):
+            continue
+        pooled = (cfg["kind"] == "apache" and cfg.get("mpm") != STOCK_EVENT) \
+            or cfg.get("binary") == "anchor_blocking"
+        for pool in prof["kevent_pools"] if pooled \
+                else prof["kevent_pools"][:1]:
+            one = kernel_event_run(key, cfg, pool, rate, args, prof, log)
+            doc["kevents"]["configs"].setdefault(key, {})[str(pool)] = one
+            save_progress(doc, out_dir)
+            print("kevents %-13s %4d children: %s" % (
+                key, pool, one.get("error") or ", ".join(
+                    "%s %.2f" % (k, v) for k, v in
+                    sorted(one["per_connection"].items()) if v is not None)))
+
+
+def kernel_event_run(key, cfg, pool, rate, args, prof, log):
+    """One server with `pool` children (prefork) at `rate`: its kernel
+    events, counted from tracepoints around an open-loop run."""
+    pool_prof = dict(prof, workers=pool, start=pool)
+    plan = server_plan("kevents", pool_prof, args, {})
+    secs = prof["kevent_seconds"]
+    log.write("\n### kevents %s, %d children, %d req/s\n" % (key, pool, rate))
+    with cgroupcpu.ServerCgroup("%s-kevents-%d" % (key, pool)) as cgroup:
+        with make_server(cfg, args, plan, cgroup) as srv:
+            start_server(srv, cfg, plan)
+            url = target(srv, cfg, {})
+            run_openloop(args, url, "%d:%d" % (max(1, prof.get("warmup", 1)),
+                                               rate), log=log)
+            if not cfg.get("path"):
+                srv.wait_access_log(1, timeout=30)
+            logged = len(srv.access_log_lines())
+            with kevents.KernelEvents(
+                    os.path.join(cgroup.path or "", "tasks"),
+                    server_cpus(args),
+                    ["taskset", "-c", args.client_cpus], log) as ke:
+                result = run_openloop(args, url, "%d:%d" % (secs, rate),
+                                      log=log)
+            if not cfg.get("path"):
+                srv.wait_access_log(logged + result.get("requests", 0),
+                                    timeout=30)
+            # The reuse distance of the measured requests only.
+            lines = srv.access_log_lines()[logged:]
+    one = {"requests": result.get("requests", 0),
+           "offered_rate": result.get("offered_rate"),
+           "rate": result.get("rps"), "errors": result.get("errors", {}),
+           "send_lag_p99": result.get("send_lag_p99"),
+           "counts": ke.result, "log_problems": srv.log_problems[:20]}
+    one.update(reuse_distance(lines))
+    one["invalid"] = validity.judge_run("kevents", dict(
+        result, generator="openloop"), args.max_lag_ms, 1.0)
+    if "error" in ke.result:
+        one["error"] = ke.result["error"]
+    one["per_connection"] = kevents.per_connection(
+        ke.result, ke.result.get("accepts") or one["requests"],
+        one["requests"])
+    return one
 
 
 def write_sim_report(doc, prof, keys, out_dir):
