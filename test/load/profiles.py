@@ -128,7 +128,7 @@ PROFILES = {
     "rig": {"rig": True, "pairs": 6, "seconds": 4, "warmup": 1,
             "workers": 64, "connections": 32, "wrk_threads": 1,
             "buckets": 2, "quiet_wait": 120, "kevent_seconds": 3,
-            "kevent_pools": [64, 512],
+            "kevent_pools": [64, 512], "kevent_rate": 1000,
             "configs": ["stock", "stock-ratio1", "pfb-1", "pfb-N-idle",
                         "pfb-N-local", "event", "event-tuned", "nginx",
                         "nginx-tuned", "anchor-epoll", "anchor-blocking"],

@@ -189,7 +189,10 @@ def kevents_section(doc):
              "page_fault_user/kernel of the server's tasks; NET_RX softirq "
              "time on the server's CPU for the packets RPS brought there: "
              "where stock prefork's walk over every child's wait-queue "
-             "entry on the listener is paid). Counts hold on a busy host. "
+             "entry on the listener is paid). Counts hold on a busy host; "
+             "NET_RX µs are durations, which others' work stretches (cache, "
+             "interrupts, a hypervisor's steal), so a run during which "
+             "others took over 5 %% of a CPU says so. "
              "Reuse distance: requests since the serving child's previous "
              "one (access log `%%P`); cold: the share served by a child that "
              "had waited through more than 64 others' requests." % (
@@ -212,7 +215,11 @@ def kevents_section(doc):
                 continue
             row = [doc["configs"].get(key, key), str(pool)]
             row += [_fmt(per.get(k), d) for _, k, d in KEVENT_COLUMNS]
-            row += [_fmt(per.get("netrx_us_per_connection"), 1),
+            busy = (one.get("foreign_cpus") or 0) > doc.get(
+                "max_foreign_cpu", 0.05)
+            row += [_fmt(per.get("netrx_us_per_connection"), 1)
+                    + (" (busy host: %.0f %% of a CPU)"
+                       % (100 * one["foreign_cpus"]) if busy else ""),
                     _fmt(per.get("netrx_packets_per_connection"), 2),
                     str(one.get("reuse_median", "–")),
                     _fmt(one.get("cold_share"), 2),

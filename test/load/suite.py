@@ -45,7 +45,6 @@ stopped on every path.
 
 import argparse
 import contextlib
-import csv
 import json
 import os
 import random
@@ -83,9 +82,6 @@ from profiles import (PROFILES, SCALED, DEFAULTS, SCENARIOS,  # noqa: E402
 from measures import (distribution, children_memory,  # noqa: E402
                       rps_locality, host_info, syscalls_per_request,
                       pin_children_away, reuse_distance)
-
-sys.path.insert(0, os.path.join(HERE, "sim"))
-import bucketsim  # noqa: E402
 
 
 # The pool scenarios' warm-up lasts until nearly every child has served,
@@ -505,6 +501,12 @@ def parse_args():
                         "(default 0.05)")
     parser.add_argument("--no-kevents", action="store_true",
                         help="rig: skip the kernel-event pass")
+    parser.add_argument("--kevent-rate", type=int,
+                        help="rig: the kernel-event pass's rate (default: "
+                        "fixed50's, else the profile's kevent_rate)")
+    parser.add_argument("--kevent-pools",
+                        help="rig: the pool sizes of the kernel-event pass, "
+                        "comma-separated (default: the profile's, 64,512)")
     parser.add_argument("--mpm-before", metavar="SO",
                         help="the MPM built from an earlier commit, as "
                         "configuration pfb-1-before")
@@ -533,6 +535,8 @@ def profile_settings(args):
         prof["rig"] = True
         args.server_cpus = args.server_cpus or "0"
         args.client_cpus = args.client_cpus or "1"
+    if args.kevent_pools:
+        prof["kevent_pools"] = [int(n) for n in args.kevent_pools.split(",")]
     if args.quiet_wait is not None:
         prof["quiet_wait"] = args.quiet_wait
     elif prof.get("rig"):
@@ -837,10 +841,10 @@ def main():
     doc["elapsed_s"] = round(time.time() - started, 1)
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(doc, f, indent=1)
-    write_csv(doc, os.path.join(out_dir, "results.csv"))
+    report.write_csv(doc, os.path.join(out_dir, "results.csv"))
     report.write_report(doc, out_dir)
     if "hetero" in scenarios:
-        write_sim_report(doc, prof, keys, out_dir)
+        report.write_sim_report(doc, prof, keys, out_dir)
     print("\nreport: %s (%.0f s)" % (os.path.join(out_dir, "report.md"),
                                       doc["elapsed_s"]))
     return 0
@@ -876,7 +880,8 @@ def run_all(doc, keys, scenarios, all_configs, args, prof, log, out_dir):
 
 def kernel_event_pass(doc, keys, all_configs, args, prof, log, out_dir):
     """Kernel events per connection (kevents.py) for each configuration at
-    the fixed50 rate (else the profile's open_rate), with each pool size
+    --kevent-rate, else the fixed50 rate, else the profile's kevent_rate,
+    with each pool size
     of the profile's kevent_pools for the prefork servers and the blocking
     anchor (whose cost may grow with the pool), with the first for the
     others; each on a fresh server warmed up at the same rate, with the
@@ -886,7 +891,8 @@ def kernel_event_pass(doc, keys, all_configs, args, prof, log, out_dir):
         doc["unavailable"]["kevents"] = why
         print("kernel events: not run: %s" % why)
         return
-    rate = doc.get("open_rates", {}).get("fixed50") or prof["open_rate"]
+    rate = args.kevent_rate or doc.get("open_rates", {}).get("fixed50") \
+        or prof["kevent_rate"]
     doc["kevents"] = {"rate": rate, "seconds": prof["kevent_seconds"],
                       "configs": {}}
     for key in keys:
@@ -913,21 +919,30 @@ def kernel_event_run(key, cfg, pool, rate, args, prof, log):
     plan = server_plan("kevents", pool_prof, args, {})
     secs = prof["kevent_seconds"]
     log.write("\n### kevents %s, %d children, %d req/s\n" % (key, pool, rate))
-    with cgroupcpu.ServerCgroup("%s-kevents-%d" % (key, pool)) as cgroup:
+    tag = "%s-kevents-%d" % (key, pool)
+    with cgroupcpu.ServerCgroup(tag) as cgroup, \
+            cgroupcpu.ServerCgroup(tag + "-gen") as gen_cgroup:
         with make_server(cfg, args, plan, cgroup) as srv:
             start_server(srv, cfg, plan)
+            args.generator_wrapper = gen_cgroup.wrapper()
             url = target(srv, cfg, {})
             run_openloop(args, url, "%d:%d" % (max(1, prof.get("warmup", 1)),
                                                rate), log=log)
             if not cfg.get("path"):
                 srv.wait_access_log(1, timeout=30)
             logged = len(srv.access_log_lines())
+            host0 = args.rig.sample([cgroup.path, gen_cgroup.path])
+            # The counter on the generator's CPUs, in its cgroup: what it
+            # spends is not the host's other work.
             with kevents.KernelEvents(
                     os.path.join(cgroup.path or "", "tasks"),
-                    server_cpus(args),
-                    ["taskset", "-c", args.client_cpus], log) as ke:
+                    server_cpus(args), gen_cgroup.wrapper()
+                    + ["taskset", "-c", args.client_cpus], log) as ke:
                 result = run_openloop(args, url, "%d:%d" % (secs, rate),
                                       log=log)
+            host = rig.foreign(host0, args.rig.sample(
+                [cgroup.path, gen_cgroup.path]), server_cpus(args))
+            args.generator_wrapper = None
             if not cfg.get("path"):
                 srv.wait_access_log(logged + result.get("requests", 0),
                                     timeout=30)
@@ -937,7 +952,8 @@ def kernel_event_run(key, cfg, pool, rate, args, prof, log):
            "offered_rate": result.get("offered_rate"),
            "rate": result.get("rps"), "errors": result.get("errors", {}),
            "send_lag_p99": result.get("send_lag_p99"),
-           "counts": ke.result, "log_problems": srv.log_problems[:20]}
+           "counts": ke.result, "log_problems": srv.log_problems[:20],
+           "foreign_cpus": host["foreign_cpus"]}
     one.update(reuse_distance(lines))
     one["invalid"] = validity.judge_run("kevents", dict(
         result, generator="openloop"), args.max_lag_ms, 1.0)
@@ -947,64 +963,6 @@ def kernel_event_run(key, cfg, pool, rate, args, prof, log):
         ke.result, ke.result.get("accepts") or one["requests"],
         one["requests"])
     return one
-
-
-def write_sim_report(doc, prof, keys, out_dir):
-    """The scale model, checked against this run's hetero medians."""
-    measured = {}
-    for case, key in (("single", "pfb-1"), ("hash", "pfb-ratio1"),
-                      ("idle", "pfb-N-idle")):
-        runs = [r for r in doc["runs"] if r["scenario"] == "hetero"
-                and r["config"] == key and "skipped" not in r]
-        if runs and key in keys:
-            measured[case] = {m: statistics.median(r[m] for r in runs)
-                              for m in ("rps", "p50", "p90", "p99")}
-    measured["buckets"] = doc["host"]["cpus_usable"]
-    if "idle" in measured:
-        measured["idle_buckets"] = doc.get("buckets", 4)
-    workers = prof.get("hetero_workers") or prof["workers"]
-    path = bucketsim.write_report(measured, workers, int(workers * 1.5),
-                                  doc["host"]["cpus_usable"],
-                                  os.path.join(out_dir, "sim-report.md"))
-    print("model: %s" % path)
-
-
-def write_csv(doc, path):
-    fields = ["scenario", "config", "pair", "position", "invalid", "rps",
-              "p50", "p90", "p99", "p99.9", "max", "errors", "server_cpu_s",
-              "loadgen_cpu_s", "ctx_switches", "bucket_jain", "child_jain",
-              "faults", "cpu_us_per_request", "children_end",
-              "status_children", "status_child_jain", "rss_kb", "pss_kb",
-              "rps_local_share", "listen_overflows", "listen_drops",
-              "server_softirq_s", "server_idle_s", "send_lag_p99",
-              "latency_file"]
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(fields)
-        for r in doc["runs"]:
-            if "skipped" in r:
-                continue
-            d = r.get("distribution", {})
-            k = r.get("kernel", {})
-            w.writerow([r["scenario"], r["config"], r["pair"],
-                        r.get("position"), "; ".join(r.get("invalid", [])),
-                        round(r.get("rps", 0.0), 1), r.get("p50"),
-                        r.get("p90"), r.get("p99"), r.get("p99.9"),
-                        r.get("max"), json.dumps(r["errors"]),
-                        r.get("server_cpu_s"), r.get("loadgen_cpu_s"),
-                        r.get("ctx_switches"), d.get("bucket_jain"),
-                        d.get("child_jain"), r.get("faults"),
-                        report.cpu_us_per_request(r),
-                        r.get("children_end"), d.get("status_children"),
-                        d.get("status_child_jain"),
-                        r.get("memory", {}).get("rss_kb"),
-                        r.get("memory", {}).get("pss_kb"),
-                        r.get("rps_local_share"),
-                        k.get("nstat", {}).get("TcpExtListenOverflows"),
-                        k.get("nstat", {}).get("TcpExtListenDrops"),
-                        k.get("cpu_server", {}).get("softirq"),
-                        k.get("cpu_server", {}).get("idle"),
-                        r.get("send_lag_p99"), r.get("latency_file")])
 
 
 if __name__ == "__main__":
