@@ -235,8 +235,9 @@ def check_rig():
                             "saturated (achieved %.0f): %s" % (
                                 r["config"], r.get("rps", 0),
                                 r["invalid"]))
-    anchor = doc.get("kevents", {}).get("configs", {}).get(
-        "anchor-blocking", {}).get("8", {})
+    import kevents
+    anchor = kevents.summarize_rounds(doc.get("kevents", {}).get(
+        "configs", {}).get("anchor-blocking", {}).get("8", []))
     per = anchor.get("per_connection", {})
     if not per:
         problems.append("rig: no kernel events for anchor-blocking: %s"

@@ -106,3 +106,38 @@ def per_connection(counts, connections, requests=None):
         "netrx_packets_per_connection": counts["netrx_packets_ours"]
         / float(connections),
     }
+
+
+def summarize_rounds(rounds):
+    """One entry of the kernel-event table from a configuration's rounds
+    at one pool size: each figure's median over the rounds that counted,
+    NET_RX's range too, and the rounds' validity."""
+    if isinstance(rounds, dict):
+        rounds = [rounds]       # a folder from before rounds
+    good = [r for r in rounds if r.get("per_connection")]
+    if not good:
+        return {"error": (rounds[0].get("error") if rounds else None)
+                or "no round counted"}
+    keys = set().union(*(r["per_connection"] for r in good))
+    summary = {"per_connection": {}, "rounds": len(good)}
+    for key in keys:
+        values = sorted(r["per_connection"][key] for r in good
+                        if r["per_connection"].get(key) is not None)
+        summary["per_connection"][key] = _median(values)
+    netrx = sorted(r["per_connection"]["netrx_us_per_connection"]
+                   for r in good)
+    summary["netrx_range"] = (netrx[0], netrx[-1])
+    for key in ("reuse_median", "cold_share", "rate", "foreign_cpus"):
+        values = sorted(r[key] for r in good if r.get(key) is not None)
+        summary[key] = _median(values)
+    summary["invalid"] = sorted({why for r in good
+                                 for why in r.get("invalid", [])})
+    return summary
+
+
+def _median(values):
+    if not values:
+        return None
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else \
+        (values[mid - 1] + values[mid]) / 2.0

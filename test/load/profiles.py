@@ -10,6 +10,9 @@ from pfbtest import STOCK_PREFORK, STOCK_EVENT, MPM_SO
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
+# contrib/upstream/check-patch.sh modules builds these.
+UPSTREAM_SO = os.path.join(TOP, "build", "upstream", "httpd-2.4.62%s",
+                           "mod_mpm_prefork.so")
 
 
 PROFILES = {
@@ -125,11 +128,13 @@ PROFILES = {
     # then kernel events per connection (kevents.py) with 64 and 512
     # children.  Runs during which other processes took over 5 % of a CPU
     # are invalid; each run waits (up to quiet_wait s) for a quiet host.
-    "rig": {"rig": True, "pairs": 6, "seconds": 4, "warmup": 1,
+    "rig": {"rig": True, "pairs": 6, "seconds": 3, "warmup": 1,
             "workers": 64, "connections": 32, "wrk_threads": 1,
-            "buckets": 2, "quiet_wait": 120, "kevent_seconds": 3,
+            "buckets": 2, "quiet_wait": 120, "kevent_seconds": 2,
             "kevent_pools": [64, 512], "kevent_rate": 1000,
-            "configs": ["stock", "stock-ratio1", "pfb-1", "pfb-N-idle",
+            "kevent_rounds": 3,
+            "configs": ["stock", "stock-ratio1", "stock-src",
+                        "stock-src-onelistener", "pfb-1", "pfb-N-idle",
                         "pfb-N-local", "event", "event-tuned", "nginx",
                         "nginx-tuned", "anchor-epoll", "anchor-blocking"],
             "scenarios": ["static-close", "fixed50", "fixed80"]},
@@ -181,9 +186,9 @@ SHIPPED_CONF = os.path.join(TOP, "server", "mpm", "prefork",
 CONFIG_ORDER = ["pfb-shipped", "pfb-1", "pfb-single", "pfb-per-listen",
                 "pfb-ratio1", "pfb-N", "pfb-N-cpu", "pfb-N-cpu-away",
                 "pfb-N-idle", "pfb-N-local", "pfb-floor", "pfb-1-before",
-                "stock", "stock-ratio1", "event", "event-tuned", "nginx",
-                "nginx-tuned", "anchor-epoll", "anchor-blocking",
-                "anchor-blocking-linger"]
+                "stock", "stock-ratio1", "stock-src", "stock-src-onelistener",
+                "event", "event-tuned", "nginx", "nginx-tuned",
+                "anchor-epoll", "anchor-blocking", "anchor-blocking-linger"]
 
 
 BASELINE = "stock"
@@ -260,6 +265,17 @@ def configs(args):
         "stock-ratio1": {"label": "stock prefork, ListenCoresBucketsRatio 1",
                          "kind": "apache", "mpm": STOCK_PREFORK,
                          "extra": "ListenCoresBucketsRatio 1\n"},
+        # httpd 2.4.62's own prefork.c, built with apxs for this apache2,
+        # as it is and with contrib/upstream's patch (make
+        # upstream-modules): the fix for stock prefork, measured against
+        # the same source without it.
+        "stock-src": {"label": "httpd 2.4.62's prefork, built here",
+                      "kind": "apache", "mpm": UPSTREAM_SO % "", "extra": "",
+                      "needs": "make upstream-modules"},
+        "stock-src-onelistener": {
+            "label": "httpd 2.4.62's prefork with the one-listener patch",
+            "kind": "apache", "mpm": UPSTREAM_SO % "-onelistener",
+            "extra": "", "needs": "make upstream-modules"},
         "event": {"label": "stock event as shipped", "kind": "apache",
                   "mpm": STOCK_EVENT, "extra": "", "event": "shipped"},
         "event-tuned": {"label": "stock event, ThreadsPerChild 25 sized to "

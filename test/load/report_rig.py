@@ -6,6 +6,7 @@ kernel events per connection, and how busy the host was."""
 
 import math
 
+import kevents
 import stats
 
 RIG_ORDER = ("stock", "stock-ratio1", "stock-src", "stock-src-onelistener",
@@ -183,8 +184,10 @@ def kevents_section(doc):
                 "Not run: %s." % why] if why else []
     pools = sorted({int(p) for c in ke["configs"].values() for p in c})
     lines = ["", "## Kernel events per connection (tracepoints)", "",
-             "One run per configuration and pool at %s req/s offered, %s s, "
-             "after a warm-up at the same rate, counted in the kernel by "
+             "%s rounds, each in a shuffled order, of one run per "
+             "configuration and pool at %s req/s offered, %s s, after a "
+             "warm-up at the same rate; medians over the rounds (NET_RX: "
+             "[min, max]). Counted in the kernel by "
              "build/kevents (raw_syscalls, sched_wakeup, sched_switch, "
              "page_fault_user/kernel of the server's tasks; NET_RX softirq "
              "time on the server's CPU for the packets RPS brought there: "
@@ -196,7 +199,7 @@ def kevents_section(doc):
              "Reuse distance: requests since the serving child's previous "
              "one (access log `%%P`); cold: the share served by a child that "
              "had waited through more than 64 others' requests." % (
-                 ke.get("rate"), ke.get("seconds")), ""]
+                 ke.get("rounds", 1), ke.get("rate"), ke.get("seconds")), ""]
     head = ["configuration", "children"] + [c[0] for c in KEVENT_COLUMNS] \
         + ["NET_RX µs/connection", "packets/connection",
            "reuse distance (median)", "cold share", "achieved req/s"]
@@ -205,23 +208,26 @@ def kevents_section(doc):
         [k for k in ke["configs"] if k not in RIG_ORDER]
     for key in keys:
         for pool in pools:
-            one = ke["configs"][key].get(str(pool))
-            if not one:
+            rounds = ke["configs"][key].get(str(pool))
+            if not rounds:
                 continue
+            one = kevents.summarize_rounds(rounds)
             per = one.get("per_connection", {})
             if one.get("error"):
                 lines.append("| %s | %d | error: %s |" % (
                     doc["configs"].get(key, key), pool, one["error"][:120]))
                 continue
-            row = [doc["configs"].get(key, key), str(pool)]
-            row += [_fmt(per.get(k), d) for _, k, d in KEVENT_COLUMNS]
             busy = (one.get("foreign_cpus") or 0) > doc.get(
                 "max_foreign_cpu", 0.05)
-            row += [_fmt(per.get("netrx_us_per_connection"), 1)
-                    + (" (busy host: %.0f %% of a CPU)"
-                       % (100 * one["foreign_cpus"]) if busy else ""),
+            row = [doc["configs"].get(key, key), str(pool)]
+            row += [_fmt(per.get(k), d) for _, k, d in KEVENT_COLUMNS]
+            row += ["%s [%s, %s]%s" % (
+                _fmt(per.get("netrx_us_per_connection"), 1),
+                _fmt(one["netrx_range"][0], 1), _fmt(one["netrx_range"][1], 1),
+                " (busy host: %.0f %% of a CPU)" % (100 * one["foreign_cpus"])
+                if busy else ""),
                     _fmt(per.get("netrx_packets_per_connection"), 2),
-                    str(one.get("reuse_median", "–")),
+                    _fmt(one.get("reuse_median"), 0),
                     _fmt(one.get("cold_share"), 2),
                     _fmt(one.get("rate"), 0) + (" (invalid: %s)" % "; ".join(
                         one["invalid"]) if one.get("invalid") else "")]
@@ -242,6 +248,7 @@ def walk_growth(ke, pools):
         lo, hi = by_pool.get(str(pools[0])), by_pool.get(str(pools[-1]))
         if not lo or not hi:
             continue
+        lo, hi = kevents.summarize_rounds(lo), kevents.summarize_rounds(hi)
         a = lo.get("per_connection", {}).get("netrx_us_per_connection")
         b = hi.get("per_connection", {}).get("netrx_us_per_connection")
         if a is None or b is None:

@@ -270,6 +270,8 @@ def scenario_skips(name, cfg, args=None):
         return "the anchors answer the static file over plain HTTP only"
     if cfg["kind"] == "apache" and not cfg.get("mpm"):
         return "no --mpm-before given"
+    if cfg.get("needs") and not os.path.exists(cfg["mpm"]):
+        return "not built (%s)" % cfg["needs"]
     if name.startswith("pool") and (cfg["kind"] != "apache"
                                     or cfg.get("mpm") == STOCK_EVENT):
         return "the pool scenarios compare prefork pools"
@@ -880,12 +882,14 @@ def run_all(doc, keys, scenarios, all_configs, args, prof, log, out_dir):
 
 def kernel_event_pass(doc, keys, all_configs, args, prof, log, out_dir):
     """Kernel events per connection (kevents.py) for each configuration at
-    --kevent-rate, else the fixed50 rate, else the profile's kevent_rate,
-    with each pool size
-    of the profile's kevent_pools for the prefork servers and the blocking
-    anchor (whose cost may grow with the pool), with the first for the
-    others; each on a fresh server warmed up at the same rate, with the
-    reuse distance from its access log."""
+    --kevent-rate, else the fixed50 rate, else the profile's kevent_rate:
+    with each pool size of the profile's kevent_pools for the prefork
+    servers and the blocking anchor (whose cost may grow with the pool),
+    with the first for the others; each on a fresh server warmed up at
+    the same rate, with the reuse distance from its access log.  Counts
+    are the same from round to round; NET_RX time is a duration, so the
+    pass runs kevent_rounds rounds, each in an order shuffled anew, and
+    keeps every round (kevents.summarize_rounds gives the medians)."""
     why = kevents.unavailable()
     if why:
         doc["unavailable"]["kevents"] = why
@@ -894,17 +898,23 @@ def kernel_event_pass(doc, keys, all_configs, args, prof, log, out_dir):
     rate = args.kevent_rate or doc.get("open_rates", {}).get("fixed50") \
         or prof["kevent_rate"]
     doc["kevents"] = {"rate": rate, "seconds": prof["kevent_seconds"],
-                      "configs": {}}
+                      "rounds": prof.get("kevent_rounds", 1), "configs": {}}
+    cases = []
     for key in keys:
         cfg = dict(all_configs[key], key=key)
         if scenario_skips("static-close", cfg, args):
             continue
         pooled = (cfg["kind"] == "apache" and cfg.get("mpm") != STOCK_EVENT) \
             or cfg.get("binary") == "anchor_blocking"
-        for pool in prof["kevent_pools"] if pooled \
-                else prof["kevent_pools"][:1]:
+        cases += [(key, cfg, pool) for pool in (
+            prof["kevent_pools"] if pooled else prof["kevent_pools"][:1])]
+    for round_no in range(doc["kevents"]["rounds"]):
+        order = list(cases)
+        random.Random("%s/kevents/%d" % (args.seed, round_no)).shuffle(order)
+        for key, cfg, pool in order:
             one = kernel_event_run(key, cfg, pool, rate, args, prof, log)
-            doc["kevents"]["configs"].setdefault(key, {})[str(pool)] = one
+            doc["kevents"]["configs"].setdefault(key, {}).setdefault(
+                str(pool), []).append(one)
             save_progress(doc, out_dir)
             print("kevents %-13s %4d children: %s" % (
                 key, pool, one.get("error") or ", ".join(
