@@ -132,7 +132,7 @@ PROFILES = {
             "workers": 64, "connections": 32, "wrk_threads": 1,
             "buckets": 2, "quiet_wait": 120, "kevent_seconds": 2,
             "kevent_pools": [64, 512], "kevent_rate": 1000,
-            "kevent_rounds": 3,
+            "kevent_rounds": 2,
             "configs": ["stock", "stock-ratio1", "stock-src",
                         "stock-src-onelistener", "pfb-1", "pfb-N-idle",
                         "pfb-N-local", "event", "event-tuned", "nginx",

@@ -568,7 +568,8 @@ def profile_settings(args):
     if args.rate:
         prof["open_rate"] = args.rate
     if args.buckets is None:
-        args.buckets = ncpus if prof.get("buckets") == "cpus" else 4
+        args.buckets = ncpus if prof.get("buckets") == "cpus" \
+            else prof.get("buckets") or 4
     prof["buckets"] = args.buckets
     if args.wrk_threads is None and prof.get("wrk_threads"):
         args.wrk_threads = min(prof["wrk_threads"], prof["connections"])
