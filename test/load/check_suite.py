@@ -7,7 +7,7 @@ that the report, the model report, the CSV and the charts were written,
 and that no server with this project's MPM logged a warning its scenario
 does not provoke by design (suite.py's EXPECTED_LOG).
 
-Then one short pass over issue 14's scenarios, two configurations, one
+Then one short pass over the 16-CPU table's scenarios, two configurations, one
 second each: the 16cpu profile's summary and an open-loop run at 50 % of
 stock event's req/s, mod_php (php) and the veth/RPS namespace (rps-half),
 where cpu steering must put every connection on the bucket of the one

@@ -38,7 +38,7 @@ PROFILES = {
                "scenarios": ["static-close", "static-keepalive", "fourports",
                              "hetero", "openloop", "bursts", "slowloris",
                              "graceful", "kills"]},
-    # Issue 14's table, as measured on a 16-CPU host: wrk -t16 -c256,
+    # The first 16-CPU table, as measured on a 16-CPU host: wrk -t16 -c256,
     # MaxRequestWorkers 512 and StartServers 256 for static close; 256
     # children and 384 clients for hetero; open-loop load at 50 % and 80 %
     # of stock event's closed-loop req/s in the same run.  The sizes are
@@ -115,7 +115,7 @@ PROFILES = {
     # its own mpm_prefork.conf, the same pool: the shipped default must
     # never be slower.  pfb-1 (the same arrangement from the profile's
     # pool) rides along; add --configs pfb-N-idle,... to compare buckets.
-    # hetero with 48 clients, as issue 20 measured it.
+    # hetero with 48 clients, as the first default table measured it.
     "default": {"pairs": 3, "seconds": 8, "workers": 150, "start": 5,
                 "min_spare": 5, "max_spare": 10, "connections": 32,
                 "hetero_clients": 48,
@@ -127,8 +127,10 @@ PROFILES = {
     # fixed rates at 50 % and 80 % of the slowest configuration's peak;
     # then kernel events per connection (kevents.py) with 64 and 512
     # children.  Runs during which other processes took over 5 % of a CPU
-    # are invalid; each run waits (up to quiet_wait s) for a quiet host.
-    "rig": {"rig": True, "pairs": 6, "seconds": 3, "warmup": 1,
+    # are invalid; each run waits (up to quiet_wait s) for a quiet host,
+    # and pairs go on (up to max_pairs) until 6 have every run valid.
+    "rig": {"rig": True, "pairs": 6, "max_pairs": 12, "seconds": 3,
+            "warmup": 1,
             "workers": 64, "connections": 32, "wrk_threads": 1,
             "buckets": 2, "quiet_wait": 120, "kevent_seconds": 2,
             "kevent_pools": [64, 512], "kevent_rate": 1000,

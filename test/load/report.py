@@ -405,7 +405,7 @@ def pool_cell(runs):
     return "%s (status %s)" % (fmt(kids, 0), fmt(status, 0))
 
 
-# Issue 14's row order.
+# The first 16-CPU table's row order.
 TABLE_ORDER = ("stock", "pfb-shipped", "pfb-1", "pfb-single",
                "pfb-per-listen", "pfb-N", "pfb-N-idle", "pfb-N-cpu", "event",
                "nginx", "stock-ratio1", "pfb-ratio1")
@@ -486,7 +486,7 @@ def openloop_table(doc):
 
 
 def profile_16cpu_section(doc):
-    """The table of issue 14 and its companions, when this run has them."""
+    """The first 16-CPU table and its companions, when this run has them."""
     if not any(r["scenario"] in ("static-close", "hetero", "fourports")
                or re.fullmatch(r"open\d+", r["scenario"])
                for r in doc["runs"]) or doc["profile"] != "16cpu":

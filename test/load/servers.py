@@ -24,7 +24,7 @@ from pfbtest import (Server, STOCK_EVENT, MODULES, STATUS_SO,  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 ANCHOR_DIR = os.path.join(TOP, "build", "anchors")
-# The static scenarios' file: 100 bytes, as in issue 14's measurements.
+# The static scenarios' file: 100 bytes, as in the first 16-CPU table.
 STATIC_PATH = "/static100.html"
 STATIC_BODY = ("static file of one hundred bytes for the load suite "
                + "x" * 47 + "\n")

@@ -5,7 +5,13 @@ prefork and event MPMs and nginx, run interleaved, with a report.
 
   python3 test/load/suite.py --quick          # CI smoke test, < 2 minutes
   python3 test/load/suite.py --full           # < 15 minutes on 2 cores
-  python3 test/load/suite.py --profile=16cpu  # issue 14's table (scaled
+  python3 test/load/suite.py --profile=rig    # the rig (rig.py): the server
+                                              # and its softirq on CPU 0,
+                                              # the generators on CPU 1;
+                                              # every configuration, kernel
+                                              # events per connection; root
+  python3 test/load/suite.py --profile=default --rig  # any profile on it
+  python3 test/load/suite.py --profile=16cpu  # the 16-CPU table (scaled
                                               # to the server's CPUs)
   python3 test/load/suite.py --profile=php    # mod_php, mixed cost
   python3 test/load/suite.py --profile=rps    # veth + RPS in a netns
@@ -34,13 +40,16 @@ switches, the kernel's TCP counters (nstat: ListenOverflows, ListenDrops
 generator's own errors and lag, and every request's latency (latency/*.gz,
 a histogram at 1 us).  A run whose generator failed (EADDRNOTAVAIL, socket
 errors, send lag beyond --max-lag-ms) is marked invalid, left out of every
-median and never used as a baseline.  Everything goes to one folder
+median and never used as a baseline; on the rig, so is a run during
+which other processes took over 5 % of a CPU, a fixed-rate run that fell
+under 97 % of its rate, and one whose server's accept queue overflowed
+(validity.py).  Everything goes to one folder
 (--out, default bench-results/suite-<time>): results.json, results.csv,
 report.md, the servers' configurations (configs/), the host's state and
 the project's commit, and gnuplot charts.  Traffic goes to 127.0.0.1 only,
-or, in the rps scenarios, over a veth pair to a network namespace the suite
-creates and deletes; every run is bounded by timeouts and every server is
-stopped on every path.
+or, in the rps scenarios and on the rig, over a veth pair between network
+namespaces the suite creates and deletes; every run is bounded by
+timeouts and every server is stopped on every path.
 """
 
 import argparse
@@ -501,6 +510,10 @@ def parse_args():
                         help="rig: runs during which other processes took "
                         "more than this share of a CPU are invalid "
                         "(default 0.05)")
+    parser.add_argument("--max-pairs", type=int,
+                        help="run further pairs, up to this many, until "
+                        "--pairs of them have a valid run of every "
+                        "configuration (default: the profile's, 12 in rig)")
     parser.add_argument("--no-kevents", action="store_true",
                         help="rig: skip the kernel-event pass")
     parser.add_argument("--kevent-rate", type=int,
@@ -553,6 +566,9 @@ def profile_settings(args):
     prof["scale"] = scale
     if args.pairs:
         prof["pairs"] = prof["fault_pairs"] = args.pairs
+        prof["max_pairs"] = None        # --max-pairs to go on
+    if args.max_pairs:
+        prof["max_pairs"] = args.max_pairs
     if args.seconds:
         prof["seconds"] = args.seconds
     if args.workers:
@@ -711,12 +727,27 @@ def rps_cpu_set(name, args):
     return cpus
 
 
+def complete_pairs(doc, name, keys):
+    """How many pairs of a scenario have a valid run of every
+    configuration."""
+    valid = {}
+    for r in doc["runs"]:
+        if r["scenario"] == name and r["config"] in keys \
+                and "skipped" not in r and not r.get("invalid"):
+            valid.setdefault(r["pair"], set()).add(r["config"])
+    return sum(1 for got in valid.values() if got >= set(keys))
+
+
 def run_scenario(name, doc, keys, all_configs, args, prof, log, out_dir):
     """Every pair: each configuration once, in an order shuffled anew for
     the pair (seeded by --seed, the scenario and the pair), so that no
-    configuration always follows the same one."""
+    configuration always follows the same one.  With max_pairs above
+    pairs (the rig's), pairs go on until `pairs` of them have a valid run
+    of every configuration, or max_pairs have run: a busy spell of the
+    host costs a pair, not the figure."""
     pairs = prof.get("fault_pairs", prof["pairs"]) \
         if name in ("graceful", "kills") else prof["pairs"]
+    max_pairs = max(pairs, prof.get("max_pairs") or pairs)
     with scenario_scene(name, doc, keys, all_configs, args, prof, log,
                         out_dir) as scene:
         if scene is None:
@@ -730,7 +761,9 @@ def run_scenario(name, doc, keys, all_configs, args, prof, log, out_dir):
                                     "pair": 0, "skipped": why})
             else:
                 runnable.append(key)
-        for pair in range(pairs):
+        for pair in range(max_pairs):
+            if pair >= pairs and complete_pairs(doc, name, runnable) >= pairs:
+                break
             order = list(runnable)
             random.Random("%s/%s/%d" % (args.seed, name, pair)).shuffle(order)
             for position, key in enumerate(order):
@@ -742,6 +775,7 @@ def run_scenario(name, doc, keys, all_configs, args, prof, log, out_dir):
                                "pair": pair + 1, "position": position})
                 doc["runs"].append(result)
                 save_progress(doc, out_dir)
+                log.flush()
                 print("%-16s pair %d  %-40s rps %8.1f  p99 %7.1f ms  "
                       "errors %s%s" % (name, pair + 1, cfg["label"][:40],
                                        result.get("rps", 0.0),
