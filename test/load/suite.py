@@ -454,7 +454,8 @@ def parse_args():
     size.add_argument("--profile", choices=sorted(PROFILES))
     parser.add_argument("--configs", help="comma-separated subset of %s"
                         % ",".join(CONFIG_ORDER))
-    parser.add_argument("--scenarios", help="comma-separated subset")
+    parser.add_argument("--scenarios", help="comma-separated subset; none: "
+                        "only the sampled passes (strace, kernel events)")
     parser.add_argument("--pairs", type=int, help="override the profile")
     parser.add_argument("--seconds", type=int, help="override the profile")
     parser.add_argument("--buckets", type=int,
@@ -519,6 +520,9 @@ def parse_args():
     parser.add_argument("--kevent-rate", type=int,
                         help="rig: the kernel-event pass's rate (default: "
                         "fixed50's, else the profile's kevent_rate)")
+    parser.add_argument("--kevent-rounds", type=int,
+                        help="rig: rounds of the kernel-event pass (default: "
+                        "the profile's, 2)")
     parser.add_argument("--kevent-pools",
                         help="rig: the pool sizes of the kernel-event pass, "
                         "comma-separated (default: the profile's, 64,512)")
@@ -550,6 +554,8 @@ def profile_settings(args):
         prof["rig"] = True
         args.server_cpus = args.server_cpus or "0"
         args.client_cpus = args.client_cpus or "1"
+    if args.kevent_rounds:
+        prof["kevent_rounds"] = args.kevent_rounds
     if args.kevent_pools:
         prof["kevent_pools"] = [int(n) for n in args.kevent_pools.split(",")]
     if args.quiet_wait is not None:
@@ -823,6 +829,8 @@ def main():
         else prof.get("configs", DEFAULT_CONFIGS)
     scenarios = args.scenarios.split(",") if args.scenarios \
         else prof["scenarios"]
+    if scenarios == ["none"]:
+        scenarios = []          # the sampled passes only (strace, kevents)
     for key in keys:
         if key not in all_configs:
             print("unknown configuration %s (--list)" % key)
