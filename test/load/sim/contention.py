@@ -44,9 +44,10 @@ Inputs, all measured:
                 (docs/bench/16cpu-20261123/static-close.results.json.gz);
                 Z is one bucket's CPU per request there, server plus
                 generator (117 µs median: 16 CPUs / its req/s gives 129)
-Fitted: c at 16 CPUs, per pair, from stock's throughput.  An entry costs
-more with 16 CPUs walking the same queue (each child's epoll structures
-are on other CPUs' cache lines); the ratio c16 / c2 is reported.
+First, c at 2 CPUs alone predicts stock's 16-CPU throughput, with no
+fit.  Then c at 16 CPUs is fitted, per pair, to stock's throughput; the
+ratio c16 / c2 says whether an entry costs more when 16 CPUs walk the
+same queue (each child's epoll structures on other CPUs' cache lines).
 
 Predictions (ranges from the per-pair fits, so that one run can fall
 outside them): stock prefork with 64 and 512 children at 16 CPUs; stock
@@ -168,11 +169,17 @@ def report(args):
                  " / ".join("%.0f" % x for x in ONE_BUCKET_16),
                  " / ".join("%.1f" % z for z in Z_16)), "",
              "## Fit", "",
-             "c at 16 CPUs that gives stock's throughput, per pair: %s ns "
-             "per entry, %s × the 2-CPU cost: with 16 CPUs walking one "
-             "queue, each entry's cache lines come from another CPU. The "
-             "lock is then held %s µs per connection, which caps one "
-             "listener at %s req/s whatever the CPUs." % (
+             "First without a fit: the 2-CPU cost per entry, serialised by "
+             "the lock, predicts stock at 16 CPUs with 256 children at %s "
+             "req/s (measured %s)." % (
+                 span([predict(CPUS_16, z, CHILDREN_16, c2)[0]
+                       for z in Z_16], -2), span(STOCK_16)), "",
+             "The c at 16 CPUs that gives stock's throughput, per pair: %s "
+             "ns per entry, %s × the 2-CPU cost (well above 1 would mean "
+             "that entries cost more when many CPUs walk them, their cache "
+             "lines moving between CPUs). The lock is then held %s µs per "
+             "connection, which caps one listener at %s req/s whatever the "
+             "CPUs." % (
                  " / ".join("%.0f" % (1e3 * c) for c in fits),
                  span([c / c2 for c in fits], 1),
                  span([L0_US + c * CHILDREN_16 for c in fits], 1),
