@@ -114,10 +114,13 @@ def summarize_rounds(rounds):
     NET_RX's range too, and the rounds' validity."""
     if isinstance(rounds, dict):
         rounds = [rounds]       # a folder from before rounds
-    good = [r for r in rounds if r.get("per_connection")]
-    if not good:
+    counted = [r for r in rounds if r.get("per_connection")]
+    if not counted:
         return {"error": (rounds[0].get("error") if rounds else None)
                 or "no round counted"}
+    # A round whose rate was not kept (saturated, or the generator late)
+    # counted another load: left out while a valid one is there.
+    good = [r for r in counted if not r.get("invalid")] or counted
     keys = set().union(*(r["per_connection"] for r in good))
     summary = {"per_connection": {}, "rounds": len(good)}
     for key in keys:
@@ -132,6 +135,7 @@ def summarize_rounds(rounds):
         summary[key] = _median(values)
     summary["invalid"] = sorted({why for r in good
                                  for why in r.get("invalid", [])})
+    summary["rounds_left_out"] = len(counted) - len(good)
     return summary
 
 

@@ -186,8 +186,8 @@ def kevents_section(doc):
     lines = ["", "## Kernel events per connection (tracepoints)", "",
              "%s rounds, each in a shuffled order, of one run per "
              "configuration and pool at %s req/s offered, %s s, after a "
-             "warm-up at the same rate; medians over the rounds (NET_RX: "
-             "[min, max]). Counted in the kernel by "
+             "warm-up at the same rate; medians over the rounds that kept "
+             "their rate (NET_RX: [min, max]). Counted in the kernel by "
              "build/kevents (raw_syscalls, sched_wakeup, sched_switch, "
              "page_fault_user/kernel of the server's tasks; NET_RX softirq "
              "time on the server's CPU for the packets RPS brought there: "
