@@ -116,7 +116,7 @@ PROFILES = {
     # never be slower.  pfb-1 (the same arrangement from the profile's
     # pool) rides along; add --configs pfb-N-idle,... to compare buckets.
     # hetero with 48 clients, as the first default table measured it.
-    "default": {"pairs": 3, "seconds": 8, "workers": 150, "start": 5,
+    "default": {"pairs": 6, "seconds": 8, "workers": 150, "start": 5,
                 "min_spare": 5, "max_spare": 10, "connections": 32,
                 "hetero_clients": 48,
                 "configs": ["pfb-shipped", "pfb-1", "stock"],

@@ -197,7 +197,22 @@ def make_cert(directory):
     return cert, key
 
 
-class NginxServer:
+class GroupServer:
+    """What the servers that are not httpd share: a process group started
+    in a session of its own (proc), its ports on listen_host."""
+
+    def children(self):
+        return [p for p in group_pids(self.proc.pid) if p != self.proc.pid]
+
+    def url(self, path="/", port_index=0):
+        return "http://%s:%d%s" % (self.listen_host, self.ports[port_index],
+                                   path)
+
+    def __enter__(self):
+        return self
+
+
+class NginxServer(GroupServer):
     """Debian's nginx, as shipped (Debian's nginx.conf: a worker per CPU,
     one shared listener, the combined access log, sendfile, gzip) or
     tuned (a reuseport socket and a CPU per worker, no access log, an open
@@ -305,9 +320,6 @@ class NginxServer:
         except OSError:
             return []
 
-    def children(self):
-        return [p for p in group_pids(self.proc.pid) if p != self.proc.pid]
-
     def graceful(self):
         os.kill(self.proc.pid, signal.SIGHUP)
 
@@ -318,13 +330,6 @@ class NginxServer:
         except OSError:
             return []
 
-    def url(self, path="/", port_index=0):
-        return "http://%s:%d%s" % (self.listen_host, self.ports[port_index],
-                                   path)
-
-    def __enter__(self):
-        return self
-
     def __exit__(self, *exc):
         stop_group(self.proc)
         self.log_problems = self.unexpected_log_lines()
@@ -332,7 +337,7 @@ class NginxServer:
         return False
 
 
-class AnchorServer:
+class AnchorServer(GroupServer):
     """One of test/load/anchors/ (built by make): the physical limit."""
 
     def __init__(self, cfg, plan, args, wrapper):
@@ -382,21 +387,11 @@ class AnchorServer:
             time.sleep(0.05)
         return self.children()
 
-    def children(self):
-        return [p for p in group_pids(self.proc.pid) if p != self.proc.pid]
-
     def wait_access_log(self, count, timeout=30):
         return None
 
     def access_log_lines(self):
         return []
-
-    def url(self, path="/", port_index=0):
-        return "http://%s:%d%s" % (self.listen_host, self.ports[port_index],
-                                   path)
-
-    def __enter__(self):
-        return self
 
     def __exit__(self, *exc):
         stop_group(self.proc)

@@ -552,6 +552,8 @@ def profile_settings(args):
     prof = dict(DEFAULTS, **PROFILES[args.profile or "quick"])
     if args.use_rig or prof.get("rig"):
         prof["rig"] = True
+        # A busy spell costs pairs: the rig goes on until enough are valid.
+        prof.setdefault("max_pairs", 2 * prof["pairs"])
         args.server_cpus = args.server_cpus or "0"
         args.client_cpus = args.client_cpus or "1"
     if args.kevent_rounds:

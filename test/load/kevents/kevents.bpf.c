@@ -126,6 +126,12 @@ static __always_inline int current_is_member(void)
     return is_member((__u32)bpf_get_current_pid_tgid());
 }
 
+/* The counts to add to when the current task is the server's, else 0. */
+static __always_inline struct kevents_counts *member_counts(void)
+{
+    return current_is_member() ? my_counts() : 0;
+}
+
 static __always_inline int on_server_cpu(void)
 {
     __u32 cpu = bpf_get_smp_processor_id();
@@ -136,13 +142,12 @@ static __always_inline int on_server_cpu(void)
 SEC("tracepoint/raw_syscalls/sys_enter")
 int on_sys_enter(struct sys_enter_rec *rec)
 {
-    struct kevents_counts *c;
+    struct kevents_counts *c = member_counts();
 
     (void)rec;
-    if (!current_is_member() || !(c = my_counts())) {
-        return 0;
+    if (c) {
+        c->syscalls++;
     }
-    c->syscalls++;
     return 0;
 }
 
@@ -154,10 +159,9 @@ int on_sys_exit(struct sys_exit_rec *rec)
     if (rec->ret < 0 || (rec->id != nr_accept && rec->id != nr_accept4)) {
         return 0;
     }
-    if (!current_is_member() || !(c = my_counts())) {
-        return 0;
+    if ((c = member_counts())) {
+        c->accepts++;
     }
-    c->accepts++;
     return 0;
 }
 
@@ -210,26 +214,24 @@ int on_fork(struct fork_rec *rec)
 SEC("tracepoint/exceptions/page_fault_user")
 int on_fault_user(void *rec)
 {
-    struct kevents_counts *c;
+    struct kevents_counts *c = member_counts();
 
     (void)rec;
-    if (!current_is_member() || !(c = my_counts())) {
-        return 0;
+    if (c) {
+        c->faults_user++;
     }
-    c->faults_user++;
     return 0;
 }
 
 SEC("tracepoint/exceptions/page_fault_kernel")
 int on_fault_kernel(void *rec)
 {
-    struct kevents_counts *c;
+    struct kevents_counts *c = member_counts();
 
     (void)rec;
-    if (!current_is_member() || !(c = my_counts())) {
-        return 0;
+    if (c) {
+        c->faults_kernel++;
     }
-    c->faults_kernel++;
     return 0;
 }
 

@@ -101,20 +101,16 @@ static void print_counts(int map_fd, int members)
     if (bpf_map_lookup_elem(map_fd, &zero, per_cpu) != 0) {
         die("cannot read the counters");
     }
+    /* Every field is a __u64 count, summed over the CPUs. */
     memset(&sum, 0, sizeof(sum));
     for (i = 0; i < ncpus; i++) {
-        sum.syscalls += per_cpu[i].syscalls;
-        sum.accepts += per_cpu[i].accepts;
-        sum.wakeups += per_cpu[i].wakeups;
-        sum.switches_voluntary += per_cpu[i].switches_voluntary;
-        sum.switches_involuntary += per_cpu[i].switches_involuntary;
-        sum.faults_user += per_cpu[i].faults_user;
-        sum.faults_kernel += per_cpu[i].faults_kernel;
-        sum.forks += per_cpu[i].forks;
-        sum.netrx_softirqs += per_cpu[i].netrx_softirqs;
-        sum.netrx_ns += per_cpu[i].netrx_ns;
-        sum.netrx_packets_ours += per_cpu[i].netrx_packets_ours;
-        sum.netrx_ns_ours += per_cpu[i].netrx_ns_ours;
+        const __u64 *from = (const __u64 *)&per_cpu[i];
+        __u64 *to = (__u64 *)&sum;
+        size_t f;
+
+        for (f = 0; f < sizeof(sum) / sizeof(__u64); f++) {
+            to[f] += from[f];
+        }
     }
     free(per_cpu);
     printf("{\"members_at_start\": %d, \"syscalls\": %llu, "

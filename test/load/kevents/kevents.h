@@ -6,7 +6,8 @@
 #ifndef KEVENTS_H
 #define KEVENTS_H
 
-/* One set per CPU (a per-CPU array of one entry). */
+/* One set per CPU (a per-CPU array of one entry).  Only __u64 counts:
+ * the loader sums them over the CPUs as an array. */
 struct kevents_counts {
     /* Of the server's tasks (the member set: the cgroup's tasks when the
      * loader started, and every task they forked since). */

@@ -232,14 +232,13 @@ def report(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.
-                                     RawDescriptionHelpFormatter,
-                                     epilog=__doc__.split("\n", 2)[2])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], epilog=__doc__.split("\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rig", required=True,
                         help="a rig folder's results.json(.gz) with the "
                         "kernel-event pass of stock prefork at two pools")
-    parser.add_argument("--out")
+    parser.add_argument("--out", help="also write the report here")
     args = parser.parse_args()
     text = report(args)
     if args.out:
