@@ -226,6 +226,7 @@ def check_rig():
         "--scenarios", "rate", "--rate", "60000", "--pairs", "1",
         "--seconds", "1", "--warmup", "0", "--quiet-wait", "0",
         "--kevent-pools", "8,32", "--kevent-rate", "500",
+        "--kevent-rounds", "1",
         "--workers", "8"])
     ran += got
     problems += probs
