@@ -957,7 +957,8 @@ def kernel_event_pass(doc, keys, all_configs, args, prof, log, out_dir):
         order = list(cases)
         random.Random("%s/kevents/%d" % (args.seed, round_no)).shuffle(order)
         for key, cfg, pool in order:
-            one = kernel_event_run(key, cfg, pool, rate, args, prof, log)
+            one = kernel_event_run(key, cfg, pool, rate, args, prof, log,
+                                   out_dir if round_no == 0 else None)
             doc["kevents"]["configs"].setdefault(key, {}).setdefault(
                 str(pool), []).append(one)
             save_progress(doc, out_dir)
@@ -967,9 +968,10 @@ def kernel_event_pass(doc, keys, all_configs, args, prof, log, out_dir):
                     sorted(one["per_connection"].items()) if v is not None)))
 
 
-def kernel_event_run(key, cfg, pool, rate, args, prof, log):
+def kernel_event_run(key, cfg, pool, rate, args, prof, log, out_dir=None):
     """One server with `pool` children (prefork) at `rate`: its kernel
-    events, counted from tracepoints around an open-loop run."""
+    events, counted from tracepoints around an open-loop run.  With
+    out_dir, the server's configuration goes to its configs/."""
     pool_prof = dict(prof, workers=pool, start=pool)
     plan = server_plan("kevents", pool_prof, args, {})
     secs = prof["kevent_seconds"]
@@ -979,6 +981,8 @@ def kernel_event_run(key, cfg, pool, rate, args, prof, log):
             cgroupcpu.ServerCgroup(tag + "-gen") as gen_cgroup:
         with make_server(cfg, args, plan, cgroup) as srv:
             start_server(srv, cfg, plan)
+            if out_dir:
+                save_config(srv, key, "kevents-%d" % pool, out_dir)
             args.generator_wrapper = gen_cgroup.wrapper()
             url = target(srv, cfg, {})
             run_openloop(args, url, "%d:%d" % (max(1, prof.get("warmup", 1)),
