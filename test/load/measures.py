@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 
+import latency
 import netns
 from pfbtest import HTTPD
 from generators import client_prefix
@@ -304,3 +305,16 @@ def pin_children_away(srv, args, log):
         except OSError:
             continue
     log.write("# moved %d children away from their bucket's CPU\n" % moved)
+
+
+def keep_latencies(result, name, key, pair, out_dir):
+    """Writes the run's latency histogram (latency/*.gz) and takes the
+    percentiles from it."""
+    hist = result.pop("hist", None) or {}
+    if not hist:
+        return
+    result.update(latency.summary(hist))
+    if out_dir and pair:
+        rel = os.path.join("latency", "%s-%s-p%d.hist.gz" % (name, key, pair))
+        latency.write(os.path.join(out_dir, rel), hist)
+        result["latency_file"] = rel

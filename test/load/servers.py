@@ -8,6 +8,7 @@ process counters and the URL a scenario loads."""
 
 import math
 import os
+import re
 import shutil
 import signal
 import socket
@@ -532,3 +533,40 @@ def target(srv, cfg, scene, port_index=0, path=None):
     handler, else the static file), over TLS in the tls scenarios."""
     url = srv.url(path or cfg.get("path", STATIC_PATH), port_index)
     return url.replace("http://", "https://", 1) if scene.get("tls") else url
+
+
+def save_config(srv, key, name, out_dir):
+    """The generated configuration of a configuration's first run."""
+    folder = os.path.join(out_dir, "configs")
+    os.makedirs(folder, exist_ok=True)
+    dest = os.path.join(folder, "%s-%s.conf" % (key, name))
+    if getattr(srv, "conf", None) and os.path.exists(srv.conf):
+        shutil.copyfile(srv.conf, dest)
+    elif isinstance(srv, AnchorServer):
+        with open(dest, "w") as f:
+            f.write("# command line\n%s\n" % " ".join(srv.command()))
+
+
+def php_module():
+    names = sorted(f for f in os.listdir(MODULES)
+                   if re.fullmatch(r"libphp[\d.]*\.so", f)) \
+        if os.path.isdir(MODULES) else []
+    return os.path.join(MODULES, names[-1]) if names else None
+
+
+def tls_unavailable():
+    if not os.path.exists(os.path.join(MODULES, "mod_ssl.so")):
+        return "no mod_ssl.so in %s" % MODULES
+    if not os.environ.get("PFB_BENCH_CERT_DIR") and \
+            not shutil.which("openssl"):
+        return "needs openssl (for the test certificate) or " \
+               "PFB_BENCH_CERT_DIR"
+    return None
+
+
+def rps_unavailable():
+    if os.geteuid() != 0:
+        return "needs root (ip netns, veth, rps_cpus)"
+    if not shutil.which("ip"):
+        return "needs ip (iproute2)"
+    return None

@@ -59,7 +59,6 @@ import os
 import random
 import re
 import resource
-import shutil
 import signal
 import statistics
 import sys
@@ -77,20 +76,20 @@ import report  # noqa: E402
 import netns  # noqa: E402
 import cgroupcpu  # noqa: E402
 import hoststate  # noqa: E402
-import latency  # noqa: E402
 import rig  # noqa: E402
 import kevents  # noqa: E402
 import validity  # noqa: E402
 from servers import (make_server, start_server, server_cpus,  # noqa: E402
                      server_usage, usage_delta, target, make_cert,
-                     AnchorServer, STATIC_PATH, STATIC_BODY)
+                     save_config, php_module, tls_unavailable,
+                     rps_unavailable, STATIC_PATH, STATIC_BODY)
 from generators import (run_wrk, merge_wrk, run_openloop,  # noqa: E402
                         SlowClients, client_cpus)
 from profiles import (PROFILES, SCALED, DEFAULTS, SCENARIOS,  # noqa: E402
                       CONFIG_ORDER, BASELINE, DEFAULT_CONFIGS, configs)
 from measures import (distribution, children_memory,  # noqa: E402
                       rps_locality, host_info, syscalls_per_request,
-                      pin_children_away, reuse_distance)
+                      pin_children_away, reuse_distance, keep_latencies)
 
 
 # The pool scenarios' warm-up lasts until nearly every child has served,
@@ -369,36 +368,11 @@ def one_run(name, key, cfg, args, prof, log, scene=None, out_dir=None,
     return result
 
 
-def keep_latencies(result, name, key, pair, out_dir):
-    """Writes the run's latency histogram (latency/*.gz) and takes the
-    percentiles from it."""
-    hist = result.pop("hist", None) or {}
-    if not hist:
-        return
-    result.update(latency.summary(hist))
-    if out_dir and pair:
-        rel = os.path.join("latency", "%s-%s-p%d.hist.gz" % (name, key, pair))
-        latency.write(os.path.join(out_dir, rel), hist)
-        result["latency_file"] = rel
-
-
 def judge_run(name, result, args):
     """Why a run cannot be used (validity.py), with --max-lag-ms and
     --max-foreign-cpu."""
     return validity.judge_run(name, result, args.max_lag_ms,
                               args.max_foreign_cpu)
-
-
-def save_config(srv, key, name, out_dir):
-    """The generated configuration of a configuration's first run."""
-    folder = os.path.join(out_dir, "configs")
-    os.makedirs(folder, exist_ok=True)
-    dest = os.path.join(folder, "%s-%s.conf" % (key, name))
-    if getattr(srv, "conf", None) and os.path.exists(srv.conf):
-        shutil.copyfile(srv.conf, dest)
-    elif isinstance(srv, AnchorServer):
-        with open(dest, "w") as f:
-            f.write("# command line\n%s\n" % " ".join(srv.command()))
 
 
 def warm_up(name, srv, cfg, args, prof, scene, log):
@@ -700,31 +674,6 @@ def event_capacity(doc, all_configs, args, prof, log):
         doc["runs"].append(result)
         runs = [result]
     return statistics.median(r["rps"] for r in runs)
-
-
-def php_module():
-    names = sorted(f for f in os.listdir(MODULES)
-                   if re.fullmatch(r"libphp[\d.]*\.so", f)) \
-        if os.path.isdir(MODULES) else []
-    return os.path.join(MODULES, names[-1]) if names else None
-
-
-def tls_unavailable():
-    if not os.path.exists(os.path.join(MODULES, "mod_ssl.so")):
-        return "no mod_ssl.so in %s" % MODULES
-    if not os.environ.get("PFB_BENCH_CERT_DIR") and \
-            not shutil.which("openssl"):
-        return "needs openssl (for the test certificate) or " \
-               "PFB_BENCH_CERT_DIR"
-    return None
-
-
-def rps_unavailable():
-    if os.geteuid() != 0:
-        return "needs root (ip netns, veth, rps_cpus)"
-    if not shutil.which("ip"):
-        return "needs ip (iproute2)"
-    return None
 
 
 def rps_cpu_set(name, args):
