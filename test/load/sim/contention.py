@@ -3,7 +3,7 @@
 """A model with contention: how a listener's wait queue caps stock
 prefork, and what one bucket and the fix for stock give at more CPUs.
 
-  python3 contention.py --rig docs/bench/DIR/results.json.gz \
+  python3 contention.py --rig docs/bench/DIR/results.json.gz [DIR2/...] \
       [--out docs/bench/DIR/contention.md]
 
 The mechanism, from the kernel's code path: when a handshake completes,
@@ -37,7 +37,8 @@ from a measured cost.
 Inputs, all measured:
   c at 2 CPUs   the growth of NET_RX softirq time per connection with the
                 pool (the rig's kernel-event pass, stock prefork 64 -> 512
-                children): the walk alone, on one CPU, uncontended
+                children): the walk alone, on one CPU, uncontended; a
+                duration, so each pass (--rig, one or more) gives its own
   the 16-CPU    stock prefork 31 424 / 30 044 / 28 928 req/s per pair and
   points        one bucket 124 424 / 119 676 / 112 746, 256 children,
                 server and generator on the same 16 CPUs
@@ -152,44 +153,50 @@ def span(values, digits=0):
 
 
 def report(args):
-    c2, (pool_lo, pool_hi, netrx_lo, netrx_hi) = rig_entry_cost(args.rig)
+    passes = [(path,) + rig_entry_cost(path) for path in args.rig]
+    costs = [c for _, c, _ in passes]
     fits = [fit_entry_cost(x, CPUS_16, z, CHILDREN_16)
             for x, z in zip(STOCK_16, Z_16)]
     lines = ["# Contention model: the listener's wait queue", "",
              "`%s`" % " ".join(["contention.py"] + sys.argv[1:]), "",
-             "## Inputs", "",
-             "- c at 2 CPUs (the rig, one server CPU): stock prefork's NET_RX "
-             "µs per connection %.1f with %d children, %.1f with %d: "
-             "**%.1f ns per entry**." % (netrx_lo, pool_lo, netrx_hi,
-                                          pool_hi, 1e3 * c2),
-             "- 16 CPUs, 256 children, server and generator on the same "
-             "CPUs: stock %s req/s per pair; one bucket %s; one bucket's "
-             "CPU per request (server + generator) Z = %s µs." % (
-                 " / ".join("%.0f" % x for x in STOCK_16),
-                 " / ".join("%.0f" % x for x in ONE_BUCKET_16),
-                 " / ".join("%.1f" % z for z in Z_16)), "",
-             "## Fit", "",
-             "First without a fit: the 2-CPU cost per entry, serialised by "
-             "the lock, predicts stock at 16 CPUs with 256 children at %s "
-             "req/s (measured %s)." % (
-                 span([predict(CPUS_16, z, CHILDREN_16, c2)[0]
-                       for z in Z_16], -2), span(STOCK_16)), "",
-             "The c at 16 CPUs that gives stock's throughput, per pair: %s "
-             "ns per entry, %s × the 2-CPU cost (well above 1 would mean "
-             "that entries cost more when many CPUs walk them, their cache "
-             "lines moving between CPUs). The lock is then held %s µs per "
-             "connection, which caps one listener at %s req/s whatever the "
-             "CPUs." % (
-                 " / ".join("%.0f" % (1e3 * c) for c in fits),
-                 span([c / c2 for c in fits], 1),
-                 span([L0_US + c * CHILDREN_16 for c in fits], 1),
-                 span([1e6 / (L0_US + c * CHILDREN_16) for c in fits])),
-             "", "Check: with no entry on the queue, and no accept cap, "
-             "the model gives one bucket %s req/s at 16 CPUs (CPU-bound, 16 "
-             "/ Z; measured %s): at 16 CPUs both limits meet, and one "
-             "socket's accept lock is taken to cap it at %s req/s (above)."
-             % (span([predict(CPUS_16, z, 0, 0)[0] for z in Z_16]),
-                span(ONE_BUCKET_16), span(ACCEPT_CAP)), "",
+             "## Inputs", ""]
+    for path, c, (pool_lo, pool_hi, netrx_lo, netrx_hi) in passes:
+        lines.append("- c at 2 CPUs (the rig, one server CPU; %s): stock "
+                     "prefork's NET_RX µs per connection %.1f with %d "
+                     "children, %.1f with %d: **%.1f ns per entry**." % (
+                         os.path.basename(os.path.dirname(path)), netrx_lo,
+                         pool_lo, netrx_hi, pool_hi, 1e3 * c))
+    lines += ["- 16 CPUs, 256 children, server and generator on the same "
+              "CPUs: stock %s req/s per pair; one bucket %s; one bucket's "
+              "CPU per request (server + generator) Z = %s µs." % (
+                  " / ".join("%.0f" % x for x in STOCK_16),
+                  " / ".join("%.0f" % x for x in ONE_BUCKET_16),
+                  " / ".join("%.1f" % z for z in Z_16)), "",
+              "## Fit", "",
+              "First without a fit: the 2-CPU cost per entry (%s ns in the "
+              "pass%s above), serialised by the lock, predicts stock at 16 "
+              "CPUs with 256 children at %s req/s (measured %s)." % (
+                  span([1e3 * c for c in costs], 0),
+                  "es" if len(costs) > 1 else "",
+                  span([predict(CPUS_16, z, CHILDREN_16, c)[0]
+                        for z in Z_16 for c in costs], -2),
+                  span(STOCK_16)), "",
+              "The c at 16 CPUs that gives stock's throughput, per pair: %s "
+              "ns per entry, %s × the 2-CPU cost (well above 1 would mean "
+              "that entries cost more when many CPUs walk them, their cache "
+              "lines moving between CPUs). The lock is then held %s µs per "
+              "connection, which caps one listener at %s req/s whatever the "
+              "CPUs." % (
+                  " / ".join("%.0f" % (1e3 * c) for c in fits),
+                  span([c / cost for c in fits for cost in costs], 1),
+                  span([L0_US + c * CHILDREN_16 for c in fits], 1),
+                  span([1e6 / (L0_US + c * CHILDREN_16) for c in fits])),
+              "", "Check: with no entry on the queue, and no accept cap, "
+              "the model gives one bucket %s req/s at 16 CPUs (CPU-bound, 16 "
+              "/ Z; measured %s): at 16 CPUs both limits meet, and one "
+              "socket's accept lock is taken to cap it at %s req/s (above)."
+              % (span([predict(CPUS_16, z, 0, 0)[0] for z in Z_16]),
+                 span(ONE_BUCKET_16), span(ACCEPT_CAP)), "",
              "## Predictions (ranges over the three pairs' fits; a run "
              "outside them falsifies the model)", "",
              "| host | configuration | children | sockets | req/s | CPU "
@@ -235,8 +242,8 @@ def main():
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0], epilog=__doc__.split("\n", 2)[2],
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rig", required=True,
-                        help="a rig folder's results.json(.gz) with the "
+    parser.add_argument("--rig", required=True, nargs="+",
+                        help="rig folders' results.json(.gz) with the "
                         "kernel-event pass of stock prefork at two pools")
     parser.add_argument("--out", help="also write the report here")
     args = parser.parse_args()
