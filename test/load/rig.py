@@ -158,11 +158,12 @@ def _delta(after, before):
     return {k: after[k] - before.get(k, 0.0) for k in after}
 
 
-def foreign(before, after, server_cpus):
+def foreign(before, after, server_cpus, client_cpus=()):
     """What others took between two samples: in CPUs over the whole host
     ("foreign_cpus"), and in seconds on the server's CPUs where cgroup v1
     tells CPUs apart ("foreign_server_s", else None); the server CPUs'
-    busy seconds ("server_cpus_busy_s") and the elapsed time."""
+    busy seconds ("server_cpus_busy_s"), the share of the time the server's
+    and the generator's CPUs were idle, and the elapsed time."""
     elapsed = after.time - before.time
     root = _delta(after.root, before.root)
     ours = [_delta(a, b) for a, b in zip(after.cgroups, before.cgroups)]
@@ -175,7 +176,15 @@ def foreign(before, after, server_cpus):
                         - softirq.get(c, 0.0) for c in server_cpus)
     idle = _delta(after.idle, before.idle)
     busy = sum(max(0.0, elapsed - idle.get(c, 0.0)) for c in server_cpus)
+
+    def idle_share(cpus):
+        if not cpus or elapsed <= 0:
+            return None
+        return round(min(1.0, sum(idle.get(c, 0.0) for c in cpus)
+                         / (elapsed * len(cpus))), 4)
     return {"elapsed_s": round(elapsed, 3),
+            "server_idle_share": idle_share(list(server_cpus)),
+            "client_idle_share": idle_share(list(client_cpus)),
             "foreign_cpus": round(max(0.0, total) / elapsed, 4)
             if elapsed > 0 else None,
             "foreign_server_s": round(max(0.0, on_server), 4)

@@ -326,7 +326,7 @@ def one_run(name, key, cfg, args, prof, log, scene=None, out_dir=None,
             if args.rig:
                 result["rig"] = rig.foreign(
                     host0, args.rig.sample([cgroup.path, gen_cgroup.path]),
-                    server_cpus(args))
+                    server_cpus(args), client_cpus(args))
                 result["rig"]["quiet_wait"] = quiet
             args.generator_wrapper = None
             result["kernel"] = kernel.stop()

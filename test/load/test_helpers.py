@@ -130,6 +130,23 @@ class InvalidRuns(unittest.TestCase):
         self.assertEqual(self.judge("static-close", run, self.args), [])
         self.assertTrue(self.judge("static-close", run, self.args, 0.04))
 
+    def test_a_peak_that_saturated_neither_cpu_is_invalid(self):
+        run = {"generator": "wrk", "requests": 100, "errors": {},
+               "rig": {"foreign_cpus": 0.0, "server_idle_share": 0.34,
+                       "client_idle_share": 0.25}}
+        self.assertIn("neither CPU saturated",
+                      " ".join(self.judge("static-close", run, self.args)))
+        run["rig"]["client_idle_share"] = 0.02      # the generator's limit
+        self.assertEqual(self.judge("static-close", run, self.args), [])
+        run["rig"]["server_idle_share"] = 0.01      # the server's
+        run["rig"]["client_idle_share"] = 0.3
+        self.assertEqual(self.judge("static-close", run, self.args), [])
+        # A service time, or open loop, idles by design.
+        run["rig"]["server_idle_share"] = 0.5
+        self.assertEqual(self.judge("hetero", run, self.args), [])
+        run.update(generator="openloop", send_lag_p99=0.1)
+        self.assertEqual(self.judge("fixed50", run, self.args), [])
+
     def test_listen_overflows_invalidate_rig_runs_only(self):
         run = {"generator": "wrk", "requests": 100, "errors": {},
                "kernel": {"nstat": {"TcpExtListenOverflows": 3}}}
@@ -160,8 +177,10 @@ class HostAccounting(unittest.TestCase):
         after = self.sample(2.0, {0: 1.5 + 0.1 + 0.2, 1: 1.0 + 0.05 + 0.1},
                             [{0: 1.5}, {1: 1.0}], {0: 0.1, 1: 0.0}, 0.05,
                             {0: 0.1, 1: 0.85})
-        got = rig.foreign(before, after, [0])
+        got = rig.foreign(before, after, [0], [1])
         self.assertAlmostEqual(got["foreign_cpus"], 0.15, places=3)
+        self.assertAlmostEqual(got["server_idle_share"], 0.05, places=3)
+        self.assertAlmostEqual(got["client_idle_share"], 0.425, places=3)
         self.assertAlmostEqual(got["foreign_server_s"], 0.2, places=3)
         self.assertAlmostEqual(got["server_cpus_busy_s"], 1.9, places=3)
 

@@ -9,9 +9,12 @@ is invalid too when the measurement cannot be trusted: a fixed-rate run
 whose server completed less than 97 % of the offered rate within the
 schedule (it saturated, so its latencies are a queue's growth, not the
 server's at that rate), and, on the rig, a run during which other
-processes took more than 5 % of a CPU, or whose server's accept queue
+processes took more than 5 % of a CPU, whose server's accept queue
 overflowed (ListenOverflows in the server's own network namespace; on
-loopback the counter is the host's and says nothing of one server).  The
+loopback the counter is the host's and says nothing of one server), or,
+in a closed-loop peak (static files, no service time), in which neither
+the server's CPU nor the generator's was saturated (both idled more than
+10 %: the run measured a stall, not a peak).  The
 suite marks each run as it ends; report.py marks published runs that
 predate the marking the same way, so an old folder's broken baseline is
 left out too."""
@@ -27,6 +30,14 @@ MAX_LAG_MS = 5.0
 MAX_FOREIGN_CPU = 0.05
 # A fixed-rate run must complete at least this share of its offered rate.
 MIN_ACHIEVED = 0.97
+# On the rig, a closed-loop run of a scenario that has nothing to wait
+# for (these: no service time, no sleeping application) in which both the
+# server's and the generator's CPUs idled more than this share of the
+# time saturated neither: it waited on something else (on a virtual
+# machine, the host).
+PEAK_SCENARIOS = ("static-close", "static-keepalive", "keepalive100",
+                  "fourports", "tls-close", "tls-keepalive")
+MAX_IDLE_AT_PEAK = 0.10
 
 
 def judge_run(name, result, max_lag_ms=MAX_LAG_MS,
@@ -67,4 +78,14 @@ def judge_run(name, result, max_lag_ms=MAX_LAG_MS,
             "TcpExtListenOverflows", 0)
         if overflows:
             reasons.append("ListenOverflows %d" % overflows)
+        server_idle = rig.get("server_idle_share")
+        client_idle = rig.get("client_idle_share")
+        peak = name in PEAK_SCENARIOS or name.startswith("pool")
+        if not open_loop and peak and \
+                server_idle is not None and client_idle is not None and \
+                min(server_idle, client_idle) > MAX_IDLE_AT_PEAK:
+            reasons.append("neither CPU saturated in closed loop (server "
+                           "CPU idle %.0f %%, generator's %.0f %%): it "
+                           "waited on something else"
+                           % (100 * server_idle, 100 * client_idle))
     return reasons
