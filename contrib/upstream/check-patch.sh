@@ -166,9 +166,11 @@ EOF
 }
 
 check() {
-    local version tree count unpatched
+    local version versions tree count unpatched
+    # Not inside the loop's word list: there a failure would not stop us.
+    versions=$(present trunk 2.4.62) || exit 1
     mkdir -p "$WORK"
-    for version in $(present trunk 2.4.62); do
+    for version in $versions; do
         say "$version: write the patch from the pristine tree, apply it with patch -p1"
         tree=$(fresh_tree "$version" "$WORK/check-$version")
         apply_patch "$tree" "$WORK/prefork-one-listener-$version.patch"
@@ -194,8 +196,9 @@ check() {
 }
 
 modules() {
-    local version=2.4.62 tree
-    [ -n "$(present "$version")" ] || return 0
+    local version=2.4.62 tree found
+    found=$(present "$version") || exit 1
+    [ -n "$found" ] || return 0
     tree=$(fresh_tree "$version" "$WORK/src-$version")
     build_module "$tree" "$WORK/httpd-$version"
     apply_patch "$tree" "$WORK/prefork-one-listener-$version.patch"
