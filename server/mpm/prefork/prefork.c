@@ -249,6 +249,12 @@ static volatile sig_atomic_t child_in_accept_wait;
  * signal that comes then must not run clean_child_exit() inside exit(),
  * whose handlers are not reentrant. */
 static volatile sig_atomic_t child_exiting;
+/* Set once child_init has run.  Until then a stop signal only sets
+ * child_die_now and the child leaves right after its start-up: exiting
+ * from the handler would destroy pools from inside whatever the start-up
+ * was doing (libseccomp building the filter, a module's child_init
+ * allocating), and glibc aborts on the corrupted heap. */
+static volatile sig_atomic_t child_started;
 
 /* A listener in a child's pollset, with its position in the bucket. */
 typedef struct {
@@ -374,8 +380,8 @@ static void child_terminate_handler(int AP_MAYBE_UNUSED(sig),
 {
     note_sender(info);
     child_die_now = 1;
-    if (child_exiting) {
-        return;                 /* already on its way out */
+    if (child_exiting || !child_started) {
+        return;                 /* on its way out, or leaves after start-up */
     }
     if (child_in_accept_wait) {
         stop_accepting();
@@ -692,6 +698,10 @@ static void child_main(int child_num, int bucket_index)
     apr_pool_tag(ptrans, "transaction");
 
     child_init_process(bucket);
+    child_started = 1;
+    if (child_die_now) {
+        clean_child_exit(stop_exit_code());
+    }
     pf_close_child_init();
     ap_create_sb_handle(&sbh, pchild, my_child_num, 0);
     ap_update_child_status(sbh, SERVER_READY, NULL);
