@@ -65,8 +65,11 @@ install_missing() {
         esac
     done
     if [ "${#rest[@]}" -gt 0 ]; then
+        # libssl3 as well, installed or not: apt brings Debian's current
+        # apache2, whose mod_ssl logs AH01882 on every start against an
+        # older libssl3 left on the machine by its image.
         apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
-            "${rest[@]}" || status=$?
+            "${rest[@]}" libssl3 || status=$?
     fi
     if [ "$status" -eq 0 ] && [ "${#modules[@]}" -gt 0 ]; then
         apt_keeping_apache_modules install -y -q --no-install-recommends \

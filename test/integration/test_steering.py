@@ -260,7 +260,7 @@ class IdleSteering(unittest.TestCase):
                                         timeout=30) as r:
                 page = r.read().decode()
             check_html(page)
-            self.assertIn("Steering idle</th>", page)
+            self.assertIn(">Steering idle</th>", page)
             self.assertIn("<b>Moved</b>", page)
 
     def test_idle_counts_match_children_after_kills_and_restarts(self):

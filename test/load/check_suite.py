@@ -7,19 +7,27 @@ that the report, the model report, the CSV and the charts were written,
 and that no server with this project's MPM logged a warning its scenario
 does not provoke by design (suite.py's EXPECTED_LOG).
 
-Then one short pass over issue 14's scenarios, two configurations, one
+Then one short pass over the 16-CPU table's scenarios, two configurations, one
 second each: the 16cpu profile's summary and an open-loop run at 50 % of
 stock event's req/s, mod_php (php) and the veth/RPS namespace (rps-half),
 where cpu steering must put every connection on the bucket of the one
 CPU that RPS sends packets to.  php and rps-half report themselves
 unavailable (without mod_php, or without root) rather than fail.
 
-Last, one second each of the anchors, the floor and the tuned peers at
+Then one second each of the anchors, the floor and the tuned peers at
 the fixed rate and in closed loop, TLS, and the smallest pool: every
 run's latency histogram is published and report.py rebuilds the report
 from those files, the anchors' table is there, and the strace sample
 shows no poll() in this MPM's close (its lingering close does not
-sleep), where the blocking anchor's httpd-style close polls."""
+sleep), where the blocking anchor's httpd-style close polls.
+
+Last, the rig (as root, on two CPUs or more; else it says it did not
+run): a run while a planted CPU hog spins on the generator's CPU must be
+reported invalid for others' CPU; a fixed rate far above what one server
+CPU serves must be reported invalid as saturated; and the kernel-event
+pass must count the blocking anchor's four system calls (accept4, read,
+write, close) and one voluntary switch per request, and NET_RX time for
+its packets."""
 
 import json
 import os
@@ -177,6 +185,79 @@ def check_round3():
     return ran, problems
 
 
+def hog(cpu):
+    """A process that spins on one CPU until killed (a planted foreign
+    load: not in any cgroup of the suite's)."""
+    return subprocess.Popen(["taskset", "-c", str(cpu), sys.executable,
+                             "-c", "while True: pass"])
+
+
+def check_rig():
+    """The rig's validity rules on real runs, and its event counter."""
+    sys.path.insert(0, HERE)
+    import rig
+    why = rig.unavailable()
+    if why:
+        print("bench smoke: rig not run: %s" % why)
+        return [], []
+    ran, problems = [], []
+    # A hog on the generator's CPU, which the scheduler shares with wrk:
+    # it takes about half of that CPU, ten times the 5 % bound.
+    spinning = hog(1)
+    try:
+        doc, got, probs = run_suite(os.path.join(RESULTS, "ci-rig-hog"), [
+            "--profile", "rig", "--configs", "anchor-blocking",
+            "--scenarios", "static-close", "--pairs", "1", "--seconds", "1",
+            "--warmup", "0", "--quiet-wait", "0", "--no-kevents"])
+    finally:
+        spinning.kill()
+        spinning.wait()
+    ran += got
+    problems += probs
+    for r in got:
+        if not any("other processes took" in w for w in r["invalid"]):
+            problems.append("rig: a run beside a CPU hog was not reported "
+                            "invalid (others took %s of a CPU)"
+                            % r.get("rig", {}).get("foreign_cpus"))
+    # 60 000 req/s offered to a server on one CPU; the kernel-event pass
+    # at a low rate, small pools.
+    doc, got, probs = run_suite(os.path.join(RESULTS, "ci-rig-rate"), [
+        "--profile", "rig", "--configs", "anchor-blocking,pfb-1",
+        "--scenarios", "rate", "--rate", "60000", "--pairs", "1",
+        "--seconds", "1", "--warmup", "0", "--quiet-wait", "0",
+        "--kevent-pools", "8,32", "--kevent-rate", "500",
+        "--kevent-rounds", "1",
+        "--workers", "8"])
+    ran += got
+    problems += probs
+    for r in got:
+        if not any("saturated" in w for w in r["invalid"]):
+            problems.append("rig: %s at 60000 req/s offered was not reported "
+                            "saturated (achieved %.0f): %s" % (
+                                r["config"], r.get("rps", 0),
+                                r["invalid"]))
+    import kevents
+    anchor = kevents.summarize_rounds(doc.get("kevents", {}).get(
+        "configs", {}).get("anchor-blocking", {}).get("8", []))
+    per = anchor.get("per_connection", {})
+    if not per:
+        problems.append("rig: no kernel events for anchor-blocking: %s"
+                        % anchor.get("error"))
+    else:
+        if not 3.95 <= per["syscalls_per_request"] <= 4.05:
+            problems.append("rig: anchor-blocking made %.2f system calls "
+                            "per request, expected 4 (accept4, read, write, "
+                            "close)" % per["syscalls_per_request"])
+        if not 0.9 <= per["voluntary_per_request"] <= 1.1:
+            problems.append("rig: anchor-blocking slept %.2f times per "
+                            "request, expected 1"
+                            % per["voluntary_per_request"])
+        if not per["netrx_us_per_connection"] > 0:
+            problems.append("rig: no NET_RX time counted for the server's "
+                            "packets")
+    return ran, problems
+
+
 def check_helpers():
     """The suite's pure helpers (test_helpers.py): intervals, histograms,
     invalid runs."""
@@ -191,8 +272,9 @@ def main():
     problems = helper_problems + problems
     ran2, problems2 = check_issue14()
     ran3, problems3 = check_round3()
-    ran += ran2 + ran3
-    problems += problems2 + problems3
+    ran4, problems4 = check_rig()
+    ran += ran2 + ran3 + ran4
+    problems += problems2 + problems3 + problems4
     for p in problems:
         print("bench smoke test: %s" % p)
     print("bench smoke: %d passed, %d failed" % (len(ran),

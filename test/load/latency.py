@@ -8,7 +8,8 @@ for percentiles: it drops only the order), one gzip'd text file per run.
   ...
 
 wrk gives its whole histogram to wrk_report.lua (latency(i) is the i-th
-distinct value and its count); openloop.py's latencies are counted here.
+distinct value and its count); the open-loop generator (openloop.c) writes
+its latencies in the same form.
 Any percentile can be recomputed from the file, and runs merged by adding
 counts: report.py reads these files, not the generators' summaries.
 """

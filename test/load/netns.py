@@ -1,26 +1,36 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
-"""A network namespace for the load generator, joined to this one by a
-veth pair, with RPS spreading the server side's incoming packets over the
-server's CPUs (the suite's `rps` scenarios).
+"""A network namespace for the load generator, joined by a veth pair to
+the server's, with RPS spreading the server side's incoming packets over
+the server's CPUs (the suite's `rps` scenarios and its rig).
 
 On loopback the CPU that processes a SYN is the client's own, so `cpu`
-steering is measured there in a setting it is not meant for.  Through a
-veth with RPS, each flow's packets are processed on a CPU picked by the
-flow's hash from rps_cpus, as a multi-queue NIC would spread them.
+steering is measured there in a setting it is not meant for, and the
+softirq of a connection's handshake (where stock prefork walks every
+child's wait-queue entry) is charged to the generator.  Through a veth
+with RPS, each flow's packets are processed on a CPU picked by the flow's
+hash from rps_cpus, as a multi-queue NIC would spread them.
 
-The server stays in this namespace and listens on the veth's address; the
-load generator runs in the new namespace (`ip netns exec`).  Addresses come
-from a private /30 that no route here overlaps, so traffic stays on the
-pair.  Deleting the namespace deletes both ends of the veth; __exit__ does
-it on every path, after ending whatever still runs in the namespace (only
-the suite's own generators can).  Needs root.
+The load generator runs in a new namespace (`ip netns exec`).  The server
+listens on the other end's address: in this namespace, or, with
+server_ns=True (the rig), in a second new namespace that the suite's own
+main thread enters (enter_server_ns()), so that the servers it starts,
+the harness's probes and the kernel's counters it reads (/proc/net:
+ListenOverflows ...) are the server namespace's alone, untouched by
+whatever else runs on the host.  Addresses come from a private /30 that no
+route here overlaps, so traffic stays on the pair.  Deleting the
+namespaces deletes both ends of the veth; __exit__ does it on every path,
+after ending whatever still runs in them (only the suite's own processes
+can).  Needs root.
 """
 
+import ctypes
 import ipaddress
 import os
 import signal
 import subprocess
 import time
+
+CLONE_NEWNET = 0x40000000
 
 
 def _ip(*args, check=True):
@@ -82,20 +92,27 @@ def free_subnet():
 class VethPair:
     """Context manager: the client namespace and the veth pair.
 
-    server_addr   the address the server listens on (this namespace)
+    server_addr   the address the server listens on (this namespace, or
+                  the server namespace)
     client_addr   the generator's address (in the namespace)
     prefix()      the command prefix that runs a generator there
     set_rps(cpus) RPS on the server side's receive queue
+    set_client_rps(cpus)  RPS on the generator side's
+    server_ns     the server namespace's name (server_ns=True), else None
+    enter_server_ns()  a context manager: the calling thread (the suite's
+                  main thread) in the server namespace, and back
     """
 
-    def __init__(self, log=None):
+    def __init__(self, log=None, server_ns=False):
         tag = os.getpid() % 100000
         self.ns = "pfb-load-%d" % os.getpid()
+        self.server_ns = "pfb-srv-%d" % os.getpid() if server_ns else None
         # Interface names: at most 15 characters.
         self.host_if = "pfbs%d" % tag
         self.peer_if = "pfbc%d" % tag
         self.log = log
         self.created = False
+        self.server_created = False
         net = free_subnet()
         hosts = list(net.hosts())
         self.server_addr, self.client_addr = str(hosts[0]), str(hosts[1])
@@ -110,16 +127,27 @@ class VethPair:
         self._say("ip " + " ".join(args))
         _ip(*args)
 
+    def _server_side(self):
+        """`ip` arguments that address the server's end."""
+        return ["-n", self.server_ns] if self.server_ns else []
+
     def __enter__(self):
         try:
             self._run("netns", "add", self.ns)
             self.created = True
+            if self.server_ns:
+                self._run("netns", "add", self.server_ns)
+                self.server_created = True
             self._run("link", "add", self.host_if, "type", "veth", "peer",
                       "name", self.peer_if, "netns", self.ns)
-            self._run("addr", "add", "%s/%d" % (self.server_addr,
-                                                self.prefixlen),
-                      "dev", self.host_if)
-            self._run("link", "set", self.host_if, "up")
+            if self.server_ns:
+                self._run("link", "set", self.host_if, "netns",
+                          self.server_ns)
+                self._run("-n", self.server_ns, "link", "set", "lo", "up")
+            side = self._server_side()
+            self._run(*(side + ["addr", "add", "%s/%d" % (
+                self.server_addr, self.prefixlen), "dev", self.host_if]))
+            self._run(*(side + ["link", "set", self.host_if, "up"]))
             self._run("-n", self.ns, "addr", "add", "%s/%d" % (
                 self.client_addr, self.prefixlen), "dev", self.peer_if)
             self._run("-n", self.ns, "link", "set", self.peer_if, "up")
@@ -131,45 +159,78 @@ class VethPair:
         return self
 
     def _wait_up(self, timeout=10):
-        """The host side's address is usable (no longer tentative)."""
+        """The server side's address is usable (no longer tentative)."""
         deadline = time.time() + timeout
         while time.time() < deadline:
-            out = _ip("-o", "addr", "show", "dev", self.host_if).stdout
+            out = _ip(*(self._server_side() + [
+                "-o", "addr", "show", "dev", self.host_if])).stdout
             if self.server_addr in out and "tentative" not in out:
                 return
             time.sleep(0.05)
 
+    def _write_rps(self, ns, interface, cpus):
+        """rps_cpus of every receive queue of an interface, in its
+        namespace (sysfs shows a namespace's interfaces to a process of
+        that namespace only: `ip netns exec` mounts its own /sys)."""
+        mask = cpu_mask(cpus)
+        script = ('for q in /sys/class/net/%s/queues/rx-*; do '
+                  'echo %s > "$q/rps_cpus" || exit 1; done'
+                  % (interface, mask))
+        command = (["ip", "netns", "exec", ns] if ns else []) + \
+            ["sh", "-c", script]
+        self._say(" ".join(command[:-1]) + " '%s'" % script)
+        subprocess.run(command, check=True, timeout=30, capture_output=True)
+
     def set_rps(self, cpus):
         """Spreads the flows the server receives over these CPUs."""
-        path = "/sys/class/net/%s/queues/rx-0/rps_cpus" % self.host_if
-        mask = cpu_mask(cpus)
-        self._say("echo %s > %s" % (mask, path))
-        with open(path, "w") as f:
-            f.write(mask)
+        self._write_rps(self.server_ns, self.host_if, cpus)
         self.rps_cpus = list(cpus)
+
+    def set_client_rps(self, cpus):
+        """Processes what the generator receives on these CPUs."""
+        self._write_rps(self.ns, self.peer_if, cpus)
 
     def prefix(self):
         return ["ip", "netns", "exec", self.ns]
 
-    def pids(self):
-        out = _ip("netns", "pids", self.ns, check=False).stdout
-        return [int(p) for p in out.split() if p.isdigit()]
+    def server_prefix(self):
+        """The command prefix that runs a process in the server's
+        namespace (empty: it is this one)."""
+        return ["ip", "netns", "exec", self.server_ns] if self.server_ns \
+            else []
 
-    def cleanup(self):
-        """Ends what still runs in the namespace (the suite's generators:
-        nothing else can be there), then deletes it and the veth pair."""
-        if not self.created:
-            return
+    def enter_server_ns(self):
+        return _ThreadInNamespace("/var/run/netns/%s" % self.server_ns)
+
+    def pids(self, ns=None):
+        out = _ip("netns", "pids", ns or self.ns, check=False).stdout
+        return [int(p) for p in out.split() if p.isdigit()
+                and int(p) != os.getpid()]
+
+    def _end_processes(self, ns):
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            pids = self.pids()
+            pids = self.pids(ns)
             for pid in pids:
                 try:
                     os.kill(pid, sig)
                 except ProcessLookupError:
                     pass
             deadline = time.time() + 5
-            while pids and self.pids() and time.time() < deadline:
+            while pids and self.pids(ns) and time.time() < deadline:
                 time.sleep(0.05)
+
+    def cleanup(self):
+        """Ends what still runs in the namespaces (the suite's servers and
+        generators: nothing else can be there), then deletes them and
+        the veth pair."""
+        if self.server_created:
+            self._end_processes(self.server_ns)
+            self._say("ip netns del %s" % self.server_ns)
+            _ip("netns", "del", self.server_ns, check=False)
+            self.server_created = False
+        if not self.created:
+            return
+        self._end_processes(self.ns)
         self._say("ip netns del %s" % self.ns)
         _ip("netns", "del", self.ns, check=False)
         # Normally gone with the namespace (its peer was there).
@@ -179,4 +240,39 @@ class VethPair:
 
     def __exit__(self, *exc):
         self.cleanup()
+        return False
+
+
+class _ThreadInNamespace:
+    """The calling thread in a network namespace (setns(2)) for the
+    `with` block, then back in the one it came from.  Processes it starts
+    and threads it creates meanwhile are born there."""
+
+    def __init__(self, path):
+        self.path = path
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.back = None
+
+    def _setns(self, fd):
+        if self.libc.setns(fd, CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, "setns(%s): %s" % (self.path, os.strerror(err)))
+
+    def __enter__(self):
+        self.back = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            self._setns(fd)
+        except OSError:
+            os.close(self.back)
+            raise
+        finally:
+            os.close(fd)
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self._setns(self.back)
+        finally:
+            os.close(self.back)
         return False

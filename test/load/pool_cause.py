@@ -39,9 +39,10 @@ sys.path.insert(0, HERE)
 
 from pfbtest import Server  # noqa: E402
 import cgroupcpu  # noqa: E402
-import suite  # noqa: E402
+import generators  # noqa: E402
+import measures  # noqa: E402
 
-COLD = suite.COLD_REUSE
+COLD = measures.COLD_REUSE
 FILE = "/s.html"
 
 
@@ -98,7 +99,7 @@ def counters(pids):
 
 def wrk(url, seconds):
     out = subprocess.run(
-        ["wrk", "-t2", "-c32", "-d%ds" % seconds, "-s", suite.WRK_SCRIPT,
+        ["wrk", "-t2", "-c32", "-d%ds" % seconds, "-s", generators.WRK_SCRIPT,
          url], env=dict(os.environ, WRK_CLOSE="1"), capture_output=True,
         text=True, timeout=seconds + 60).stdout
     return json.loads(re.search(r"^WRK_JSON (.*)$", out, re.M).group(1))

@@ -18,6 +18,7 @@ each scenario, latency CDFs for each scenario, and accepted connections per
 bucket for the bucketed configurations.
 """
 
+import csv
 import gzip
 import json
 import math
@@ -30,6 +31,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import latency  # noqa: E402
+import report_rig  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "sim"))
+import bucketsim  # noqa: E402
 import stats  # noqa: E402
 import validity  # noqa: E402
 
@@ -40,9 +45,11 @@ PERCENTILE_KEYS = ("p50", "p90", "p99", "p99.9", "p99.99", "max")
 def mark_invalid(doc):
     """Runs published before the suite marked them: the same rules."""
     bound = doc.get("max_lag_ms", validity.MAX_LAG_MS)
+    foreign = doc.get("max_foreign_cpu", validity.MAX_FOREIGN_CPU)
     for r in doc["runs"]:
         if "skipped" not in r and "invalid" not in r:
-            r["invalid"] = validity.judge_run(r["scenario"], r, bound)
+            r["invalid"] = validity.judge_run(r["scenario"], r, bound,
+                                              foreign)
 
 
 def load(path):
@@ -86,8 +93,12 @@ def fmt(v, digits=1):
 
 
 def cpu_us_per_request(run):
-    """Server CPU microseconds per request served: the server's CPU seconds
-    (its process group, reaped children included) over the requests."""
+    """Server CPU microseconds per request served: on the rig, what the
+    server's CPUs did (softirq included) less others' time there; else
+    the server's CPU seconds (its cgroup, or its process group with
+    reaped children) over the requests."""
+    if run.get("server_cpus_s") is not None:
+        return round(report_rig.server_cpu_us(run), 1)
     if not run.get("requests") or run.get("server_cpu_s") is None:
         return None
     return round(run["server_cpu_s"] * 1e6 / run["requests"], 1)
@@ -394,7 +405,7 @@ def pool_cell(runs):
     return "%s (status %s)" % (fmt(kids, 0), fmt(status, 0))
 
 
-# Issue 14's row order.
+# The first 16-CPU table's row order.
 TABLE_ORDER = ("stock", "pfb-shipped", "pfb-1", "pfb-single",
                "pfb-per-listen", "pfb-N", "pfb-N-idle", "pfb-N-cpu", "event",
                "nginx", "stock-ratio1", "pfb-ratio1")
@@ -475,7 +486,7 @@ def openloop_table(doc):
 
 
 def profile_16cpu_section(doc):
-    """The table of issue 14 and its companions, when this run has them."""
+    """The first 16-CPU table and its companions, when this run has them."""
     if not any(r["scenario"] in ("static-close", "hetero", "fourports")
                or re.fullmatch(r"open\d+", r["scenario"])
                for r in doc["runs"]) or doc["profile"] != "16cpu":
@@ -799,6 +810,8 @@ def write_report(doc, out_dir, name="report.md"):
             if chart:
                 charts.append(chart)
                 lines += ["", "![%s](%s)" % (chart, chart)]
+    lines += report_rig.rig_section(doc)
+    lines += report_rig.kevents_section(doc)
     lines += anchors_section(doc)
     lines += pool_section(doc)
     lines += crossnode_section(doc)
@@ -827,6 +840,64 @@ def write_report(doc, out_dir, name="report.md"):
     with open(os.path.join(out_dir, name), "w") as f:
         f.write("\n".join(lines))
     return os.path.join(out_dir, name)
+
+
+def write_sim_report(doc, prof, keys, out_dir):
+    """The scale model, checked against this run's hetero medians."""
+    measured = {}
+    for case, key in (("single", "pfb-1"), ("hash", "pfb-ratio1"),
+                      ("idle", "pfb-N-idle")):
+        runs = [r for r in doc["runs"] if r["scenario"] == "hetero"
+                and r["config"] == key and "skipped" not in r]
+        if runs and key in keys:
+            measured[case] = {m: statistics.median(r[m] for r in runs)
+                              for m in ("rps", "p50", "p90", "p99")}
+    measured["buckets"] = doc["host"]["cpus_usable"]
+    if "idle" in measured:
+        measured["idle_buckets"] = doc.get("buckets", 4)
+    workers = prof.get("hetero_workers") or prof["workers"]
+    path = bucketsim.write_report(measured, workers, int(workers * 1.5),
+                                  doc["host"]["cpus_usable"],
+                                  os.path.join(out_dir, "sim-report.md"))
+    print("model: %s" % path)
+
+
+def write_csv(doc, path):
+    fields = ["scenario", "config", "pair", "position", "invalid", "rps",
+              "p50", "p90", "p99", "p99.9", "max", "errors", "server_cpu_s",
+              "loadgen_cpu_s", "ctx_switches", "bucket_jain", "child_jain",
+              "faults", "cpu_us_per_request", "children_end",
+              "status_children", "status_child_jain", "rss_kb", "pss_kb",
+              "rps_local_share", "listen_overflows", "listen_drops",
+              "server_softirq_s", "server_idle_s", "send_lag_p99",
+              "latency_file"]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(fields)
+        for r in doc["runs"]:
+            if "skipped" in r:
+                continue
+            d = r.get("distribution", {})
+            k = r.get("kernel", {})
+            w.writerow([r["scenario"], r["config"], r["pair"],
+                        r.get("position"), "; ".join(r.get("invalid", [])),
+                        round(r.get("rps", 0.0), 1), r.get("p50"),
+                        r.get("p90"), r.get("p99"), r.get("p99.9"),
+                        r.get("max"), json.dumps(r["errors"]),
+                        r.get("server_cpu_s"), r.get("loadgen_cpu_s"),
+                        r.get("ctx_switches"), d.get("bucket_jain"),
+                        d.get("child_jain"), r.get("faults"),
+                        cpu_us_per_request(r),
+                        r.get("children_end"), d.get("status_children"),
+                        d.get("status_child_jain"),
+                        r.get("memory", {}).get("rss_kb"),
+                        r.get("memory", {}).get("pss_kb"),
+                        r.get("rps_local_share"),
+                        k.get("nstat", {}).get("TcpExtListenOverflows"),
+                        k.get("nstat", {}).get("TcpExtListenDrops"),
+                        k.get("cpu_server", {}).get("softirq"),
+                        k.get("cpu_server", {}).get("idle"),
+                        r.get("send_lag_p99"), r.get("latency_file")])
 
 
 if __name__ == "__main__":

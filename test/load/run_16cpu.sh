@@ -136,7 +136,7 @@ run() {
         suite --profile php --out "bench-results/php-$stamp" "$@"
     fi
     if [ "$what" = default ]; then
-        # The package's configuration against stock prefork (issue 20).
+        # The package's configuration against stock prefork.
         suite --profile default --out "bench-results/default-$stamp" "$@"
     fi
     if [ "$what" = rps ] || [ "$what" = all ]; then

@@ -2,7 +2,9 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """Unit tests of the load suite's pure helpers: the confidence intervals
 (stats.py), the latency histograms (latency.py), which runs are invalid
-(suite.judge_run) and the per-pair ratios.  Run by check_suite.py first,
+(validity.py: the generator's failures, a saturated fixed rate, others'
+CPU and ListenOverflows on the rig), the rig's accounting of others' CPU
+(rig.foreign) and the per-pair ratios.  Run by check_suite.py first,
 or alone: python3 test/load/test_helpers.py"""
 
 import math
@@ -108,13 +110,88 @@ class InvalidRuns(unittest.TestCase):
         self.assertTrue(self.judge("static-close", {
             "generator": "wrk", "requests": 0, "errors": {}}, self.args))
 
+    def test_fixed_rate_under_97_percent_is_saturated(self):
+        run = {"generator": "openloop", "requests": 9000, "errors": {},
+               "send_lag_p99": 0.1, "offered_rate": 3000.0, "rps": 2909.0}
+        self.assertIn("saturated", " ".join(self.judge("fixed80", run,
+                                                       self.args)))
+        run["rps"] = 2911.0
+        self.assertEqual(self.judge("fixed80", run, self.args), [])
+        # On/off bursts offer an average, not a rate to keep.
+        run["rps"] = 10.0
+        self.assertEqual(self.judge("bursts", run, self.args), [])
+
+    def test_foreign_cpu_over_the_bound_invalidates_rig_runs(self):
+        run = {"generator": "wrk", "requests": 100, "errors": {},
+               "rig": {"foreign_cpus": 0.051}}
+        self.assertIn("other processes took 5.1 %",
+                      " ".join(self.judge("static-close", run, self.args)))
+        run["rig"]["foreign_cpus"] = 0.049
+        self.assertEqual(self.judge("static-close", run, self.args), [])
+        self.assertTrue(self.judge("static-close", run, self.args, 0.04))
+
+    def test_a_peak_that_saturated_neither_cpu_is_invalid(self):
+        run = {"generator": "wrk", "requests": 100, "errors": {},
+               "rig": {"foreign_cpus": 0.0, "server_idle_share": 0.34,
+                       "client_idle_share": 0.25}}
+        self.assertIn("neither CPU saturated",
+                      " ".join(self.judge("static-close", run, self.args)))
+        run["rig"]["client_idle_share"] = 0.02      # the generator's limit
+        self.assertEqual(self.judge("static-close", run, self.args), [])
+        run["rig"]["server_idle_share"] = 0.01      # the server's
+        run["rig"]["client_idle_share"] = 0.3
+        self.assertEqual(self.judge("static-close", run, self.args), [])
+        # A service time, or open loop, idles by design.
+        run["rig"]["server_idle_share"] = 0.5
+        self.assertEqual(self.judge("hetero", run, self.args), [])
+        run.update(generator="openloop", send_lag_p99=0.1)
+        self.assertEqual(self.judge("fixed50", run, self.args), [])
+
+    def test_listen_overflows_invalidate_rig_runs_only(self):
+        run = {"generator": "wrk", "requests": 100, "errors": {},
+               "kernel": {"nstat": {"TcpExtListenOverflows": 3}}}
+        # On loopback the counter is the host's: another server's.
+        self.assertEqual(self.judge("static-close", run, self.args), [])
+        run["rig"] = {"foreign_cpus": 0.0}
+        self.assertEqual(self.judge("static-close", run, self.args),
+                         ["ListenOverflows 3"])
+
+
+class HostAccounting(unittest.TestCase):
+    """rig.foreign(): what others took, from two samples."""
+
+    def sample(self, t, root, ours, softirq, own, idle):
+        import rig
+        s = rig.Sample.__new__(rig.Sample)
+        s.time, s.root, s.cgroups = t, root, ours
+        s.softirq, s.own, s.idle = softirq, own, idle
+        return s
+
+    def test_others_are_the_root_less_ours(self):
+        import rig
+        before = self.sample(0.0, {0: 0.0, 1: 0.0}, [{0: 0.0}, {1: 0.0}],
+                             {0: 0.0, 1: 0.0}, 0.0, {0: 0.0, 1: 0.0})
+        # 2 s: the server 1.5 s on CPU 0, the generator 1.0 s on CPU 1,
+        # ksoftirqd/0 0.1 s, the suite 0.05 s, others 0.2 s on CPU 0 and
+        # 0.1 s on CPU 1; CPU 0 idle 0.1 s.
+        after = self.sample(2.0, {0: 1.5 + 0.1 + 0.2, 1: 1.0 + 0.05 + 0.1},
+                            [{0: 1.5}, {1: 1.0}], {0: 0.1, 1: 0.0}, 0.05,
+                            {0: 0.1, 1: 0.85})
+        got = rig.foreign(before, after, [0], [1])
+        self.assertAlmostEqual(got["foreign_cpus"], 0.15, places=3)
+        self.assertAlmostEqual(got["server_idle_share"], 0.05, places=3)
+        self.assertAlmostEqual(got["client_idle_share"], 0.425, places=3)
+        self.assertAlmostEqual(got["foreign_server_s"], 0.2, places=3)
+        self.assertAlmostEqual(got["server_cpus_busy_s"], 1.9, places=3)
+
 
 class AwayCpu(unittest.TestCase):
     """Where the crossnode profile moves a bucket's children."""
 
     def setUp(self):
-        import suite
-        self.away = suite.away_cpu
+        sys.path.insert(0, os.path.dirname(HERE))     # test/, for pfbtest
+        import measures
+        self.away = measures.away_cpu
 
     def test_one_node_half_the_list_away(self):
         cpus = [0, 1, 2, 3, 4, 5]

@@ -1,13 +1,23 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
-"""Which runs cannot be used: those whose load generator failed.  A run is
-invalid when the generator gave no output or nothing was served, when it
-ran out of ports or descriptors (EADDRNOTAVAIL, EMFILE, ENFILE, its own
-outstanding-request limit), when wrk saw socket errors outside the fault
-scenarios (where errors are the server's result), or when the open-loop
-generator sent late beyond a bound at p99 (then the generator, not the
-server, set the latencies).  The suite marks each run as it ends; report.py
-marks published runs that predate the marking the same way, so an old
-folder's broken baseline is left out too."""
+"""Which runs cannot be used.  A run is invalid when its load generator
+failed: it gave no output or nothing was served, it ran out of ports or
+descriptors (EADDRNOTAVAIL, EMFILE, ENFILE, its own outstanding-request
+limit), wrk saw socket errors outside the fault scenarios (where errors
+are the server's result), or the open-loop generator sent late beyond a
+bound at p99 (then the generator, not the server, set the latencies).  It
+is invalid too when the measurement cannot be trusted: a fixed-rate run
+whose server completed less than 97 % of the offered rate within the
+schedule (it saturated, so its latencies are a queue's growth, not the
+server's at that rate), and, on the rig, a run during which other
+processes took more than 5 % of a CPU, whose server's accept queue
+overflowed (ListenOverflows in the server's own network namespace; on
+loopback the counter is the host's and says nothing of one server), or,
+in a closed-loop peak (static files, no service time), in which neither
+the server's CPU nor the generator's was saturated (both idled more than
+10 %: the run measured a stall, not a peak).  The
+suite marks each run as it ends; report.py marks published runs that
+predate the marking the same way, so an old folder's broken baseline is
+left out too."""
 
 import json
 
@@ -15,9 +25,23 @@ import json
 FAULT_SCENARIOS = ("graceful", "kills", "slowloris", "bursts")
 # The open-loop generator's send lag bound, ms at p99 (suite --max-lag-ms).
 MAX_LAG_MS = 5.0
+# On the rig: the share of a CPU other processes may take during a run
+# (suite --max-foreign-cpu).
+MAX_FOREIGN_CPU = 0.05
+# A fixed-rate run must complete at least this share of its offered rate.
+MIN_ACHIEVED = 0.97
+# On the rig, a closed-loop run of a scenario that has nothing to wait
+# for (these: no service time, no sleeping application) in which both the
+# server's and the generator's CPUs idled more than this share of the
+# time saturated neither: it waited on something else (on a virtual
+# machine, the host).
+PEAK_SCENARIOS = ("static-close", "static-keepalive", "keepalive100",
+                  "fourports", "tls-close", "tls-keepalive")
+MAX_IDLE_AT_PEAK = 0.10
 
 
-def judge_run(name, result, max_lag_ms=MAX_LAG_MS):
+def judge_run(name, result, max_lag_ms=MAX_LAG_MS,
+              max_foreign_cpu=MAX_FOREIGN_CPU):
     """Why a run cannot be used, or []."""
     reasons = []
     errors = result.get("errors", {})
@@ -33,9 +57,35 @@ def judge_run(name, result, max_lag_ms=MAX_LAG_MS):
     if open_loop and result.get("send_lag_p99", 0) > max_lag_ms:
         reasons.append("generator send lag p99 %.1f ms > %g ms"
                        % (result["send_lag_p99"], max_lag_ms))
+    offered = result.get("offered_rate")
+    if open_loop and offered and name not in FAULT_SCENARIOS and \
+            result.get("rps", 0.0) < MIN_ACHIEVED * offered:
+        reasons.append("achieved %.0f req/s, under %.0f %% of the %.0f "
+                       "offered (saturated)" % (result.get("rps", 0.0),
+                                                100 * MIN_ACHIEVED, offered))
     if not open_loop and name not in FAULT_SCENARIOS:
         failed = {k: errors.get(k, 0) for k in ("connect", "read", "write",
                                                   "timeout") if errors.get(k)}
         if failed:
             reasons.append("wrk socket errors %s" % json.dumps(failed))
+    rig = result.get("rig")
+    if rig:
+        foreign = rig.get("foreign_cpus")
+        if foreign is not None and foreign > max_foreign_cpu:
+            reasons.append("other processes took %.1f %% of a CPU (> %g %%)"
+                           % (100 * foreign, 100 * max_foreign_cpu))
+        overflows = result.get("kernel", {}).get("nstat", {}).get(
+            "TcpExtListenOverflows", 0)
+        if overflows:
+            reasons.append("ListenOverflows %d" % overflows)
+        server_idle = rig.get("server_idle_share")
+        client_idle = rig.get("client_idle_share")
+        peak = name in PEAK_SCENARIOS or name.startswith("pool")
+        if not open_loop and peak and \
+                server_idle is not None and client_idle is not None and \
+                min(server_idle, client_idle) > MAX_IDLE_AT_PEAK:
+            reasons.append("neither CPU saturated in closed loop (server "
+                           "CPU idle %.0f %%, generator's %.0f %%): it "
+                           "waited on something else"
+                           % (100 * server_idle, 100 * client_idle))
     return reasons

@@ -210,10 +210,15 @@ static apr_pool_t *pchild;
 static int devnull_fd = -1;
 static volatile sig_atomic_t child_die_now;
 static volatile sig_atomic_t child_in_accept_wait;
-/* Set once the child is leaving, by any exit() (a module's too): a stop
- * signal that comes then must not run clean_child_exit() inside exit(),
+/* Where the child is, for its stop handler.  Starting: until child_init
+ * has run a stop signal only sets child_die_now and the child leaves
+ * right after its start-up, since exiting from the handler would destroy
+ * pools from inside whatever the start-up was doing (libseccomp building
+ * the filter, a module's child_init allocating; glibc aborts on the
+ * corrupted heap).  Exiting: once any exit() has begun (a module's too),
  * whose handlers are not reentrant. */
-static volatile sig_atomic_t child_exiting;
+enum { CHILD_STARTING, CHILD_SERVING, CHILD_EXITING };
+static volatile sig_atomic_t child_stage;
 
 module AP_MODULE_DECLARE_DATA mpm_prefork_module;
 
@@ -296,7 +301,7 @@ static void count_bucket_children(int bucket_index, int *current, int *old)
 static void clean_child_exit(int code) __attribute__((noreturn));
 static void clean_child_exit(int code)
 {
-    child_exiting = 1;
+    child_stage = CHILD_EXITING;
     retained->mpm->mpm_state = AP_MPMQ_STOPPING;
     apr_signal(SIGHUP, SIG_IGN);
     apr_signal(SIGTERM, SIG_IGN);
@@ -387,25 +392,12 @@ static const pfb_segment_t *prefork_buckets_segment(void)
 /* ------------------------------------------------------------------ */
 /* Child: signals                                                     */
 
-/* Swaps the bucket's listening descriptors for /dev/null in this child
- * only, so that an accept() or poll() that starts after a stop signal
- * returns at once instead of waiting for the next connection.  dup2() is
- * async-signal-safe and keeps the descriptor numbers taken, so nothing
- * else can be opened under them; the sockets stay open in the parent and
- * in the bucket's other children, and no queued connection is lost. */
+/* A stop signal: the bucket's sockets are swapped for /dev/null in this
+ * child only (pf_accept_stop()). */
 static void stop_accepting(void)
 {
-    ap_listen_rec *lr;
-    apr_os_sock_t fd;
-
-    if (devnull_fd < 0 || me.bucket < 0) {
-        return;
-    }
-    for (lr = retained->gen.bucket[me.bucket].listeners; lr; lr = lr->next) {
-        lr->active = 0;
-        if (apr_os_sock_get(&fd, lr->sd) == APR_SUCCESS && fd >= 0) {
-            dup2(devnull_fd, fd);
-        }
+    if (devnull_fd >= 0 && me.bucket >= 0) {
+        pf_accept_stop(&retained->gen.bucket[me.bucket], devnull_fd);
     }
 }
 
@@ -451,8 +443,8 @@ static void just_die(int AP_MAYBE_UNUSED(sig), siginfo_t *info,
 {
     note_sender(info);
     child_die_now = 1;
-    if (child_exiting) {
-        return;                 /* already on its way out */
+    if (child_stage != CHILD_SERVING) {
+        return;                 /* on its way out, or leaves after start-up */
     }
     if (child_in_accept_wait) {
         stop_accepting();
@@ -477,7 +469,7 @@ static void stop_listening(int AP_MAYBE_UNUSED(sig), siginfo_t *info,
  * runs first when anything calls exit(). */
 static void note_child_exiting(void)
 {
-    child_exiting = 1;
+    child_stage = CHILD_EXITING;
 }
 
 static void child_install_signals(void)
@@ -598,6 +590,10 @@ static void child_main(int slot, int bucket_index)
     apr_pool_tag(ptrans, "transaction");
 
     child_init_process(bucket);
+    child_stage = CHILD_SERVING;
+    if (child_die_now) {
+        clean_child_exit(stop_exit_code());
+    }
     pf_close_child_init();
     ap_create_sb_handle(&sbh, pchild, me.slot, 0);
     ap_update_child_status(sbh, SERVER_READY, NULL);

@@ -22,6 +22,7 @@
 #include "apr_proc_mutex.h"
 
 #include <poll.h>
+#include <unistd.h>
 
 #include "ap_config.h"
 #include "httpd.h"
@@ -215,4 +216,17 @@ pf_accept_t *pf_accept_create(pf_bucket_t *bucket, int index, apr_pool_t *p)
         }
     }
     return a;
+}
+
+void pf_accept_stop(const pf_bucket_t *bucket, int devnull_fd)
+{
+    ap_listen_rec *lr;
+    apr_os_sock_t fd;
+
+    for (lr = bucket->listeners; lr; lr = lr->next) {
+        lr->active = 0;
+        if (apr_os_sock_get(&fd, lr->sd) == APR_SUCCESS && fd >= 0) {
+            dup2(devnull_fd, fd);
+        }
+    }
 }

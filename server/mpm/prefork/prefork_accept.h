@@ -51,4 +51,15 @@ pf_accept_t *pf_accept_create(pf_bucket_t *bucket, int index, apr_pool_t *p);
 apr_status_t pf_accept_one(pf_accept_t *a, volatile sig_atomic_t *die_now,
                            void **csd, apr_pool_t *ptrans);
 
+/**
+ * For the child's stop handlers (async-signal-safe): swaps @a bucket's
+ * listening descriptors for @a devnull_fd, open on /dev/null, in this
+ * child only, so that an accept() or poll() that starts after a stop
+ * signal returns at once instead of waiting for the next connection.
+ * dup2() keeps the descriptor numbers taken, so nothing else can be
+ * opened under them; the sockets stay open in the parent and in the
+ * bucket's other children, and no queued connection is lost.
+ */
+void pf_accept_stop(const pf_bucket_t *bucket, int devnull_fd);
+
 #endif /* PREFORK_ACCEPT_H */

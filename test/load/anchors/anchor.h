@@ -49,8 +49,40 @@ static inline const char *anchor_request_end(const char *buf, size_t len,
     return end + 4;
 }
 
-/* A listening TCP socket on 127.0.0.1:port, SO_REUSEPORT when asked. */
-static inline int anchor_listen(int port, int reuseport)
+/* The address and port to listen on, from "PORT" (127.0.0.1) or
+ * "ADDRESS:PORT" (an IPv4 address: the rig's server namespace); exits on
+ * anything else. */
+static inline int anchor_where(const char *arg, struct in_addr *addr)
+{
+    char host[INET_ADDRSTRLEN];
+    const char *colon = strrchr(arg, ':');
+    int port;
+
+    addr->s_addr = htonl(INADDR_LOOPBACK);
+    if (colon != NULL) {
+        if ((size_t)(colon - arg) >= sizeof(host)) {
+            fprintf(stderr, "anchor: bad address in %s\n", arg);
+            exit(2);
+        }
+        memcpy(host, arg, (size_t)(colon - arg));
+        host[colon - arg] = '\0';
+        if (inet_pton(AF_INET, host, addr) != 1) {
+            fprintf(stderr, "anchor: bad address in %s\n", arg);
+            exit(2);
+        }
+        arg = colon + 1;
+    }
+    port = atoi(arg);
+    if (port <= 0 || port > 65535) {
+        fprintf(stderr, "anchor: bad port in %s\n", arg);
+        exit(2);
+    }
+    return port;
+}
+
+/* A listening TCP socket on addr:port, SO_REUSEPORT when asked. */
+static inline int anchor_listen(const struct in_addr *addr, int port,
+                                int reuseport)
 {
     struct sockaddr_in sin;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -69,7 +101,7 @@ static inline int anchor_listen(int port, int reuseport)
     memset(&sin, 0, sizeof(sin));
     sin.sin_family = AF_INET;
     sin.sin_port = htons((unsigned short)port);
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sin.sin_addr = *addr;
     if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) || listen(fd, 4096)) {
         perror("bind/listen");
         exit(1);

@@ -92,20 +92,22 @@ static void worker(int lfd)
 
 int main(int argc, char **argv)
 {
+    struct in_addr addr;
+    char shown[INET_ADDRSTRLEN];
     int port, processes, lfd, one = 1, i;
 
     if (argc < 3) {
-        fprintf(stderr, "usage: %s PORT PROCESSES [MAX_REQUESTS [linger]]\n",
-                argv[0]);
+        fprintf(stderr, "usage: %s [ADDRESS:]PORT PROCESSES [MAX_REQUESTS "
+                "[linger]]\n", argv[0]);
         return 2;
     }
-    port = atoi(argv[1]);
+    port = anchor_where(argv[1], &addr);
     processes = atoi(argv[2]);
     if (argc > 3) {
         max_requests = atoi(argv[3]);
     }
     linger = argc > 4 && strcmp(argv[4], "linger") == 0;
-    lfd = anchor_listen(port, 0);
+    lfd = anchor_listen(&addr, port, 0);
     /* As httpd's AcceptFilter http data does on Linux: accept() returns
      * once the request is there, so the first read does not sleep. */
     setsockopt(lfd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &one, sizeof(one));
@@ -114,8 +116,9 @@ int main(int argc, char **argv)
             worker(lfd);
         }
     }
-    printf("anchor_blocking: %d processes on 127.0.0.1:%d%s\n", processes,
-           port, linger ? ", lingering close" : "");
+    printf("anchor_blocking: %d processes on %s:%d%s\n", processes,
+           inet_ntop(AF_INET, &addr, shown, sizeof(shown)), port,
+           linger ? ", lingering close" : "");
     fflush(stdout);
     while (wait(NULL) > 0 || errno == EINTR) {
         continue;

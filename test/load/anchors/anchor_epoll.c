@@ -79,7 +79,7 @@ static void serve(int epfd, int fd)
     }
 }
 
-static void worker(int port, int cpu)
+static void worker(const struct in_addr *addr, int port, int cpu)
 {
     struct epoll_event ev, events[256];
     cpu_set_t one;
@@ -91,7 +91,7 @@ static void worker(int port, int cpu)
         CPU_SET(cpu, &one);
         sched_setaffinity(0, sizeof(one), &one);
     }
-    lfd = anchor_listen(port, 1);
+    lfd = anchor_listen(addr, port, 1);
     fcntl(lfd, F_SETFL, O_NONBLOCK);    /* accept until EAGAIN */
     epfd = epoll_create1(EPOLL_CLOEXEC);
     ev.events = EPOLLIN;
@@ -124,15 +124,17 @@ static void worker(int port, int cpu)
 int main(int argc, char **argv)
 {
     struct rlimit rl;
+    struct in_addr addr;
+    char shown[INET_ADDRSTRLEN];
     cpu_set_t mask;
     int port, workers, pin, i, cpu, nth;
 
     if (argc < 3) {
-        fprintf(stderr, "usage: %s PORT WORKERS [MAX_REQUESTS [pin]]\n",
-                argv[0]);
+        fprintf(stderr, "usage: %s [ADDRESS:]PORT WORKERS [MAX_REQUESTS "
+                "[pin]]\n", argv[0]);
         return 2;
     }
-    port = atoi(argv[1]);
+    port = anchor_where(argv[1], &addr);
     workers = atoi(argv[2]);
     if (argc > 3) {
         max_requests = atoi(argv[3]);
@@ -150,10 +152,11 @@ int main(int argc, char **argv)
             } while (!CPU_ISSET(cpu, &mask) && ++nth < 4 * CPU_SETSIZE);
         }
         if (fork() == 0) {
-            worker(port, pin ? cpu : -1);
+            worker(&addr, port, pin ? cpu : -1);
         }
     }
-    printf("anchor_epoll: %d workers on 127.0.0.1:%d\n", workers, port);
+    printf("anchor_epoll: %d workers on %s:%d\n", workers,
+           inet_ntop(AF_INET, &addr, shown, sizeof(shown)), port);
     fflush(stdout);
     while (wait(NULL) > 0 || errno == EINTR) {
         continue;
