@@ -71,7 +71,8 @@ TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from pfbtest import (Server, STOCK_PREFORK, STOCK_EVENT, MPM_SO, HTTPD,  # noqa
-                     MODULES, STATUS_SO, TEST_HANDLER_SO, STAT_PGRP,
+                     MODULES, STATUS_SO, STATUS_LOCATION, TEST_HANDLER_SO,
+                     STAT_PGRP,
                      free_port, live_pids, listen_sockets, read_response,
                      Scoreboard, exit_on_sigterm)
 import report  # noqa: E402
@@ -417,8 +418,7 @@ def event_tuning(cfg, plan):
 
 APACHE_COMMON = ("KeepAliveTimeout 5\nLogLevel warn\n"
                  "<Location /pfb-test>\n    SetHandler pfb-test\n"
-                 "</Location>\n<Location /bucket-status>\n"
-                 "    SetHandler bucket-status\n</Location>\n")
+                 "</Location>\n" + STATUS_LOCATION)
 
 # Debian 12's apache2.conf, the parts that act per request (every httpd
 # configuration gets them unless --conf-base bare): no .htaccess lookup
