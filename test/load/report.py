@@ -638,6 +638,51 @@ def paired_differences(doc, scenario, a, b, get):
     return diffs
 
 
+def before_after_section(doc):
+    """Each configuration beside the same one run on an earlier build
+    (--mpm-before: KEY-before), as per-pair ratios, after over before."""
+    keys = [k for k in doc["configs"] if k + "-before" in doc["configs"]]
+    scenarios = []
+    for r in doc["runs"]:
+        if r["scenario"] not in scenarios:
+            scenarios.append(r["scenario"])
+    rows = []
+    for scenario in scenarios:
+        for key in keys:
+            after = runs_of(doc, scenario, key)
+            before = runs_of(doc, scenario, key + "-before")
+            if not after or not before:
+                continue
+            for what, get in (("req/s", lambda r: r.get("rps")),
+                              ("server CPU µs/req", cpu_us_per_request)):
+                ci = stats.median_ci(stats.paired_ratios(after, before, get))
+                if ci is None:
+                    continue
+                if ci[3] < stats.LEVEL:
+                    verdict = "too few pairs to judge"
+                elif ci[1] <= 1.0 <= ci[2]:
+                    verdict = "no difference detected"
+                else:
+                    verdict = "higher after" if ci[1] > 1.0 else "lower after"
+                rows.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                    scenario, doc["configs"][key], what,
+                    stats.fmt_ci(stats.median_ci([get(r) for r in after]),
+                                 1),
+                    stats.fmt_ci(stats.median_ci([get(r) for r in before]),
+                                 1),
+                    stats.fmt_ci(ci, 3), verdict))
+    if not rows:
+        return []
+    return ["", "## This build against the earlier one", "",
+            "Each configuration beside the same configuration on the build "
+            "given with `--mpm-before`, in the same pairs: the ratio after "
+            "over before is taken per pair, and its median carries the "
+            "interval. Where the interval holds 1: no difference detected.",
+            "", "| scenario | configuration | figure | after [CI] | before "
+            "[CI] | after / before, per pair [CI] | verdict |",
+            "|---" * 7 + "|"] + rows
+
+
 def anchors_section(doc):
     """Server CPU per request at the fixed rate, peak throughput and the
     per-request counts, side by side, and the differences they isolate."""
@@ -812,6 +857,7 @@ def write_report(doc, out_dir, name="report.md"):
                 lines += ["", "![%s](%s)" % (chart, chart)]
     lines += report_rig.rig_section(doc)
     lines += report_rig.kevents_section(doc)
+    lines += before_after_section(doc)
     lines += anchors_section(doc)
     lines += pool_section(doc)
     lines += crossnode_section(doc)

@@ -4,7 +4,8 @@
 (stats.py), the latency histograms (latency.py), which runs are invalid
 (validity.py: the generator's failures, a saturated fixed rate, others'
 CPU and ListenOverflows on the rig), the rig's accounting of others' CPU
-(rig.foreign) and the per-pair ratios.  Run by check_suite.py first,
+(rig.foreign), the per-pair ratios and report.py's table of a build
+against an earlier one.  Run by check_suite.py first,
 or alone: python3 test/load/test_helpers.py"""
 
 import math
@@ -211,6 +212,41 @@ class AwayCpu(unittest.TestCase):
         for c in cpus:
             self.assertNotEqual(nodes[self.away(c, cpus, nodes)], nodes[c])
         self.assertEqual(self.away(2, cpus, nodes), 3)
+
+
+class BeforeAfter(unittest.TestCase):
+    """report.py's table of a build against the earlier one: per-pair
+    ratios, and a verdict only where the interval says something."""
+
+    def doc(self, after, before):
+        runs = []
+        for pair, (a, b) in enumerate(zip(after, before)):
+            runs.append({"scenario": "static-close", "config": "pfb-1",
+                         "pair": pair, "rps": a})
+            runs.append({"scenario": "static-close", "config": "pfb-1-before",
+                         "pair": pair, "rps": b})
+        return {"configs": {"pfb-1": "after", "pfb-1-before": "before"},
+                "runs": runs}
+
+    def rows(self, doc):
+        import report
+        return [line for line in report.before_after_section(doc)
+                if line.startswith("| static-close")]
+
+    def test_the_same_within_noise_is_no_difference(self):
+        rows = self.rows(self.doc([100, 103, 98, 101, 99, 102],
+                                  [101, 100, 100, 100, 100, 100]))
+        self.assertEqual(len(rows), 1)      # req/s; no CPU figures
+        self.assertIn("no difference detected", rows[0])
+
+    def test_every_pair_faster_is_higher_after(self):
+        rows = self.rows(self.doc([120, 118, 125, 121, 119, 122],
+                                  [100, 101, 99, 100, 102, 100]))
+        self.assertIn("higher after", rows[0])
+
+    def test_too_few_pairs_give_no_verdict(self):
+        rows = self.rows(self.doc([120, 118, 125], [100, 101, 99]))
+        self.assertIn("too few pairs to judge", rows[0])
 
 
 if __name__ == "__main__":
