@@ -107,14 +107,14 @@ static int slots_in_use(const pf_children_t *c)
     return slot + 1;
 }
 
-void pf_children_publish_to(pf_children_t *c, process_score *scoreboard,
+void pf_children_publish_to(pf_children_t *c, process_score *parents,
                             pfb_slot_t *segment, int fresh, apr_pool_t *p)
 {
     if (fresh) {
         /* A new scoreboard: only a child that would not die is left. */
         c->used = slots_in_use(c);
     }
-    c->scoreboard = scoreboard;
+    c->scoreboard = parents;
     c->segment = segment;
     apr_pool_cleanup_register(p, c, stop_publishing, apr_pool_cleanup_null);
     pf_children_publish(c);

@@ -106,11 +106,13 @@ typedef void pf_reclaim_step_fn(void *baton, int live, int sig);
 pf_children_t *pf_children_create(apr_pool_t *p, int num_slots);
 
 /**
- * Where the slots are published from now on, until @a p is cleared, and
- * publishes every slot there.  With @a fresh (a scoreboard made anew) the
- * slots in use shrink to those that still hold a child.
+ * Where the slots are published from now on, until @a p is cleared (the
+ * scoreboard's parent records @a parents, the segment's slot records
+ * @a segment), and publishes every slot there.  With @a fresh (a
+ * scoreboard made anew) the slots in use shrink to those that still hold
+ * a child.
  */
-void pf_children_publish_to(pf_children_t *c, process_score *scoreboard,
+void pf_children_publish_to(pf_children_t *c, process_score *parents,
                             pfb_slot_t *segment, int fresh, apr_pool_t *p);
 
 /** The first free slot below @a limit (MaxRequestWorkers), or -1. */
