@@ -145,7 +145,7 @@ int pf_children_count_live(const pf_children_t *c, const pf_generation_t *gen,
                            ap_generation_t number, int *live);
 
 /**
- * A maintenance cycle's look at the children (pf_bucketset_observe()),
+ * A maintenance cycle's look at the children (pf_generation_observe()),
  * into @a obs, per bucket of @a gen: the current generation's children
  * (@a number) by state, as each wrote it in the scoreboard @a servers
  * (only ever compared with constants), and which of them are idle; those

@@ -53,7 +53,7 @@ typedef struct {
 
 /**
  * What one maintenance cycle saw, read once at its start (the observe
- * step, pf_bucketset_observe()): everything the cycle decides on, acts on
+ * step, pf_generation_observe()): everything the cycle decides on, acts on
  * and publishes.  Nothing is read again in the cycle; the acts keep it
  * true as they go (a child told to stop, a child forked), so the publish
  * step writes what it holds.  Arrays have an entry per bucket unless said
