@@ -89,10 +89,14 @@ def rig_section(doc):
                  rig.get("server_ns"),
                  ",".join(map(str, rig["client_rps_cpus"])),
                  doc["settings"].get("connections"),
-                 "; ".join("`%s`: %s req/s offered (%s %% of %s's peak, %.0f)"
+                 "; ".join("`%s`: %s req/s offered (%s %% of %s's peak, "
+                           "%.0f%s)"
                            % (n, rates.get(n), n[5:],
                               basis.get(n, {}).get("config"),
-                              basis.get(n, {}).get("peak", float("nan")))
+                              basis.get(n, {}).get("peak", float("nan")),
+                              ", from runs whose closed loop stalled: a "
+                              "lower bound" if basis.get(n, {}).get(
+                                  "stalled") else "")
                            for n in fixed) or "no fixed-rate scenario"), ""]
     head = ["configuration", "peak req/s", "× stock, peak",
             "server CPU µs/req, peak"]

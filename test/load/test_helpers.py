@@ -148,6 +148,19 @@ class InvalidRuns(unittest.TestCase):
         run.update(generator="openloop", send_lag_p99=0.1)
         self.assertEqual(self.judge("fixed50", run, self.args), [])
 
+    def test_a_stall_alone_is_told_apart_from_other_reasons(self):
+        import validity
+        run = {"generator": "wrk", "requests": 100, "errors": {},
+               "rig": {"foreign_cpus": 0.0, "server_idle_share": 0.34,
+                       "client_idle_share": 0.25}}
+        reasons = self.judge("static-close", run, self.args)
+        self.assertTrue(validity.only_stalled(reasons))
+        run["rig"]["foreign_cpus"] = 0.2            # and a busy host
+        reasons = self.judge("static-close", run, self.args)
+        self.assertEqual(len(reasons), 2)
+        self.assertFalse(validity.only_stalled(reasons))
+        self.assertFalse(validity.only_stalled([]))
+
     def test_listen_overflows_invalidate_rig_runs_only(self):
         run = {"generator": "wrk", "requests": 100, "errors": {},
                "kernel": {"nstat": {"TcpExtListenOverflows": 3}}}
@@ -212,6 +225,41 @@ class AwayCpu(unittest.TestCase):
         for c in cpus:
             self.assertNotEqual(nodes[self.away(c, cpus, nodes)], nodes[c])
         self.assertEqual(self.away(2, cpus, nodes), 3)
+
+
+class FixedRateBasis(unittest.TestCase):
+    """suite.slowest_peak: the fixed rates' basis, from valid peaks, else
+    from peaks whose only fault is a stalled closed loop."""
+
+    STALL = ("neither CPU saturated in closed loop (server CPU idle 20 %, "
+             "generator's 25 %): it waited on something else")
+
+    def setUp(self):
+        sys.path.insert(0, os.path.dirname(HERE))     # test/, for pfbtest
+        import suite
+        self.slowest = suite.slowest_peak
+
+    def run_of(self, config, rps, invalid=()):
+        return {"scenario": "static-close", "config": config, "rps": rps,
+                "invalid": list(invalid)}
+
+    def test_valid_peaks_win_and_the_slowest_is_taken(self):
+        doc = {"runs": [self.run_of("a", 4000), self.run_of("a", 4200),
+                        self.run_of("b", 9000),
+                        self.run_of("b", 2000, [self.STALL])]}
+        self.assertEqual(self.slowest(doc, ["a", "b"]), ("a", 4100, False))
+
+    def test_a_configuration_with_only_stalled_peaks_counts_as_stalled(self):
+        doc = {"runs": [self.run_of("a", 3700, [self.STALL]),
+                        self.run_of("a", 3900, [self.STALL]),
+                        self.run_of("b", 9000)]}
+        self.assertEqual(self.slowest(doc, ["a", "b"]), ("a", 3800, True))
+
+    def test_other_faults_never_make_a_basis(self):
+        busy = "other processes took 16.4 % of a CPU (> 5 %)"
+        doc = {"runs": [self.run_of("a", 100, [self.STALL, busy]),
+                        self.run_of("a", 200, [busy])]}
+        self.assertIsNone(self.slowest(doc, ["a"]))
 
 
 class BeforeAfter(unittest.TestCase):

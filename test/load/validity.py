@@ -40,6 +40,17 @@ PEAK_SCENARIOS = ("static-close", "static-keepalive", "keepalive100",
 MAX_IDLE_AT_PEAK = 0.10
 
 
+STALL_REASON = "neither CPU saturated in closed loop"
+
+
+def only_stalled(reasons):
+    """Whether a run's only reasons to be invalid are a closed-loop stall
+    (judge_run's "neither CPU saturated"): its req/s is then a lower bound
+    of the peak, still a safe basis for fixed rates below it."""
+    return bool(reasons) and all(why.startswith(STALL_REASON)
+                                 for why in reasons)
+
+
 def judge_run(name, result, max_lag_ms=MAX_LAG_MS,
               max_foreign_cpu=MAX_FOREIGN_CPU):
     """Why a run cannot be used, or []."""
@@ -84,8 +95,8 @@ def judge_run(name, result, max_lag_ms=MAX_LAG_MS,
         if not open_loop and peak and \
                 server_idle is not None and client_idle is not None and \
                 min(server_idle, client_idle) > MAX_IDLE_AT_PEAK:
-            reasons.append("neither CPU saturated in closed loop (server "
-                           "CPU idle %.0f %%, generator's %.0f %%): it "
-                           "waited on something else"
-                           % (100 * server_idle, 100 * client_idle))
+            reasons.append("%s (server CPU idle %.0f %%, generator's "
+                           "%.0f %%): it waited on something else"
+                           % (STALL_REASON, 100 * server_idle,
+                              100 * client_idle))
     return reasons
