@@ -196,11 +196,15 @@ class Rig:
     """The namespaces, the veth pair and its RPS, the suite's own CPUs:
     a context manager around every run of a profile."""
 
-    def __init__(self, server_cpus, client_cpus, log=None):
+    def __init__(self, server_cpus, client_cpus, log=None, delay_ms=None):
         self.server_cpus = list(server_cpus)
         self.client_cpus = list(client_cpus)
         self.log = log
-        self.veth = netns.VethPair(log, server_ns=True)
+        self.delay_ms = delay_ms
+        # With a delay: a delay line on the generator's CPUs in place of
+        # the veth pair (delay 0: the same path, undelayed).
+        self.veth = netns.VethPair(log, server_ns=True) if delay_ms is None \
+            else netns.DelayedPair(delay_ms, log, True, self.client_cpus)
         self.inside = None
         self.affinity = None
         self.ksoftirqd = {}
@@ -237,6 +241,8 @@ class Rig:
             os.sched_setaffinity(0, self.affinity)
             self.affinity = None
         self.veth.__exit__()
+        if self.log and getattr(self.veth, "line_result", None):
+            self.log.write("# delay line: %s\n" % self.veth.line_result)
         return False
 
     def sample(self, cgroups):
@@ -248,7 +254,8 @@ class Rig:
                 "client_addr": self.veth.client_addr,
                 "server_rps_cpus": self.server_cpus,
                 "client_rps_cpus": self.client_cpus,
-                "interface": self.veth.host_if}
+                "interface": self.veth.host_if,
+                "delay_ms": self.delay_ms}
 
 
 def wait_quiet(rig, bound_s, max_foreign, log=None):
