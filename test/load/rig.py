@@ -139,18 +139,30 @@ def idle_times():
     return times
 
 
+def _process_seconds(pid):
+    """A process's CPU so far (s), every thread's; 0 once it is gone."""
+    try:
+        fields = _read("/proc/%d/stat" % pid).rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) \
+            / float(os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 class Sample:
     """Everyone's CPU at one moment: the root cgroup's, the given
-    cgroups', the softirq threads', the suite's own, each CPU's idle."""
+    cgroups', the softirq threads', the suite's own and its helpers'
+    (the delay line), each CPU's idle."""
 
-    def __init__(self, cgroups, ksoftirqd):
+    def __init__(self, cgroups, ksoftirqd, helpers=()):
         self.time = time.monotonic()
         self.root = root_usage()
         self.cgroups = [cgroup_usage(path) for path in cgroups]
         self.softirq = {cpu: _thread_seconds(pid)
                         for cpu, pid in ksoftirqd.items()}
         own = resource.getrusage(resource.RUSAGE_SELF)
-        self.own = own.ru_utime + own.ru_stime
+        self.own = own.ru_utime + own.ru_stime \
+            + sum(_process_seconds(pid) for pid in helpers)
         self.idle = idle_times()
 
 
@@ -246,7 +258,9 @@ class Rig:
         return False
 
     def sample(self, cgroups):
-        return Sample(cgroups, self.ksoftirqd)
+        line = getattr(self.veth, "line", None)
+        return Sample(cgroups, self.ksoftirqd,
+                      [line.pid] if line is not None else ())
 
     def describe(self):
         return {"server_ns": self.veth.server_ns, "client_ns": self.veth.ns,
