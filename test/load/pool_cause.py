@@ -56,6 +56,7 @@ import threading  # noqa: E402
 
 import cgroupcpu  # noqa: E402
 import generators  # noqa: E402
+import hoststate  # noqa: E402
 import kevents  # noqa: E402
 import measures  # noqa: E402
 
@@ -188,7 +189,10 @@ def restart(mpm, children, rate, seconds):
     load_args = argparse.Namespace(client_cpus=None, rig=None,
                                    generator_wrapper=None)
     row = {"experiment": "restart", "mpm": mpm, "children": children,
-           "rate": rate, "seconds": seconds}
+           "rate": rate, "seconds": seconds, "commit": hoststate.commit(),
+           "command": " ".join(["test/load/pool_cause.py", "restart",
+                                mpm, str(children), str(rate),
+                                str(seconds)])}
     with cgroupcpu.ServerCgroup("restart%d" % children) as cg:
         with Server(extra=pool_conf(children), mpm=mpm,
                     check_log=False) as srv:
