@@ -314,18 +314,32 @@ static APR_INLINE const pfb_bucket_t *pfb_segment_record(
            + r;
 }
 
+/** The record bucket number @a b has in the bucket table, read once, or
+ *  -1 when @a b or the entry is out of range.  Bounded by the segment's
+ *  sizes only: a reader bounds @a b by the bucket count of its own copy
+ *  of the header. */
+static APR_INLINE int pfb_segment_table(const pfb_segment_t *seg, int b)
+{
+    const apr_int32_t *table;
+    apr_int32_t r;
+
+    if (b < 0 || b >= seg->num_records) {
+        return -1;
+    }
+    table = (const apr_int32_t *)((const char *)seg->shm
+                                  + PFB_SHM_HEADER_SIZE);
+    r = table[b];
+    return r >= 0 && r < seg->num_records ? (int)r : -1;
+}
+
 /** The record of bucket number @a b of the current generation, or NULL. */
 static APR_INLINE const pfb_bucket_t *pfb_segment_bucket(
     const pfb_segment_t *seg, int b)
 {
-    const apr_int32_t *table;
-
     if (b < 0 || b >= pfb_segment_num_buckets(seg)) {
         return NULL;
     }
-    table = (const apr_int32_t *)((const char *)seg->shm
-                                  + PFB_SHM_HEADER_SIZE);
-    return pfb_segment_record(seg, table[b]);
+    return pfb_segment_record(seg, pfb_segment_table(seg, b));
 }
 
 /** Slot @a slot, or NULL when out of range. */

@@ -33,8 +33,9 @@ import urllib.parse
 import urllib.request
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TOP, "test", "package"))
-import pfbserver  # noqa: E402
+sys.path.insert(0, os.path.join(TOP, "test"))        # for pfbtest
+from pfbtest import (STATUS_LOAD, STATUS_LOCATION, Server,  # noqa: E402
+                     free_port, get_url, wait_for)
 
 EXPORTER = os.environ.get("APACHE_EXPORTER",
                           "/usr/bin/prometheus-apache-exporter")
@@ -43,7 +44,10 @@ DASHBOARD = os.path.join(TOP, "contrib", "grafana", "prefork-buckets.json")
 SCRAPE_INTERVAL = "1s"
 RATE_INTERVAL = "5s"
 
-SERVER_CONF = """\
+# httpd's own KeepAliveTimeout (the harness's base configuration sets 30):
+# the picture shows how keep-alive scrapes hold children under it.
+SERVER_CONF = STATUS_LOCATION + """\
+KeepAliveTimeout 5
 ListenBuckets 4
 ListenBucketSteering idle
 StartServers 4
@@ -113,7 +117,7 @@ class Clients:
 def start_exporter(workdir, target_port):
     """prometheus-apache-exporter on mod_status's ?auto; (proc, port)."""
     for _ in range(5):
-        port = pfbserver.free_port()
+        port = free_port()
         proc = subprocess.Popen(
             [EXPORTER, "--scrape_uri=http://127.0.0.1:%d/server-status?auto"
              % target_port, "--telemetry.address=127.0.0.1:%d" % port],
@@ -124,12 +128,12 @@ def start_exporter(workdir, target_port):
             if proc.poll() is not None:
                 return "exited"
             try:
-                return pfbserver.http_get("http://127.0.0.1:%d/metrics"
-                                          % port, 2)[0] == 200
+                return get_url("http://127.0.0.1:%d/metrics" % port,
+                               2)[0] == 200
             except OSError:
                 return False
 
-        if pfbserver.wait_for(ready, 30, 0.2) is True:
+        if wait_for(ready, 30, 0.2) is True:
             return proc, port
         proc.kill()
         proc.wait(10)
@@ -151,7 +155,7 @@ def start_prometheus(workdir, target_port, exporter_port):
                 % (SCRAPE_INTERVAL, SCRAPE_INTERVAL, target_port,
                    exporter_port))
     for _ in range(5):
-        port = pfbserver.free_port()
+        port = free_port()
         proc = subprocess.Popen(
             ["prometheus", "--config.file=" + config,
              "--storage.tsdb.path=" + os.path.join(workdir, "tsdb"),
@@ -164,12 +168,12 @@ def start_prometheus(workdir, target_port, exporter_port):
             if proc.poll() is not None:
                 return "exited"
             try:
-                return pfbserver.http_get("http://127.0.0.1:%d/-/ready"
-                                          % port, 2)[0] == 200
+                return get_url("http://127.0.0.1:%d/-/ready" % port,
+                               2)[0] == 200
             except OSError:
                 return False
 
-        state = pfbserver.wait_for(ready, 30, 0.2)
+        state = wait_for(ready, 30, 0.2)
         if state is True:
             return proc, port
         proc.kill()
@@ -319,15 +323,18 @@ def main():
     workdir = tempfile.mkdtemp(prefix="pfb-dash-")
     prom = exporter = None
     try:
-        with pfbserver.Server(extra=SERVER_CONF, handler=True) as server:
+        # Not a test: the log's lines are shown below, not judged.
+        with Server(extra=SERVER_CONF, extra_modules=STATUS_LOAD,
+                    check_log=False) as server:
             server.start()
-            exporter, exporter_port = start_exporter(workdir, server.port)
-            prom, prom_port = start_prometheus(workdir, server.port,
+            port = server.ports[0]
+            exporter, exporter_port = start_exporter(workdir, port)
+            prom, prom_port = start_prometheus(workdir, port,
                                                exporter_port)
-            pfbserver.wait_for(lambda: query_range(
+            wait_for(lambda: query_range(
                 prom_port, "httpd_bucket_data_available", time.time() - 5,
                 time.time()), 30, 0.5)
-            clients = Clients(server.port)
+            clients = Clients(port)
             start = time.time()
             marks = []
             try:

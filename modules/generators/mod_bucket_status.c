@@ -105,12 +105,10 @@ static void copy_listener(char *out, apr_size_t len, const char *in)
 }
 
 /* Copies the header, the bucket table and the current buckets' records,
- * once each. */
+ * once each, through the header's bounded accessors. */
 static void copy_buckets(reader_copy_t *rc, const pfb_segment_t *seg,
                          apr_pool_t *p)
 {
-    const apr_int32_t *table;
-    pfb_layout_t layout;
     int max_buckets, max_slots, b, r, n = 0;
 
     reader_limits(seg, &max_buckets, &max_slots);
@@ -121,8 +119,6 @@ static void copy_buckets(reader_copy_t *rc, const pfb_segment_t *seg,
     rc->num_slots = rc->header.slots_used < 0 ? 0
                     : rc->header.slots_used > max_slots ? max_slots
                                                         : rc->header.slots_used;
-    pfb_layout(seg->num_records, seg->num_slots, &layout);
-    table = (const apr_int32_t *)((const char *)seg->shm + layout.table);
     rc->record_of_bucket = apr_palloc(p, sizeof(int)
                                              * (apr_size_t)(rc->num_buckets
                                                             + 1));
@@ -138,13 +134,11 @@ static void copy_buckets(reader_copy_t *rc, const pfb_segment_t *seg,
     for (b = 0; b < rc->num_buckets; b++) {
         const pfb_bucket_t *rec;
 
-        r = table[b];
-        if (r < 0 || r >= seg->num_records
-            || rc->bucket_of_record[r] >= 0) {
+        r = pfb_segment_table(seg, b);
+        rec = pfb_segment_record(seg, r);
+        if (rec == NULL || rc->bucket_of_record[r] >= 0) {
             continue;           /* no record, or one named twice */
         }
-        rec = (const pfb_bucket_t *)((const char *)seg->shm
-                                     + layout.records) + r;
         memcpy(&rc->records[n], &rec->f, sizeof(rc->records[n]));
         rc->record_of_bucket[n] = b;
         rc->bucket_of_record[r] = n;
@@ -159,16 +153,12 @@ static void copy_buckets(reader_copy_t *rc, const pfb_segment_t *seg,
 static void copy_children(bs_snapshot_t *snap, reader_copy_t *rc,
                           const pfb_segment_t *seg, apr_pool_t *p)
 {
-    const pfb_slot_t *slots;
-    pfb_layout_t layout;
     int slot, n = 0;
 
-    pfb_layout(seg->num_records, seg->num_slots, &layout);
-    slots = (const pfb_slot_t *)((const char *)seg->shm + layout.slots);
     snap->children = apr_pcalloc(p, sizeof(bs_child_t)
                                         * (apr_size_t)(rc->num_slots + 1));
     for (slot = 0; slot < rc->num_slots; slot++) {
-        const pfb_slot_fields_t *s = &slots[slot].f;
+        const pfb_slot_fields_t *s = &pfb_segment_slot(seg, slot)->f;
         apr_int32_t pid = s->pid, record = s->record;
         apr_int32_t generation = s->generation, stopping = s->stopping;
         unsigned long long accepted =

@@ -22,15 +22,14 @@ import threading
 import time
 import unittest
 
-from pfbtest import (Server, HOSTILE_SO, STATUS_LOAD, free_port, is_alive,
-                     read_response)
+from pfbtest import (Server, HOSTILE_SO, STATUS_LOAD, STATUS_LOCATION,
+                     free_port, is_alive, read_response)
 from pfbtest.sockets import (listening_inodes, pidfd_getfd,
                              process_socket_fds)
 
 HOSTILE_LOAD = "LoadModule pfb_hostile_module %s\n" % HOSTILE_SO
 LOCATIONS = ("<Location /hostile>\n    SetHandler pfb-hostile\n</Location>\n"
-             "<Location /bucket-status>\n    SetHandler bucket-status\n"
-             "</Location>\n")
+             + STATUS_LOCATION)
 FOUR_BUCKETS = ("ListenBuckets 4\nStartServers 8\nMinSpareServers 4\n"
                 "MaxSpareServers 12\nMaxRequestWorkers 24\nServerLimit 24\n")
 SO_ATTACH_FILTER = 26

@@ -27,14 +27,13 @@ import time
 import unittest
 
 from pfbtest import (Server, Load, http_get, HTTPD, HOSTILE_SO, STATUS_LOAD,
-                     free_port, is_alive, proc_status)
+                     STATUS_LOCATION, free_port, is_alive, proc_status)
 from pfbtest.sockets import listening_inodes, process_socket_fds
 
 HOSTILE_LOAD = "LoadModule pfb_hostile_module %s\n" % HOSTILE_SO
 LOCATIONS = ("<Location /hostile>\n    SetHandler pfb-hostile\n</Location>\n"
-             "<Location /bucket-status>\n    SetHandler bucket-status\n"
-             "</Location>\n<Location /slow>\n    SetHandler pfb-test\n"
-             "</Location>\n")
+             + STATUS_LOCATION
+             + "<Location /slow>\n    SetHandler pfb-test\n</Location>\n")
 FOUR_BUCKETS = ("ListenBuckets 4\nStartServers 8\nMinSpareServers 4\n"
                 "MaxSpareServers 12\nMaxRequestWorkers 24\nServerLimit 24\n")
 PATTERNS = ("zero", "ones", "huge", "negative", "big", "random")

@@ -11,14 +11,12 @@ import unittest
 import urllib.request
 
 from pfbtest import (Server, Load, http_get, listen_sockets, proc_status,
-                     STATUS_LOAD)
+                     STATUS_LOAD, STATUS_LOCATION)
 
 BUCKETS4 = "ListenBuckets 4\nStartServers 8\nMinSpareServers 4\n" \
            "MaxSpareServers 16\nMaxRequestWorkers 40\nServerLimit 40\n"
 
 SOAK_SECONDS = int(os.environ.get("SOAK_SECONDS", "60"))
-STATUS_LOCATION = ("<Location /bucket-status>\n    SetHandler bucket-status\n"
-                   "</Location>\n")
 
 
 def report(scenario, load, faults=0, **figures):

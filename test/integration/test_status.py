@@ -15,11 +15,9 @@ import urllib.parse
 import urllib.request
 
 from pfbtest import (Server, Load, MPM_STATIC, NOBPF_SO, STOCK_EVENT,
-                     STOCK_PREFORK, STATUS_LOAD)
+                     STOCK_PREFORK, STATUS_LOAD, STATUS_LOCATION)
 
 LOAD_STATUS = STATUS_LOAD
-LOCATION = ("<Location /bucket-status>\n    SetHandler bucket-status\n"
-            "</Location>\n")
 
 
 def fetch(srv, path):
@@ -151,7 +149,8 @@ class BucketStatus(unittest.TestCase):
 
     def server(self, **kw):
         extra = kw.pop("extra", "ListenBuckets 4\nStartServers 8\n")
-        return Server(extra=extra + LOCATION, extra_modules=LOAD_STATUS, **kw)
+        return Server(extra=extra + STATUS_LOCATION, extra_modules=LOAD_STATUS,
+                      **kw)
 
     def test_json_counts_add_up_to_the_access_log(self):
         with self.server() as srv:

@@ -19,13 +19,13 @@ import time
 import unittest
 import urllib.request
 
-from pfbtest import Server, Load, STATUS_LOAD, NOBPF_SO, NOBPF_MPM_SO
+from pfbtest import (Server, Load, STATUS_LOAD, STATUS_LOCATION, NOBPF_SO,
+                     NOBPF_MPM_SO)
 from pfbtest.sockets import listening_inodes, pidfd_getfd, process_socket_fds
 from test_status import check_html
 
-LOCATIONS = ("<Location /bucket-status>\n    SetHandler bucket-status\n"
-             "</Location>\n<Location /pfb-test>\n    SetHandler pfb-test\n"
-             "</Location>\n")
+LOCATIONS = (STATUS_LOCATION
+             + "<Location /pfb-test>\n    SetHandler pfb-test\n</Location>\n")
 MODULES = STATUS_LOAD
 
 # Four buckets of exactly two children, and no slot to spare: a bucket

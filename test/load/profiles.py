@@ -188,8 +188,9 @@ SHIPPED_CONF = os.path.join(TOP, "server", "mpm", "prefork",
 CONFIG_ORDER = ["pfb-shipped", "pfb-1", "pfb-single", "pfb-per-listen",
                 "pfb-ratio1", "pfb-N", "pfb-N-cpu", "pfb-N-cpu-away",
                 "pfb-N-idle", "pfb-N-local", "pfb-floor", "pfb-1-before",
-                "stock", "stock-ratio1", "stock-src", "stock-src-onelistener",
-                "event", "event-tuned", "nginx", "nginx-tuned",
+                "pfb-N-idle-before", "stock", "stock-ratio1", "stock-src",
+                "stock-src-onelistener", "event", "event-tuned", "nginx",
+                "nginx-tuned",
                 "anchor-epoll", "anchor-blocking", "anchor-blocking-linger"]
 
 
@@ -262,6 +263,12 @@ def configs(args):
         "pfb-1-before": {"label": "this MPM before the change (--mpm-before), "
                          "1 bucket", "kind": "apache",
                          "mpm": args.mpm_before, "extra": ""},
+        "pfb-N-idle-before": {"label": "this MPM before the change "
+                              "(--mpm-before), ListenBuckets %d, steering "
+                              "idle" % n, "kind": "apache",
+                              "mpm": args.mpm_before,
+                              "extra": "ListenBuckets %d\nListenBucketSteering "
+                                       "idle\n" % n},
         "stock": {"label": "stock prefork", "kind": "apache",
                   "mpm": STOCK_PREFORK, "extra": ""},
         "stock-ratio1": {"label": "stock prefork, ListenCoresBucketsRatio 1",

@@ -19,7 +19,7 @@ import time
 
 import netns
 from pfbtest import (Server, STOCK_EVENT, MODULES, STATUS_SO,  # noqa: E402
-                     TEST_HANDLER_SO, STAT_PGRP, free_port, live_pids,
+                     STATUS_LOCATION, TEST_HANDLER_SO, STAT_PGRP, free_port, live_pids,
                      listen_sockets, read_response, Scoreboard)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -78,8 +78,7 @@ def event_tuning(cfg, plan):
 
 APACHE_COMMON = ("KeepAliveTimeout 5\nLogLevel warn\n"
                  "<Location /pfb-test>\n    SetHandler pfb-test\n"
-                 "</Location>\n<Location /bucket-status>\n"
-                 "    SetHandler bucket-status\n</Location>\n")
+                 "</Location>\n" + STATUS_LOCATION)
 
 
 # Debian 12's apache2.conf, the parts that act per request (every httpd

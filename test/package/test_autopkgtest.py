@@ -26,8 +26,10 @@ import shutil
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import pfbserver  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))        # test/, for pfbtest
+from pfbtest import TOP, free_port  # noqa: E402
+from pfbtest.tally import report  # noqa: E402
 import test_install as machine  # noqa: E402
 
 SUMMARY = re.compile(r"^(\S+)\s+(PASS|FAIL|SKIP|FLAKY|NEUTRAL)\b(.*)$", re.M)
@@ -73,7 +75,7 @@ def run(debs, src):
         return
     try:
         machine.install_policy()
-        port = pfbserver.free_port()
+        port = free_port()
         machine.prepare_config(port)
         print("  test port 127.0.0.1:%d; MPM enabled here: %s"
               % (port, machine.enabled_mpms()), flush=True)
@@ -109,7 +111,7 @@ def main(argv):
         print("autopkgtest: 0 passed, 1 failed")
         return 1
     deb_dir = os.path.abspath(argv[0] if argv else
-                              os.path.join(pfbserver.TOP, "build", "deb"))
+                              os.path.join(TOP, "build", "deb"))
     src = os.path.join(deb_dir, "src")
     debs = []
     for name in machine.PACKAGES:
@@ -131,7 +133,7 @@ def main(argv):
             run(debs, src)
         except machine.Interrupted as e:
             machine.check("finished", False, str(e))
-    return pfbserver.report("autopkgtest", machine.results)
+    return report("autopkgtest", machine.results)
 
 
 if __name__ == "__main__":

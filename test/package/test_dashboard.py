@@ -22,14 +22,15 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import pfbserver  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))        # test/, for pfbtest
+from pfbtest import STATUS_LOAD, STATUS_LOCATION, TOP, Server  # noqa: E402
+from pfbtest.metrics import exported_metric_names  # noqa: E402
+from pfbtest.tally import report  # noqa: E402
 import test_monitoring  # noqa: E402
 
-DASHBOARD = os.path.join(pfbserver.TOP, "contrib", "grafana",
-                         "prefork-buckets.json")
-ALERTS = os.path.join(pfbserver.TOP, "contrib", "prometheus",
-                      "bucket-alerts.yml")
+DASHBOARD = os.path.join(TOP, "contrib", "grafana", "prefork-buckets.json")
+ALERTS = os.path.join(TOP, "contrib", "prometheus", "bucket-alerts.yml")
 
 # PromQL words that are not metric names.
 KEYWORDS = {
@@ -180,21 +181,25 @@ def main():
     with open(DASHBOARD) as f:
         text = f.read()
         dashboard = json.loads(text)
-    with pfbserver.Server(extra="ListenBuckets 2\n"
-                                "ListenBucketSteering idle") as server:
+    # The log's verdict is a check of its own, read once the server
+    # stopped, so that lines of its shutdown count too.
+    server = Server(extra_modules=STATUS_LOAD,
+                    extra=STATUS_LOCATION + "ListenBuckets 2\n"
+                    "ListenBucketSteering idle\n", check_log=False)
+    with server:
         server.start()
         for _ in range(10):
             server.get("/")
         status, exposition = server.get("/bucket-status?prometheus=")
         _, info = server.get("/bucket-status?json")
         apache_families, _, _ = test_monitoring.run_exporter(server)
-        bad_log = server.unexpected_log_lines()
+    bad_log = server.log_problems
     check("scrape_as_prometheus_does", status == 200,
           "/bucket-status?prometheus= gave %d" % status)
     check("server_log_clean", not bad_log, "\n".join(bad_log))
     check("apache_exporter_exports", "apache_up" in apache_families,
           sorted(apache_families))
-    exported = pfbserver.exported_metric_names(exposition)
+    exported = exported_metric_names(exposition)
     exported |= set(apache_families) | recorded_names(ALERTS)
     steering = json.loads(info).get("steering")
     print("  exported: %s" % ", ".join(sorted(exported)))
@@ -262,7 +267,7 @@ def main():
         check("panel '%s' queries %s" % (title, metric),
               metric in titles.get(title, set()),
               "panels: %s" % sorted(titles))
-    return pfbserver.report("dashboard", results)
+    return report("dashboard", results)
 
 
 if __name__ == "__main__":

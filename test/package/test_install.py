@@ -59,13 +59,13 @@ import socket
 import stat
 import subprocess
 import sys
-import threading
 import time
-import urllib.error
-import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import pfbserver  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))        # test/, for pfbtest
+from pfbtest import (TOP, Load, free_port, get_url,  # noqa: E402
+                     listen_sockets, unexpected_lines, wait_for)
+from pfbtest.tally import report  # noqa: E402
 
 PACKAGES = ("libapache2-mod-mpm-prefork-buckets",
             "libapache2-mod-bucket-status")
@@ -90,6 +90,9 @@ INVOKE_LOG = os.path.join(STATE, "invoke-rc.d.log")
 # Packages this run installed that were not there before (mod_php), for
 # the restore to purge, also after a killed run.
 INSTALLED_BY_TEST = os.path.join(STATE, "installed-packages")
+# Debian's apache2.conf names no ServerName: httpd says so (AH00558), at
+# alert, on every start.
+DEBIAN_ROUTINE_TAGS = ("AH00558",)
 PHP_DIR = os.path.join(STATE, "php")
 PHP_CONF = "/etc/apache2/conf-enabled/pfb-package-test-php.conf"
 
@@ -289,18 +292,17 @@ def stop_server_hard():
     if pid is None:
         return
     sh(["apache2ctl", "stop"], timeout=60)
-    if pfbserver.wait_for(lambda: server_pid() is None, 30):
+    if wait_for(lambda: server_pid() is None, 30):
         return
     for sig in (signal.SIGTERM, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
-        if pfbserver.wait_for(lambda: server_pid() is None, 10):
+        if wait_for(lambda: server_pid() is None, 10):
             return
 
 
 def get(port, path, timeout=10):
-    return pfbserver.http_get("http://127.0.0.1:%d%s" % (port, path),
-                              timeout)
+    return get_url("http://127.0.0.1:%d%s" % (port, path), timeout)
 
 
 def port_refuses(port):
@@ -309,52 +311,6 @@ def port_refuses(port):
             return False
     except OSError:
         return True
-
-
-def listen_sockets(port):
-    rc, out = sh(["ss", "-ltnH", "sport = :%d" % port], quiet=True)
-    return [line for line in out.splitlines() if line.strip()] if rc == 0 \
-        else []
-
-
-class Load:
-    """Closed-loop GETs from a few threads until stop(); counts failures."""
-
-    def __init__(self, port, path, threads=4):
-        self.url = "http://127.0.0.1:%d%s" % (port, path)
-        self.ok = 0
-        self.failures = []
-        self.lock = threading.Lock()
-        self.stopping = threading.Event()
-        self.threads = [threading.Thread(target=self.run, daemon=True)
-                        for _ in range(threads)]
-
-    def run(self):
-        while not self.stopping.is_set():
-            try:
-                with urllib.request.urlopen(self.url, timeout=10) as resp:
-                    resp.read()
-                    status = resp.status
-            except urllib.error.HTTPError as e:
-                status = e.code
-            except OSError as e:
-                status = repr(e)
-            with self.lock:
-                if status == 200:
-                    self.ok += 1
-                else:
-                    self.failures.append(status)
-
-    def __enter__(self):
-        for t in self.threads:
-            t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stopping.set()
-        for t in self.threads:
-            t.join(15)
-        return False
 
 
 # -- the steps ---------------------------------------------------------------
@@ -509,7 +465,7 @@ def step_switch(debs, debian_mpms, dependents):
 
 def step_serve(port):
     rc, _ = sh(["apache2ctl", "start"], timeout=60)
-    up = rc == 0 and pfbserver.wait_for(
+    up = rc == 0 and wait_for(
         lambda: server_pid() and not port_refuses(port), 30)
     if not check("apache2ctl start", up, "exit %d" % rc):
         return None
@@ -546,32 +502,35 @@ def step_graceful(port, info):
         return status == 200 and \
             json.loads(body).get("generation", -1) > generation
 
-    with Load(port, "/") as load:
-        pfbserver.wait_for(lambda: load.ok >= 20, 15)
+    # Closed-loop GETs from four threads, every failure counted by kind.
+    load = Load("127.0.0.1", port, concurrency=4, path="/").start()
+    try:
+        load.wait_served(20, timeout=15)
         rc, _ = sh(["apache2ctl", "graceful"], timeout=60)
-        restarted = pfbserver.wait_for(newer, 30, interval=0.2)
-        served = load.ok
-        pfbserver.wait_for(lambda: load.ok >= served + 20, 15)
+        restarted = wait_for(newer, 30, interval=0.2)
+        load.wait_served(20, timeout=15)
+    finally:
+        load.stop()
     check("apache2ctl graceful", rc == 0 and bool(restarted),
           "exit %d, generation still %d" % (rc, generation))
     check("graceful keeps serving: no request failed",
-          load.ok > 40 and not load.failures,
-          "%d ok, failures %s" % (load.ok, load.failures[:10]))
+          load.ok > 40 and not load.failures(),
+          "%d ok, failures %s" % (load.ok, load.errors))
     check("graceful keeps the parent", server_pid() == parent)
     print("  %d requests across the graceful restart, %d failed"
-          % (load.ok, len(load.failures)))
+          % (load.ok, load.failures()))
 
 
 def step_stop(port):
     pid = server_pid()
     rc, _ = sh(["apache2ctl", "stop"], timeout=60)
-    gone = pfbserver.wait_for(
+    gone = wait_for(
         lambda: server_pid() is None and port_refuses(port), 30)
     check("apache2ctl stop", rc == 0 and gone, "exit %d, pid %s" % (rc, pid))
     with contextlib.suppress(OSError):
         with open(ERROR_LOG) as f:
             log = f.read()
-            bad = pfbserver.unexpected_lines(log)
+            bad = unexpected_lines(log, DEBIAN_ROUTINE_TAGS)
             check("no unexpected warning in the error log", not bad,
                   "\n".join(bad))
 
@@ -620,7 +579,7 @@ def install_php_page():
 def serve_php(port):
     install_php_page()
     rc, _ = sh(["apache2ctl", "start"], timeout=60)
-    up = rc == 0 and pfbserver.wait_for(
+    up = rc == 0 and wait_for(
         lambda: server_pid() and not port_refuses(port), 30)
     if not check("apache2ctl start with mod_php", up, "exit %d" % rc):
         return
@@ -632,7 +591,7 @@ def serve_php(port):
     check("the MPM serving it is this one (bucket data available)",
           info.get("available") is True, body[:200])
     rc, _ = sh(["apache2ctl", "stop"], timeout=60)
-    check("apache2ctl stop", rc == 0 and pfbserver.wait_for(
+    check("apache2ctl stop", rc == 0 and wait_for(
         lambda: server_pid() is None and port_refuses(port), 30))
 
 
@@ -747,7 +706,7 @@ def run(debs, divert_deb):
     save_machine()
     try:
         install_policy()
-        port = pfbserver.free_port()
+        port = free_port()
         prepare_config(port)
         print("  test port 127.0.0.1:%d; Debian's MPM enabled here: %s; "
               "modules that depend on it by name: %s"
@@ -832,7 +791,7 @@ def main(argv):
         print("package-install: 0 passed, 1 failed")
         return 1
     deb_dir = os.path.abspath(argv[0] if argv else
-                              os.path.join(pfbserver.TOP, "build", "deb"))
+                              os.path.join(TOP, "build", "deb"))
     debs = []
     for name in PACKAGES:
         found = sorted(glob.glob(os.path.join(deb_dir, name + "_*.deb")))
@@ -854,7 +813,7 @@ def main(argv):
             run(debs, divert[-1])
         except Interrupted as e:
             check("finished", False, str(e))
-    return pfbserver.report("package-install", results)
+    return report("package-install", results)
 
 
 if __name__ == "__main__":

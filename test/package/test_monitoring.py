@@ -23,8 +23,12 @@ import re
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import pfbserver  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))        # test/, for pfbtest
+from pfbtest import (STATUS_LOAD, STATUS_LOCATION, STOCK_PREFORK,  # noqa: E402
+                     Server, free_port, get_url, wait_for)
+from pfbtest.metrics import metric_families  # noqa: E402
+from pfbtest.tally import report  # noqa: E402
 
 EXPORTER = os.environ.get("APACHE_EXPORTER",
                           "/usr/bin/prometheus-apache-exporter")
@@ -32,10 +36,15 @@ MUNIN_PLUGINS = os.environ.get("MUNIN_PLUGINS", "/usr/share/munin/plugins")
 PLUGINS = ("apache_accesses", "apache_processes", "apache_volume")
 REQUESTS = 20
 
+# The tools read mod_status's extended lines (Total Accesses, Total kBytes,
+# CPULoad ...): asked for outright, whatever the default.
+EXTENDED = "ExtendedStatus On\n"
 CASES = (
-    ("stock", dict(mpm=pfbserver.STOCK_PREFORK, status=False)),
-    ("buckets", dict(status=True, extra="ListenBuckets 2")),
-    ("unavailable", dict(mpm=pfbserver.STOCK_PREFORK, status=True)),
+    ("stock", dict(mpm=STOCK_PREFORK, extra=EXTENDED)),
+    ("buckets", dict(extra_modules=STATUS_LOAD,
+                     extra=EXTENDED + STATUS_LOCATION + "ListenBuckets 2\n")),
+    ("unavailable", dict(mpm=STOCK_PREFORK, extra_modules=STATUS_LOAD,
+                         extra=EXTENDED + STATUS_LOCATION)),
 )
 
 
@@ -43,7 +52,7 @@ def run_exporter(server):
     """Scrapes the exporter twice (the second scrape sees the first one's
     request counted) and returns (families, samples, log)."""
     for _ in range(5):
-        port = pfbserver.free_port()
+        port = free_port()
         proc = subprocess.Popen(
             [EXPORTER, "--scrape_uri=" + server.url("/server-status?auto"),
              "--telemetry.address=127.0.0.1:%d" % port, "--log.level=debug"],
@@ -55,12 +64,12 @@ def run_exporter(server):
                 if proc.poll() is not None:
                     return "exited"
                 try:
-                    status, body = pfbserver.http_get(url, timeout=10)
+                    status, body = get_url(url, timeout=10)
                 except OSError:
                     return None
                 return body if status == 200 else None
 
-            first = pfbserver.wait_for(scrape, 20)
+            first = wait_for(scrape, 20)
             if first == "exited" or first is None:
                 continue            # lost its port, or never came up
             body = scrape()
@@ -72,7 +81,7 @@ def run_exporter(server):
                 proc.kill()
                 log = proc.communicate(timeout=5)[0].decode(errors="replace")
         families = {name: kind for name, kind in
-                    pfbserver.metric_families(body).items()
+                    metric_families(body).items()
                     if name.startswith("apache_")}
         samples = {}
         for line in body.splitlines():
@@ -85,9 +94,10 @@ def run_exporter(server):
 
 def run_munin(server):
     """plugin -> (autoconf answer, config field names, fetched values)."""
+    port = server.ports[0]
     env = dict(os.environ)
     env["url"] = "http://127.0.0.1:%d/server-status?auto"
-    env["ports"] = str(server.port)
+    env["ports"] = str(port)
     result = {}
     for plugin in PLUGINS:
         path = os.path.join(MUNIN_PLUGINS, plugin)
@@ -101,7 +111,7 @@ def run_munin(server):
                                      % (plugin, arg, proc.returncode,
                                         proc.stderr))
             # Field names carry the port; compare them without it.
-            runs[arg] = proc.stdout.replace(str(server.port), "PORT")
+            runs[arg] = proc.stdout.replace(str(port), "PORT")
         fields = sorted(set(re.findall(r"^(\w+)\.label ", runs["config"],
                                        re.M)))
         values = dict(re.findall(r"^(\w+)\.value (\S+)$", runs["fetch"],
@@ -111,7 +121,10 @@ def run_munin(server):
 
 
 def observe(name, kwargs):
-    with pfbserver.Server(**kwargs) as server:
+    # The log's verdict is a check of its own (check_log=False), read once
+    # the server stopped, so that lines of its shutdown count too.
+    server = Server(check_log=False, **kwargs)
+    with server:
         server.start()
         for _ in range(REQUESTS):
             status, _ = server.get("/")
@@ -120,7 +133,7 @@ def observe(name, kwargs):
         assert status == 200
         exporter = run_exporter(server)
         munin = run_munin(server)
-        bad_log = server.unexpected_log_lines()
+    bad_log = server.log_problems
     bucket_lines = [line for line in auto.splitlines()
                     if line.startswith("Bucket")]
     print("  %s: /server-status?auto has %d lines, %d of them the status "
@@ -158,7 +171,7 @@ def main():
                            (": " + detail) if detail and not ok else ""))
 
     if base is None:
-        return pfbserver.report("monitoring", results)
+        return report("monitoring", results)
     base_families, _, _ = base["exporter"]
     print("  exporter families against stock prefork: %s"
           % ", ".join(sorted(base_families)))
@@ -209,7 +222,7 @@ def main():
         check("unavailable_auto_says_so",
               "BucketDataAvailable: 0" in seen["unavailable"]["bucket_lines"],
               "\n".join(seen["unavailable"]["bucket_lines"][:5]))
-    return pfbserver.report("monitoring", results)
+    return report("monitoring", results)
 
 
 if __name__ == "__main__":

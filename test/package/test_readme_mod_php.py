@@ -35,11 +35,13 @@ import re
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import pfbserver  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))        # test/, for pfbtest
+from pfbtest import TOP, free_port, wait_for  # noqa: E402
+from pfbtest.tally import report  # noqa: E402
 import test_install as machine  # noqa: E402
 
-README = os.path.join(pfbserver.TOP, "README.md")
+README = os.path.join(TOP, "README.md")
 SHIM_DIR = os.path.join(machine.STATE, "bin")
 APT_CONF = os.path.join(machine.STATE, "apt.conf")
 
@@ -92,7 +94,7 @@ def run_readme(block, what):
                DEBIAN_FRONTEND="noninteractive", LC_ALL="C")
     for command in commands(block):
         print("$ %s" % command, flush=True)
-        proc = subprocess.run(["bash", "-c", command], cwd=pfbserver.TOP,
+        proc = subprocess.run(["bash", "-c", command], cwd=TOP,
                               stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True,
                               timeout=900, env=env)
@@ -106,8 +108,8 @@ def run_readme(block, what):
 
 
 def php_served(port, label):
-    up = pfbserver.wait_for(lambda: machine.server_pid()
-                            and not machine.port_refuses(port), 30)
+    up = wait_for(lambda: machine.server_pid()
+                  and not machine.port_refuses(port), 30)
     if not machine.check("%s: apache2 running" % label, up):
         return
     status, body = machine.get(port, "/pfb-php/answer.php")
@@ -157,7 +159,7 @@ def run(install, back):
     machine.save_machine()
     try:
         machine.install_policy()
-        port = pfbserver.free_port()
+        port = free_port()
         machine.prepare_config(port)
         write_shims()
         print("  test port 127.0.0.1:%d" % port, flush=True)
@@ -202,8 +204,8 @@ def main(argv):
         print("readme-mod-php: 0 passed, 1 failed")
         return 1
     deb_dir = os.path.abspath(argv[0] if argv else
-                              os.path.join(pfbserver.TOP, "build", "deb"))
-    if deb_dir != os.path.join(pfbserver.TOP, "build", "deb"):
+                              os.path.join(TOP, "build", "deb"))
+    if deb_dir != os.path.join(TOP, "build", "deb"):
         print("README's commands install ./build/deb/*.deb: build them there")
         print("readme-mod-php: 0 passed, 1 failed")
         return 1
@@ -222,7 +224,7 @@ def main(argv):
             run(install, back)
         except machine.Interrupted as e:
             machine.check("finished", False, str(e))
-    return pfbserver.report("readme-mod-php", machine.results)
+    return report("readme-mod-php", machine.results)
 
 
 if __name__ == "__main__":

@@ -56,7 +56,10 @@ STOCK_PREFORK = os.path.join(MODULES, "mod_mpm_prefork.so")
 STOCK_EVENT = os.path.join(MODULES, "mod_mpm_event.so")
 RUN_USER = "www-data"
 
-# LoadModule lines for the extra modules most tests want.
+# LoadModule lines for the extra modules most tests want, and where the
+# status module answers.
 STATUS_LOAD = "LoadModule bucket_status_module %s\n" % STATUS_SO
+STATUS_LOCATION = ("<Location /bucket-status>\n    SetHandler bucket-status\n"
+                   "</Location>\n")
 TEST_HANDLER_LOAD = ("LoadModule pfb_test_handler_module %s\n"
                      % TEST_HANDLER_SO)

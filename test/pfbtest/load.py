@@ -1,11 +1,15 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """A small load generator: closed loop, one thread per connection, counting
 every failure by kind.  Used where a test needs exact counts; the
-benchmarks use wrk and ab."""
+benchmarks use wrk and ab.  Also the single requests the tests make: on a
+raw socket to httpd (http_get), or through urllib to any HTTP server
+(get_url)."""
 
 import socket
 import threading
 import time
+import urllib.error
+import urllib.request
 
 
 def http_get(host, port, path="/index.html", timeout=30, keepalive=False):
@@ -16,6 +20,18 @@ def http_get(host, port, path="/index.html", timeout=30, keepalive=False):
         s.sendall(("GET %s HTTP/1.1\r\nHost: localhost\r\n"
                    "Connection: %s\r\n\r\n" % (path, conn)).encode())
         return read_response(s)
+
+
+def get_url(url, timeout=10):
+    """(status, body as text) of one GET through urllib, for answers that
+    may come chunked (prometheus-apache-exporter's, Prometheus's) or that
+    a test reads as a client would; HTTP errors are statuses, a failure to
+    connect raises OSError."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.status, resp.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8", "replace")
 
 
 def read_response(s):

@@ -1,7 +1,10 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """One httpd under test, as a context manager.
 
-Every server gets its own ServerRoot, runtime dir, pid file and logs in a
+It runs this project's MPM by default, or any other MPM module (Debian's
+stock prefork and event: config.STOCK_PREFORK, STOCK_EVENT), with the
+test handler where it is built and whatever modules a test adds (the
+status module: config.STATUS_LOAD and STATUS_LOCATION).  Every server gets its own ServerRoot, runtime dir, pid file and logs in a
 temporary directory and ports the kernel picked on 127.0.0.1 (or ::1).  By
 default it runs in the foreground as our child, in its own session; with
 daemon=True it is started as admins start it, `httpd -k start` (or, with
@@ -27,9 +30,11 @@ import time
 
 from . import config
 from .config import APACHECTL, HTTPD, MODULES, RUN_USER
-from .load import read_response
+from .load import get_url, read_response
+from .logs import unexpected_lines
 from .procs import (STAT_PGRP, STAT_PPID, free_port, live_pids,
                     processes_with_argument, start_time)
+from .waits import DEADLINE, wait_for
 
 # Modules every server loads, where HTTPD_MODULES_DIR has them; a module
 # compiled into HTTPD (Debian's mod_log_config and mod_unixd, say) is
@@ -78,23 +83,10 @@ Timeout 30
 # fails a test unless the test expects its tag.
 ROUTINE_TAGS = frozenset()
 
-# Lines that mean a crash whatever their level: a child killed by a signal
-# other than the ones the parent sends (httpd logs it at notice), and the
-# parent's own fatal-signal handler.
-CRASH_TAGS = frozenset({"AH00052", "AH00060"})
-LEVEL = re.compile(r"^\[[^\]]*\] \[[^\]\s]*:(\w+)\]")
-SERIOUS = frozenset({"warn", "error", "crit", "alert", "emerg"})
-TAG = re.compile(r"\b(AH\d{5}|PFB\d{5})\b")
-
 # Mode letters of the pfb-scoreboard handler (mod_status's): starting,
 # and the states of a child that finished starting and serves.
 STARTING = "S"
 SERVING = frozenset("_RWKLDC")
-
-# How long the harness waits for a state by default.  Generous: the tests
-# run on loaded machines and under ASan; a wait ends as soon as its
-# condition holds.
-DEADLINE = 60
 
 
 def exit_on_sigterm():
@@ -698,19 +690,9 @@ class Server:
         """Error-log lines at warn or above, crash lines (AH00052 ...) and
         lines not in the error log's format (a sanitizer or libc writing
         to stderr), unless they carry an expected tag."""
-        allowed = set(expected_tags) | set(self.expect_log) | ROUTINE_TAGS
-        bad = []
-        for line in self.error_log().splitlines():
-            if not line.strip():
-                continue
-            m = LEVEL.match(line)
-            tags = set(TAG.findall(line))
-            if m and m.group(1) not in SERIOUS and not tags & CRASH_TAGS:
-                continue
-            if tags & allowed:
-                continue
-            bad.append(line)
-        return bad
+        return unexpected_lines(
+            self.error_log(),
+            set(expected_tags) | set(self.expect_log) | ROUTINE_TAGS)
 
     def sanitizer_reports(self):
         """ASan/UBSan findings: children write them to stderr, which httpd
@@ -738,20 +720,15 @@ class Server:
                 result.setdefault(b, []).append(pid)
         return result
 
-    @staticmethod
-    def wait_for(predicate, timeout=DEADLINE, interval=0.05):
-        """Polls predicate until it returns something true, or timeout
-        seconds passed; returns its last value."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            value = predicate()
-            if value:
-                return value
-            time.sleep(interval)
-        return predicate()
+    wait_for = staticmethod(wait_for)
 
     def url(self, path="/", port_index=0):
         host = self.listen_host
         if ":" in host:
             host = "[%s]" % host
         return "http://%s:%d%s" % (host, self.ports[port_index], path)
+
+    def get(self, path="/", port_index=0, timeout=10):
+        """(status, body as text) of one GET as a client makes it (through
+        urllib: counted in the access log, unlike the harness's probes)."""
+        return get_url(self.url(path, port_index), timeout)

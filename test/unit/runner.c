@@ -31,6 +31,8 @@ int main(void)
     srunner_add_suite(runner, sockopts_suite());
     srunner_add_suite(runner, ready_suite());
     srunner_add_suite(runner, topology_suite());
+    srunner_add_suite(runner, children_suite());
+    srunner_add_suite(runner, segment_suite());
     if (geteuid() == 0) {
         srunner_add_suite(runner, steer_kernel_suite());
         srunner_add_suite(runner, guard_kernel_suite());

@@ -2,7 +2,7 @@
  *
  * Usable CPUs under cgroups: the parsers of cgroup v1 CFS quotas, cpuset
  * lists, /proc/self/cgroup and /proc/self/mountinfo, and
- * pf_os_cgroup_cpus() reading fake cgroup v1, v2 and hybrid trees.
+ * pf_cgroup_cpus() reading fake cgroup v1, v2 and hybrid trees.
  */
 
 #include <errno.h>
@@ -13,8 +13,9 @@
 #include <unistd.h>
 
 #include "unit.h"
+#include "prefork_unit.h"
 #include "prefork_policy.h"
-#include "prefork_os.h"
+#include "prefork_cpus.h"
 
 /* ------------------------------------------------------------------ */
 /* Parsers                                                             */
@@ -312,7 +313,7 @@ START_TEST(v1_quota_of_a_parent_limits_the_group)
     put("sys/fs/cgroup/cpuset/cpuset.effective_cpus", "0-63\n");
     put("sys/fs/cgroup/cpuset/web/cpuset.effective_cpus", "0-2,5\n");
     put("sys/fs/cgroup/cpuset/web/cpuset.cpus", "0-7\n");
-    pf_os_cgroup_cpus(top, &quota, &cpuset);
+    pf_cgroup_cpus(top, &quota, &cpuset);
     ck_assert_int_eq(quota, 2);
     ck_assert_int_eq(cpuset, 4);
 }
@@ -328,7 +329,7 @@ START_TEST(v1_tightest_quota_wins)
     put("sys/fs/cgroup/cpu,cpuacct/web/cpu.cfs_period_us", "100000\n");
     put("sys/fs/cgroup/cpu,cpuacct/web/httpd/cpu.cfs_quota_us", "100000\n");
     put("sys/fs/cgroup/cpu,cpuacct/web/httpd/cpu.cfs_period_us", "100000\n");
-    pf_os_cgroup_cpus(top, &quota, &cpuset);
+    pf_cgroup_cpus(top, &quota, &cpuset);
     ck_assert_int_eq(quota, 1);
     ck_assert_int_eq(cpuset, 0);
 }
@@ -351,7 +352,7 @@ START_TEST(v1_container_sees_its_group_as_the_mount)
     put("sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "50000\n");
     put("sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us", "100000\n");
     put("sys/fs/cgroup/cpuset/cpuset.cpus", "1\n");
-    pf_os_cgroup_cpus(top, &quota, &cpuset);
+    pf_cgroup_cpus(top, &quota, &cpuset);
     ck_assert_int_eq(quota, 1);
     ck_assert_int_eq(cpuset, 1);
 }
@@ -370,7 +371,7 @@ START_TEST(v2_quota_of_a_parent_limits_the_group)
     put("sys/fs/cgroup/system.slice/httpd.service/cpu.max", "max 100000\n");
     put("sys/fs/cgroup/system.slice/httpd.service/cpuset.cpus.effective",
         "0-7\n");
-    pf_os_cgroup_cpus(top, &quota, &cpuset);
+    pf_cgroup_cpus(top, &quota, &cpuset);
     ck_assert_int_eq(quota, 3);
     ck_assert_int_eq(cpuset, 8);
 }
@@ -387,7 +388,7 @@ START_TEST(v2_namespace_root_is_read)
     put("proc/self/cgroup", "0::/\n");
     put("sys/fs/cgroup/cpu.max", "200000 100000\n");
     put("sys/fs/cgroup/cpuset.cpus.effective", "2-3\n");
-    pf_os_cgroup_cpus(top, &quota, &cpuset);
+    pf_cgroup_cpus(top, &quota, &cpuset);
     ck_assert_int_eq(quota, 2);
     ck_assert_int_eq(cpuset, 2);
 }
@@ -403,7 +404,7 @@ START_TEST(unreadable_or_garbage_limits_are_ignored)
     put("sys/fs/cgroup/a/b/cpu.max", "banana\n");
     put("sys/fs/cgroup/a/cpu.max", "100000 100000\n");
     put("sys/fs/cgroup/a/b/cpuset.cpus.effective", "many\n");
-    pf_os_cgroup_cpus(top, &quota, &cpuset);
+    pf_cgroup_cpus(top, &quota, &cpuset);
     ck_assert_int_eq(quota, 1);
     ck_assert_int_eq(cpuset, 0);
 }
@@ -417,7 +418,7 @@ START_TEST(no_limits_read_as_none)
     put("proc/self/cgroup", "11:cpuset:/\n4:cpu,cpuacct:/\n0::/\n");
     put("sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
     put("sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us", "100000\n");
-    pf_os_cgroup_cpus(top, &quota, &cpuset);
+    pf_cgroup_cpus(top, &quota, &cpuset);
     ck_assert_int_eq(quota, 0);
     ck_assert_int_eq(cpuset, 0);
 }
@@ -427,11 +428,11 @@ START_TEST(missing_proc_files_read_as_none)
 {
     int quota = -7, cpuset = -7;
 
-    pf_os_cgroup_cpus(top, &quota, &cpuset);
+    pf_cgroup_cpus(top, &quota, &cpuset);
     ck_assert_int_eq(quota, 0);
     ck_assert_int_eq(cpuset, 0);
     put("proc/self/cgroup", "0::/\n");
-    pf_os_cgroup_cpus(top, &quota, &cpuset);
+    pf_cgroup_cpus(top, &quota, &cpuset);
     ck_assert_int_eq(quota, 0);
     ck_assert_int_eq(cpuset, 0);
 }
@@ -446,7 +447,7 @@ START_TEST(walk_stops_at_the_mount_point)
     put("proc/self/cgroup", "0::/a\n");
     put("sys/fs/cgroup/cpu.max", "100000 100000\n");
     put("sys/fs/cgroup/unified/a/cpu.max", "max 100000\n");
-    pf_os_cgroup_cpus(top, &quota, &cpuset);
+    pf_cgroup_cpus(top, &quota, &cpuset);
     ck_assert_int_eq(quota, 0);
 }
 END_TEST
@@ -462,7 +463,7 @@ START_TEST(group_outside_the_mount_root_is_not_read)
     put("proc/self/cgroup", "3:cpu:/docker/mine\n");
     put("sys/fs/cgroup/cpu/cpu.cfs_quota_us", "100000\n");
     put("sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000\n");
-    pf_os_cgroup_cpus(top, &quota, &cpuset);
+    pf_cgroup_cpus(top, &quota, &cpuset);
     ck_assert_int_eq(quota, 0);
 }
 END_TEST
@@ -486,7 +487,7 @@ START_TEST(long_mountinfo_lines_are_skipped)
     free(info);
     put("proc/self/cgroup", "0::/a\n");
     put("sys/fs/cgroup/a/cpu.max", "400000 100000\n");
-    pf_os_cgroup_cpus(top, &quota, &cpuset);
+    pf_cgroup_cpus(top, &quota, &cpuset);
     ck_assert_int_eq(quota, 4);
 }
 END_TEST
@@ -515,7 +516,7 @@ START_TEST(many_mounts_before_the_cgroup_lines)
     put("sys/fs/cgroup/cpu,cpuacct/w/cpu.cfs_quota_us", "250000\n");
     put("sys/fs/cgroup/cpu,cpuacct/w/cpu.cfs_period_us", "100000\n");
     put("sys/fs/cgroup/cpuset/w/cpuset.effective_cpus", "4-9\n");
-    pf_os_cgroup_cpus(top, &quota, &cpuset);
+    pf_cgroup_cpus(top, &quota, &cpuset);
     ck_assert_int_eq(quota, 3);
     ck_assert_int_eq(cpuset, 6);
 }

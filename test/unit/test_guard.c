@@ -38,8 +38,8 @@
 #include "apr_portable.h"
 
 #include "prefork_guard.h"
-#include "prefork_guard_unit.h"
 #include "unit.h"
+#include "prefork_unit.h"
 
 static apr_pool_t *pool;
 
@@ -117,7 +117,7 @@ static int accepts(int fd, int port)
     return a >= 0;
 }
 
-static const pf_guard_want_t usual = { 128, 0, 1, 0 };
+static const pf_guard_want_t usual = { 128, 0, 1, 0, 0 };
 
 START_TEST(a_healthy_socket_is_left_alone)
 {
@@ -199,9 +199,30 @@ START_TEST(each_changed_option_is_put_back)
 }
 END_TEST
 
+/* In a maintenance cycle the backlog is the one the cycle read: no second
+ * TCP_INFO.  A limit read as wrong is put right; one read as right is
+ * left alone until the next cycle reads it. */
+START_TEST(the_backlog_the_cycle_read_is_the_one_checked)
+{
+    pf_guard_want_t seen = usual;
+    int port, fd = listener(&port), failed = -1;
+
+    ck_assert_int_eq(listen(fd, 1), 0);
+    seen.backlog_seen = 128;
+    ck_assert_int_eq(pf_guard_check_socket(wrap(fd), &seen, &failed), 0);
+    ck_assert_int_eq(pf_guard_backlog(wrap(fd)), 1);
+    seen.backlog_seen = 1;
+    ck_assert_int_eq(pf_guard_check_socket(wrap(fd), &seen, &failed),
+                     PF_GUARD_BACKLOG);
+    ck_assert_int_eq(failed, 0);
+    ck_assert_int_eq(pf_guard_backlog(wrap(fd)), 128);
+    close(fd);
+}
+END_TEST
+
 START_TEST(a_polled_socket_stays_non_blocking)
 {
-    pf_guard_want_t polled = { 128, 1, 0, 0 };
+    pf_guard_want_t polled = { 128, 1, 0, 0, 0 };
     int port, fd = listener(&port), failed;
 
     /* SO_REUSEPORT not wanted (one bucket): left as it is. */
@@ -294,6 +315,50 @@ START_TEST(inherited_options_go_back_in_place)
     ck_assert_int_eq(found.fixed | found.failed, 0);
     close(held);
     close(fd);
+}
+END_TEST
+
+/* A bucket of two sockets, which its children poll: each is checked as
+ * its record says, O_NONBLOCK goes back on both, and a socket that
+ * stopped listening and listens again is reported, since it left its
+ * reuseport group's socket map. */
+START_TEST(a_bucket_is_checked_socket_by_socket)
+{
+    int port_a, port_b, fd_a = listener(&port_a), fd_b = listener(&port_b);
+    apr_socket_t *sd_a = wrap(fd_a), *sd_b = wrap(fd_b);
+    pf_guard_book_t *book = pf_guard_book_create(pool);
+    ap_listen_rec lr_a, lr_b;
+    pf_bucket_t bucket;
+    pf_guard_found_t all;
+    int seen[2] = { 128, 128 };
+
+    pf_guard_book_begin(book);
+    ck_assert_ptr_nonnull(pf_guard_book_note(book, sd_a));
+    ck_assert_ptr_nonnull(pf_guard_book_note(book, sd_b));
+    pf_guard_book_end(book);
+    memset(&lr_a, 0, sizeof(lr_a));
+    memset(&lr_b, 0, sizeof(lr_b));
+    lr_a.sd = sd_a;
+    lr_a.bind_addr = loopback(port_a);
+    lr_a.next = &lr_b;
+    lr_b.sd = sd_b;
+    lr_b.bind_addr = loopback(port_b);
+    memset(&bucket, 0, sizeof(bucket));
+    bucket.listeners = &lr_a;
+    bucket.num_listeners = 2;
+    ck_assert_int_eq(pf_guard_bucket(book, &bucket, 1, 0, seen, &all), 0);
+    ck_assert_int_eq(all.fixed, PF_GUARD_NONBLOCK);
+    ck_assert_int_eq(all.failed, 0);
+    ck_assert(fcntl(fd_a, F_GETFL) & O_NONBLOCK);
+    ck_assert(fcntl(fd_b, F_GETFL) & O_NONBLOCK);
+    ck_assert_int_eq(shutdown(fd_b, SHUT_RD), 0);
+    ck_assert_int_eq(pf_guard_bucket(book, &bucket, 1, 0, NULL, &all), 1);
+    ck_assert_int_eq(all.fixed, PF_GUARD_NOT_LISTENING);
+    ck_assert_int_eq(int_option(fd_b, SOL_SOCKET, SO_ACCEPTCONN), 1);
+    ck_assert_int_eq(pf_guard_bucket(book, &bucket, 1, 0, NULL, &all), 0);
+    ck_assert_int_eq(all.fixed | all.failed, 0);
+    close(fd_a);
+    close(fd_b);
 }
 END_TEST
 
@@ -740,9 +805,11 @@ Suite *guard_suite(void)
     tcase_add_test(checks, a_shut_down_socket_listens_again);
     tcase_add_test(checks, a_socket_connected_elsewhere_is_left_to_replace);
     tcase_add_test(checks, each_changed_option_is_put_back);
+    tcase_add_test(checks, the_backlog_the_cycle_read_is_the_one_checked);
     tcase_add_test(checks, a_polled_socket_stays_non_blocking);
     tcase_add_test(checks, descriptions_name_every_change);
     tcase_add_test(checks, inherited_options_go_back_in_place);
+    tcase_add_test(checks, a_bucket_is_checked_socket_by_socket);
     tcase_add_test(checks,
                    a_socket_that_cannot_be_put_right_in_place_is_replaced);
     tcase_add_test(checks,

@@ -23,6 +23,7 @@
 #endif
 
 #include "unit.h"
+#include "prefork_unit.h"
 #include "prefork_linger.h"
 
 #define SEC APR_INT64_C(1000000)

@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "unit.h"
-#include "prefork_policy.h"
+#include "prefork_unit.h"
+#include "prefork_buckets.h"
+#include "prefork_config.h"
 
 typedef struct {
     const char *arg;
@@ -217,6 +219,41 @@ START_TEST(pool_corrections_report_values_and_settle)
 }
 END_TEST
 
+/* A directive's value: accepted into place, or refused with the message
+ * the admin sees, the value left as it was. */
+START_TEST(a_directive_takes_its_value_or_says_why_not)
+{
+    char buf[512];
+    int value = 7, mode = -1;
+
+    ck_assert_ptr_null(pf_config_int("StartServers", " 12 ", 0, 100, &value,
+                                     buf, sizeof(buf)));
+    ck_assert_int_eq(value, 12);
+    ck_assert_str_eq(pf_config_int("StartServers", "8x", 0, 100, &value, buf,
+                                   sizeof(buf)),
+                     "StartServers: '8x' is not a whole number; expected an "
+                     "integer from 0 to 100");
+    ck_assert_int_eq(value, 12);
+    ck_assert_ptr_null(pf_config_steering("ListenBucketSteering", "Hash",
+                                          &mode, buf, sizeof(buf)));
+    ck_assert_int_eq(mode, PFB_STEER_HASH);
+    ck_assert_str_eq(pf_config_steering("ListenBucketSteering", "random",
+                                        &mode, buf, sizeof(buf)),
+                     "ListenBucketSteering: 'random' is not a steering mode; "
+                     "expected hash, cpu, idle or local");
+#ifdef HAVE_BPF_STEERING
+    ck_assert_ptr_null(pf_config_steering("ListenBucketSteering", "local",
+                                          &mode, buf, sizeof(buf)));
+    ck_assert_int_eq(mode, PFB_STEER_LOCAL);
+#else
+    ck_assert_ptr_nonnull(strstr(pf_config_steering("ListenBucketSteering",
+                                                    "idle", &mode, buf,
+                                                    sizeof(buf)),
+                                 "needs the MPM's BPF programs"));
+#endif
+}
+END_TEST
+
 Suite *parse_suite(void)
 {
     Suite *s = suite_create("parse");
@@ -230,6 +267,7 @@ Suite *parse_suite(void)
     tcase_add_loop_test(tc, pool_corrections_follow_table, 0,
                         (int)(sizeof(fix_rows) / sizeof(fix_rows[0])));
     tcase_add_test(tc, pool_corrections_report_values_and_settle);
+    tcase_add_test(tc, a_directive_takes_its_value_or_says_why_not);
     tcase_set_timeout(tc, 10);
     suite_add_tcase(s, tc);
     return s;

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "unit.h"
+#include "prefork_unit.h"
 #include "prefork_policy.h"
-#include "prefork_policy_unit.h"
 #include "prefork_buckets.h"
 
 typedef struct {

@@ -11,6 +11,7 @@
 #include "prefork_buckets.h"
 #include "prefork_policy.h"
 #include "unit.h"
+#include "prefork_unit.h"
 
 #define MS 1000LL
 #define SEC 1000000LL
@@ -48,6 +49,43 @@ START_TEST(exits_are_classified_from_the_parents_knowledge)
                                        exit_cases[i].clean,
                                        exit_cases[i].recycling)
                           == exit_cases[i].want,
+                      "case %zu", i);
+    }
+}
+END_TEST
+
+/* What an exit means: APEXIT_CHILDFATAL stops the server only from a
+ * process that never reported ready; an outside kill of one of ours is
+ * said; anything not ours is lost to the table. */
+static const struct {
+    int ours, ready, told_to_stop, fatal_exit, killed;
+    pf_child_end_e want;
+} end_cases[] = {
+    { 1, 0, 0, 0, 0, PF_END_LEFT },
+    { 1, 1, 1, 0, 0, PF_END_LEFT },
+    { 1, 1, 1, 0, 1, PF_END_LEFT },     /* killed after it was told */
+    { 1, 0, 0, 0, 1, PF_END_KILLED },
+    { 1, 1, 0, 0, 1, PF_END_KILLED },
+    { 1, 1, 0, 1, 0, PF_END_FATAL_STARTED },
+    { 1, 1, 1, 1, 0, PF_END_FATAL_STARTED },
+    { 1, 0, 0, 1, 0, PF_END_FATAL },    /* never started: stop */
+    { 0, 0, 0, 1, 0, PF_END_FATAL },    /* httpd stops for any process */
+    { 0, 1, 0, 1, 0, PF_END_FATAL },
+    { 0, 0, 0, 0, 0, PF_END_LOST },
+    { 0, 0, 0, 0, 1, PF_END_LOST },
+};
+
+START_TEST(ends_are_classified_from_the_parents_knowledge)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(end_cases) / sizeof(end_cases[0]); i++) {
+        ck_assert_msg(pf_classify_child_end(end_cases[i].ours,
+                                            end_cases[i].ready,
+                                            end_cases[i].told_to_stop,
+                                            end_cases[i].fatal_exit,
+                                            end_cases[i].killed)
+                          == end_cases[i].want,
                       "case %zu", i);
     }
 }
@@ -370,6 +408,7 @@ Suite *respawn_suite(void)
     TCase *sums = tcase_create("sums");
 
     tcase_add_test(classify, exits_are_classified_from_the_parents_knowledge);
+    tcase_add_test(classify, ends_are_classified_from_the_parents_knowledge);
     tcase_add_test(classify, delay_doubles_from_one_second_to_its_cap);
     tcase_add_test(pacing, an_admins_three_kills_are_replaced_at_once);
     tcase_add_test(pacing, children_dying_at_start_are_paced_with_back_off);

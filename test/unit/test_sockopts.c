@@ -19,6 +19,7 @@
 #include <sys/time.h>
 
 #include "unit.h"
+#include "prefork_unit.h"
 #include "prefork_sockopts.h"
 
 /* A listening socket on a kernel-chosen loopback port of @a family. */

@@ -25,6 +25,7 @@
 
 #include "unit.h"
 #include "prefork_buckets.h"
+#include "prefork_cpus.h"
 #include "prefork_os.h"
 #include "prefork_steering_kernel.h"
 
@@ -179,7 +180,7 @@ static int cpu_map(int per_listen, int *cpus, int *m)
     int nruns, entries = pf_steer_kernel_possible_cpus(), fd = -1;
     apr_status_t rv;
 
-    *m = pf_os_affinity_cpus(cpus, 256);
+    *m = pf_cpus_affinity(cpus, 256);
     ck_assert_int_ge(*m, 1);
     ck_assert_int_ge(entries, cpus[*m - 1] + 1);
     ck_assert_int_le(entries, 1024);
@@ -358,7 +359,7 @@ START_TEST(test_kernel_runs_cpu_program)
         prog_fd = load(&g, PFB_STEER_CPU, 0, per_listen, g.map_fd, -1,
                        MAP_CAPACITY, cpu_fd);
         for (j = 0; j < m && j < 8; j++) {
-            ck_assert_int_eq(pf_os_pin_to_cpus(&cpus[j], 1), APR_SUCCESS);
+            ck_assert_int_eq(pf_cpus_pin(&cpus[j], 1), APR_SUCCESS);
             for (i = 0; i < 10; i++) {
                 int n, found = 0;
 
@@ -375,7 +376,7 @@ START_TEST(test_kernel_runs_cpu_program)
                               per_listen);
             }
         }
-        ck_assert_int_eq(pf_os_pin_to_cpus(cpus, m), APR_SUCCESS);
+        ck_assert_int_eq(pf_cpus_pin(cpus, m), APR_SUCCESS);
         ck_assert_int_eq(pf_steer_kernel_detach(g.socks[0]), APR_SUCCESS);
         pf_steer_kernel_close(prog_fd);
         pf_steer_kernel_close(cpu_fd);

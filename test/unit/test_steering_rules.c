@@ -18,6 +18,7 @@
 #include "ap_config.h"
 
 #include "unit.h"
+#include "prefork_unit.h"
 #include "prefork_buckets.h"
 #include "prefork_steering_rules.h"
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "unit.h"
+#include "prefork_unit.h"
 #include "prefork_steering_rules.h"
 #include "prefork_topology.h"
 

@@ -1,7 +1,7 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE. */
 
-#ifndef PREFORK_UNIT_H
-#define PREFORK_UNIT_H
+#ifndef PREFORK_UNIT_TESTS_H
+#define PREFORK_UNIT_TESTS_H
 
 #include <check.h>
 
@@ -21,5 +21,7 @@ Suite *guard_kernel_suite(void);
 Suite *sockopts_suite(void);
 Suite *ready_suite(void);
 Suite *topology_suite(void);
+Suite *children_suite(void);
+Suite *segment_suite(void);
 
-#endif /* PREFORK_UNIT_H */
+#endif /* PREFORK_UNIT_TESTS_H */

@@ -19,7 +19,6 @@
 #include "apr.h"
 #include "apr_atomic.h"
 #include "apr_portable.h"
-#include "apr_shm.h"
 #include "apr_strings.h"
 
 #define APR_WANT_STRFUNC
@@ -28,14 +27,10 @@
 #if APR_HAVE_UNISTD_H
 #include <unistd.h>
 #endif
-#include <fcntl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 
 #include "ap_config.h"
 #include "httpd.h"
 #include "http_log.h"
-#include "http_main.h"
 #include "ap_listen.h"
 #include "mpm_common.h"
 #include "util_mutex.h"
@@ -54,65 +49,30 @@ typedef struct {
     const char *listener;       /* NULL: the single bucket of every Listen */
     int shard;
     int used;                   /* the record belongs to this identity */
-    int position;               /* bucket number now, -1 if not in use */
     apr_pool_t *dup_pool;       /* holds the duplicate socket below */
     apr_socket_t *dup;          /* shard > 0: kept for the server's life */
-    apr_uint64_t retired;       /* accepted by its children that exited */
-    apr_uint64_t accepted;      /* retired plus its live children's
-                                   counters, as the last cycle summed them */
-    apr_uint32_t sample_next;   /* the record's next rate sample */
-    int children;               /* live children forked for it */
     int guard_logged;           /* what pf_bucketset_guard() has said about
                                    its sockets in the present episode... */
     pf_sockopt_set_t options_logged;    /* ...and of their options */
 } identity_t;
-
-/* What the parent knows of a slot's child.  Parent-private. */
-typedef struct {
-    int record;                 /* -1: free */
-    int steer_bucket;           /* its bucket when forked... */
-    int steer_layout;           /* ...in this layout of bucket numbers */
-    pid_t pid;                  /* what the segment's slot record says */
-    int generation;
-    int stopping;
-} slot_rec_t;
 
 struct pf_bucketset_s {
     apr_pool_t *pool;           /* outlives generations */
     int num_slots;
     int num_records;
     identity_t *ids;
-    slot_rec_t *slots;
     apr_time_t started;
 
-    /* The segment, and where its parts start. */
-    apr_shm_t *shm;
-    pfb_segment_t view;
-    pfb_shm_t *header;
-    pfb_shm_t header_copy;      /* what the header says: the segment's is
-                                   rewritten from it every cycle */
-    apr_int32_t *table;
-    pfb_bucket_t *records;
-    pfb_slot_t *seg_slots;
+    pf_segment_t *seg;          /* what readers see, made at the first
+                                   build */
+    apr_uint64_t *retired;      /* per record: what its children that
+                                   exited accepted */
 
-    /* The current generation (arrays from its pconf). */
-    pf_bucket_t *buckets;
-    int num_buckets;
+    /* The generation it builds: the parent's, in its retained data. */
+    pf_generation_t *gen;
     int num_listeners;
-    pf_bucket_plan_t plan;
-    int planned;
-    int layout;                 /* bumped when bucket numbers change
-                                   meaning */
-    int *layout_records;        /* per bucket number: its record; kept
-                                   here, not in pconf or the segment, for
-                                   the next restart to compare with */
-    int *backlog;               /* per bucket: the accept queues' limits, as
-                                   the last snapshot read them */
-    int *waiting;               /* scratch: per bucket */
-    apr_int64_t *steer_idle;    /* idle steering's counts, read beside the
-                                   scoreboard (pf_bucketset_note_idle) */
-    apr_socket_t **sockets;     /* per bucket: its socket, for steering */
-    const char **names;         /* per bucket: its address, for steering */
+    int *held;                  /* scratch: per record, children forked
+                                   for it still alive */
 
     pf_steer_t *steer;          /* ListenBucketSteering */
     pf_guard_book_t *book;      /* each socket as the parent opened it */
@@ -124,7 +84,6 @@ struct pf_bucketset_s {
     char idle_refusal[256];     /* and what failed */
     const char *reuseport_failed_call;
     pf_cpu_info_t cpus;
-    int cpus_usable;
 
     /* What the last build decided, for pf_bucketset_log_plan(). */
     pf_bucketset_config_t built_from;
@@ -135,17 +94,14 @@ struct pf_bucketset_s {
 
     /* A graceful stop's filter is on the sockets: leave it there. */
     int refusing_new;
-
-    /* In a child: its bucket and slot. */
-    int my_bucket;
-    int my_slot;
 };
 
 /* ------------------------------------------------------------------ */
 /* Creation and the segment                                            */
 
 pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
-                                    apr_time_t started)
+                                    apr_time_t started, pf_generation_t *gen,
+                                    pf_steer_t *steer)
 {
     pf_bucketset_t *bs = apr_pcalloc(pool, sizeof(*bs));
     int r;
@@ -159,76 +115,44 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
     bs->num_records = 2 * num_slots + 1;
     bs->ids = apr_pcalloc(pool, sizeof(identity_t)
                                     * (apr_size_t)bs->num_records);
+    gen->num_records = bs->num_records;
+    gen->record = apr_pcalloc(pool, sizeof(int)
+                                        * (apr_size_t)bs->num_records);
+    gen->position = apr_palloc(pool, sizeof(int)
+                                         * (apr_size_t)bs->num_records);
     for (r = 0; r < bs->num_records; r++) {
-        bs->ids[r].position = -1;
+        gen->position[r] = -1;
     }
-    bs->slots = apr_pcalloc(pool, sizeof(slot_rec_t) * (apr_size_t)num_slots);
-    bs->layout_records = apr_pcalloc(pool, sizeof(int)
-                                               * (apr_size_t)bs->num_records);
-    for (r = 0; r < num_slots; r++) {
-        bs->slots[r].record = -1;
-    }
+    bs->gen = gen;
+    bs->held = apr_pcalloc(pool, sizeof(int) * (apr_size_t)bs->num_records);
+    bs->retired = apr_pcalloc(pool, sizeof(apr_uint64_t)
+                                        * (apr_size_t)bs->num_records);
     bs->started = started;
-    bs->steer = pf_steer_create(pool);
+    bs->steer = steer;
     bs->book = pf_guard_book_create(pool);
-    bs->my_bucket = -1;
-    bs->my_slot = -1;
     bs->reuseport_usable = -1;
     return bs;
 }
 
 static apr_status_t create_segment(pf_bucketset_t *bs, server_rec *s)
 {
+    apr_status_t rv = pf_segment_create(&bs->seg, bs->pool, bs->num_records,
+                                        bs->num_slots, bs->started);
     pfb_layout_t layout;
-    apr_status_t rv;
-    char *base;
-    int slot;
 
-    pfb_layout(bs->num_records, bs->num_slots, &layout);
-    /* An anonymous shared mapping: zero-filled, and pages never touched
-     * (records of identities never used) cost nothing. */
-    rv = apr_shm_create(&bs->shm, layout.size, NULL, bs->pool);
     if (rv != APR_SUCCESS) {
+        pfb_layout(bs->num_records, bs->num_slots, &layout);
         ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s,
                      PFBLOGNO(00016) "couldn't create the listener "
                      "buckets' shared memory (%" APR_SIZE_T_FMT " bytes)",
                      layout.size);
-        return rv;
     }
-    base = apr_shm_baseaddr_get(bs->shm);
-    bs->header = (pfb_shm_t *)base;
-    bs->table = (apr_int32_t *)(base + layout.table);
-    bs->records = (pfb_bucket_t *)(base + layout.records);
-    bs->seg_slots = (pfb_slot_t *)(base + layout.slots);
-    bs->view.shm = bs->header;
-    bs->view.size = layout.size;
-    bs->view.num_records = bs->num_records;
-    bs->view.num_slots = bs->num_slots;
-    for (slot = 0; slot < bs->num_slots; slot++) {
-        bs->seg_slots[slot].f.record = -1;
-    }
-    bs->header_copy.magic = PFB_SHM_MAGIC;
-    bs->header_copy.version = PFB_SHM_VERSION;
-    bs->header_copy.size = (apr_uint32_t)layout.size;
-    bs->header_copy.header_size = (apr_uint32_t)PFB_SHM_HEADER_SIZE;
-    bs->header_copy.bucket_size = (apr_uint32_t)sizeof(pfb_bucket_t);
-    bs->header_copy.slot_size = (apr_uint32_t)sizeof(pfb_slot_t);
-    bs->header_copy.num_records = (apr_uint32_t)bs->num_records;
-    bs->header_copy.num_slots = (apr_uint32_t)bs->num_slots;
-    bs->header_copy.started = bs->started;
-    *bs->header = bs->header_copy;
-    return APR_SUCCESS;
+    return rv;
 }
 
-const pfb_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs)
+pf_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs)
 {
-    return bs != NULL && bs->header != NULL ? &bs->view : NULL;
-}
-
-pf_bucket_t *pf_bucketset_buckets(pf_bucketset_t *bs, int *num_buckets)
-{
-    *num_buckets = bs->num_buckets;
-    return bs->buckets;
+    return bs != NULL ? bs->seg : NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -255,11 +179,12 @@ static int find_identity(const pf_bucketset_t *bs, const pf_identity_t *id)
 }
 
 /* A record for a new identity: one never used, else one whose identity
- * is not in use and has no child left.  One always exists: of the
- * 2 * ServerLimit + 1 records (pf_bucketset_create), the build has given
- * fewer than ServerLimit + 1 to buckets so far (every bucket needs a
- * child), and at most ServerLimit others still have children, each child
- * counting in one record.  -1 would mean that sizing broke (PFB00049). */
+ * is not in use and has no child left (bs->held, from the children
+ * table).  One always exists: of the 2 * ServerLimit + 1 records
+ * (pf_bucketset_create), the build has given fewer than ServerLimit + 1
+ * to buckets so far (every bucket needs a child), and at most ServerLimit
+ * others still have children, each child counting in one record.  -1
+ * would mean that sizing broke (PFB00049). */
 static int new_identity(pf_bucketset_t *bs, const pf_identity_t *id)
 {
     int r, pick = -1, pass;
@@ -268,11 +193,11 @@ static int new_identity(pf_bucketset_t *bs, const pf_identity_t *id)
         for (r = 0; r < bs->num_records && pick < 0; r++) {
             identity_t *rec = &bs->ids[r];
 
-            if (rec->position >= 0) {
+            if (bs->gen->position[r] >= 0) {
                 continue;
             }
             if ((pass == 0 && !rec->used)
-                || (pass == 1 && rec->children == 0)) {
+                || (pass == 1 && bs->held[r] == 0)) {
                 pick = r;
             }
         }
@@ -284,7 +209,6 @@ static int new_identity(pf_bucketset_t *bs, const pf_identity_t *id)
         apr_pool_destroy(bs->ids[pick].dup_pool);
     }
     memset(&bs->ids[pick], 0, sizeof(identity_t));
-    bs->ids[pick].position = -1;
     /* Only new identities allocate from the long-lived pool: restarts
      * that keep their Listens make it grow by nothing. */
     bs->ids[pick].listener = id->listener ? apr_pstrdup(bs->pool,
@@ -292,7 +216,9 @@ static int new_identity(pf_bucketset_t *bs, const pf_identity_t *id)
                                           : NULL;
     bs->ids[pick].shard = id->shard;
     bs->ids[pick].used = 1;
-    memset(&bs->records[pick], 0, sizeof(pfb_bucket_t));
+    bs->retired[pick] = 0;
+    pf_segment_write_identity(bs->seg, pick, id->listener, id->shard, -1, 0,
+                              1);
     return pick;
 }
 
@@ -383,10 +309,10 @@ static apr_status_t open_buckets(pf_bucketset_t *bs,
     apr_status_t rv;
 
     for (r = 0; r < bs->num_records; r++) {
-        bs->ids[r].position = -1;
+        bs->gen->position[r] = -1;
     }
     for (b = 0; b < out->plan.num_buckets; b++) {
-        pf_bucket_t *bucket = &bs->buckets[b];
+        pf_bucket_t *bucket = &bs->gen->bucket[b];
         ap_listen_rec *lr;
         apr_socket_t *sd;
 
@@ -397,8 +323,8 @@ static apr_status_t open_buckets(pf_bucketset_t *bs,
                          "for bucket %d", b);
             return APR_ENOSPC;
         }
-        bs->ids[r].position = b;
-        bucket->record = r;
+        bs->gen->position[r] = b;
+        bs->gen->record[b] = r;
         if (out->listener[b] < 0) {
             /* Single mode: every Listen in one bucket. */
             bucket->listeners = ap_listeners;
@@ -445,12 +371,12 @@ static apr_status_t create_accept_mutexes(pf_bucketset_t *bs,
     int b;
     apr_status_t rv;
 
-    for (b = 0; b < bs->num_buckets; b++) {
-        bs->buckets[b].mutex = NULL;
-        if (bs->buckets[b].num_listeners < 2) {
+    for (b = 0; b < bs->gen->num_buckets; b++) {
+        bs->gen->bucket[b].mutex = NULL;
+        if (bs->gen->bucket[b].num_listeners < 2) {
             continue;
         }
-        rv = ap_proc_mutex_create(&bs->buckets[b].mutex, NULL,
+        rv = ap_proc_mutex_create(&bs->gen->bucket[b].mutex, NULL,
                                   AP_ACCEPT_MUTEX_TYPE, apr_itoa(pconf, b), s,
                                   pconf, 0);
         if (rv != APR_SUCCESS) {
@@ -482,6 +408,36 @@ static const char **listener_names(apr_pool_t *p, int *count)
     return names;
 }
 
+/* What the children table says of the identities before the build:
+ * per record, whether children forked for it still live (its record
+ * cannot go to another identity), and per bucket of the generation so
+ * far, its children not told to stop, which the new generation's bucket
+ * of the same identity takes over. */
+static int *count_children(pf_bucketset_t *bs, const pf_children_t *c,
+                           apr_pool_t *p)
+{
+    int *per_old_bucket, slot, b;
+
+    per_old_bucket = apr_pcalloc(p, sizeof(int)
+                                        * (apr_size_t)(bs->gen->num_buckets
+                                                       + 1));
+    memset(bs->held, 0, sizeof(int) * (apr_size_t)bs->num_records);
+    for (slot = 0; c != NULL && slot < c->used; slot++) {
+        const pf_child_t *child = &c->slot[slot];
+
+        if (child->pid == 0 || child->record < 0
+            || child->record >= bs->num_records) {
+            continue;
+        }
+        bs->held[child->record]++;
+        b = pf_generation_bucket_of(bs->gen, child->record);
+        if (!child->stopping && b >= 0) {
+            per_old_bucket[b]++;
+        }
+    }
+    return per_old_bucket;
+}
+
 /* The previous generation's identities, for pf_plan_generation().  Its
  * buckets array went with the old pconf; the layout is kept here. */
 static pf_identity_t *old_identities(pf_bucketset_t *bs, apr_pool_t *p)
@@ -489,9 +445,10 @@ static pf_identity_t *old_identities(pf_bucketset_t *bs, apr_pool_t *p)
     pf_identity_t *old;
     int b;
 
-    old = apr_pcalloc(p, sizeof(*old) * (apr_size_t)(bs->num_buckets + 1));
-    for (b = 0; b < bs->num_buckets; b++) {
-        identity_t *rec = &bs->ids[bs->layout_records[b]];
+    old = apr_pcalloc(p, sizeof(*old)
+                             * (apr_size_t)(bs->gen->num_buckets + 1));
+    for (b = 0; b < bs->gen->num_buckets; b++) {
+        identity_t *rec = &bs->ids[bs->gen->record[b]];
 
         old[b].listener = rec->listener;
         old[b].shard = rec->shard;
@@ -512,81 +469,74 @@ static void alloc_generation_out(apr_pool_t *p, int room, int num_old,
                                            * (apr_size_t)(num_old + 1));
 }
 
-/* Writes the parent-owned fields of the records and the table from the
- * parent's own state. */
-static void write_records(pf_bucketset_t *bs)
+/* Every identity's record, from the parent's own state. */
+static void write_identities(pf_bucketset_t *bs)
 {
-    int r, b;
+    int r;
 
     for (r = 0; r < bs->num_records; r++) {
-        identity_t *rec = &bs->ids[r];
-        pfb_bucket_fields_t *f = &bs->records[r].f;
+        const identity_t *rec = &bs->ids[r];
 
-        if (!rec->used) {
-            continue;
+        if (rec->used) {
+            pf_segment_write_identity(bs->seg, r,
+                                      rec->listener
+                                          ? rec->listener
+                                          : bs->gen->bucket[0].address,
+                                      rec->shard, bs->gen->position[r],
+                                      bs->retired[r], 0);
         }
-        f->position = rec->position;
-        f->shard = rec->shard;
-        f->retired = rec->retired;
-        apr_cpystrn(f->listener, rec->listener ? rec->listener
-                                               : bs->buckets[0].address,
-                    sizeof(f->listener));
-    }
-    for (b = 0; b < bs->num_buckets; b++) {
-        bs->table[b] = bs->buckets[b].record;
     }
 }
 
-/* Writes the slot records' parent fields from the parent's own table, so
- * whatever a child wrote there lasts one cycle at most. */
-static void write_slots(pf_bucketset_t *bs, int slots_used)
+/* What the segment's header says of the server, made afresh from the
+ * parent's own state at every write. */
+static void fill_header(const pf_bucketset_t *bs, ap_generation_t number,
+                        int slots_used, pfb_shm_t *h)
 {
-    int slot;
+    const pf_bucketset_config_t *cfg = &bs->built_from;
 
-    for (slot = 0; slot < slots_used && slot < bs->num_slots; slot++) {
-        const slot_rec_t *sr = &bs->slots[slot];
-        pfb_slot_fields_t *f = &bs->seg_slots[slot].f;
-
-        f->record = sr->record;
-        f->pid = sr->record >= 0 ? (apr_int32_t)sr->pid : 0;
-        f->generation = sr->generation;
-        f->stopping = sr->stopping;
-    }
-}
-
-/* Notes this generation's layout in the parent's copy of the header. */
-static void write_layout(pf_bucketset_t *bs, const pf_bucketset_config_t *cfg)
-{
-    pfb_shm_t *h = &bs->header_copy;
-    int b, changed = bs->num_buckets != (int)h->num_buckets;
-
-    for (b = 0; b < bs->num_buckets; b++) {
-        changed |= bs->layout_records[b] != bs->buckets[b].record;
-        bs->layout_records[b] = bs->buckets[b].record;
-    }
-    if (changed) {
-        /* Bucket numbers now name other identities: idle counts kept by
-         * bucket number start again. */
-        bs->layout++;
-    }
-    write_records(bs);
-    h->num_buckets = (apr_uint32_t)bs->num_buckets;
+    memset(h, 0, sizeof(*h));
     h->num_listeners = (apr_uint32_t)bs->num_listeners;
-    h->mode = bs->plan.mode;
-    h->reason = bs->plan.reason;
-    h->buckets_per_listen = bs->plan.buckets_per_listen;
+    h->mode = bs->gen->plan.mode;
+    h->reason = bs->gen->plan.reason;
+    h->buckets_per_listen = bs->gen->plan.buckets_per_listen;
     h->so_reuseport = bs->reuseport_usable;
     h->cpus_online = bs->cpus.online;
     h->cpus_affinity = bs->cpus.affinity;
     h->cpus_quota = bs->cpus.quota;
-    h->cpus_usable = bs->cpus_usable;
+    h->cpus_usable = bs->cpus.usable;
     h->ratio = cfg->ratio;
     h->explicit_buckets = cfg->explicit_buckets > 0 ? cfg->explicit_buckets
                                                     : 0;
     h->max_workers = cfg->max_workers;
     h->steer_wanted = cfg->steer_wanted;
+    h->steer_active = pf_steer_active(bs->steer);
     h->cpu_affinity = cfg->cpu_affinity;
-    *bs->header = *h;
+    h->generation = number;
+    h->slots_used = slots_used;
+}
+
+/* The new layout: whether bucket numbers changed meaning, and the
+ * segment's records, table and header. */
+static void write_layout(pf_bucketset_t *bs, const pf_bucketset_config_t *cfg,
+                         const int *old_records, int num_old)
+{
+    int b, changed = bs->gen->num_buckets != num_old;
+    pfb_shm_t h;
+
+    for (b = 0; b < bs->gen->num_buckets && !changed; b++) {
+        changed = old_records[b] != bs->gen->record[b];
+    }
+    if (changed) {
+        /* Bucket numbers now name other identities: idle counts kept by
+         * bucket number start again, and only children of this generation
+         * and later count in them. */
+        bs->gen->layout = cfg->generation;
+    }
+    write_identities(bs);
+    fill_header(bs, cfg->generation,
+                cfg->children != NULL ? cfg->children->used : 0, &h);
+    pf_segment_write(bs->seg, &h, bs->gen, bs->retired, NULL);
 }
 
 static apr_status_t plan_and_open(pf_bucketset_t *bs, pf_generation_in_t *in,
@@ -603,16 +553,16 @@ static apr_status_t plan_and_open(pf_bucketset_t *bs, pf_generation_in_t *in,
     if (nb < 1) {
         return APR_EINVAL;
     }
-    bs->buckets = apr_pcalloc(pconf, sizeof(pf_bucket_t) * (apr_size_t)nb);
-    bs->num_buckets = nb;
-    bs->plan = out->plan;
+    bs->gen->bucket = apr_pcalloc(pconf, sizeof(pf_bucket_t) * (apr_size_t)nb);
+    bs->gen->num_buckets = nb;
+    bs->gen->plan = out->plan;
     if (open_buckets(bs, out, pconf, s) != APR_SUCCESS) {
         return APR_EGENERAL;
     }
     /* Duplicates that no bucket of this generation wants: a Listen
      * removed, or fewer buckets after a full restart. */
     for (r = 0; r < bs->num_records; r++) {
-        if (bs->ids[r].position < 0) {
+        if (bs->gen->position[r] < 0) {
             drop_duplicate(&bs->ids[r]);
         }
     }
@@ -640,7 +590,8 @@ static void log_warm_buckets(const pf_bucketset_t *bs, int startup,
                      "Listen, %d in all; raise MinSpareServers for more",
                      cfg->ratio, bs->warm.asked, steering,
                      cfg->min_spare_servers, bs->warm.limit,
-                     bs->plan.buckets_per_listen, bs->plan.num_buckets);
+                     bs->gen->plan.buckets_per_listen,
+                     bs->gen->plan.num_buckets);
     }
     if (bs->warm.starved) {
         per_listen = cfg->min_spare_servers / bs->num_listeners;
@@ -655,8 +606,9 @@ static void log_warm_buckets(const pf_bucketset_t *bs, int startup,
                      "MinSpareServers to at least %d, lower ListenBuckets to "
                      "%d, or use ListenBucketSteering idle",
                      startup ? "WARNING: " : "", cfg->explicit_buckets,
-                     bs->plan.num_buckets, steering, cfg->min_spare_servers,
-                     bs->plan.num_buckets, per_listen > 0 ? per_listen : 1);
+                     bs->gen->plan.num_buckets, steering,
+                     cfg->min_spare_servers, bs->gen->plan.num_buckets,
+                     per_listen > 0 ? per_listen : 1);
     }
 }
 
@@ -664,7 +616,7 @@ static void log_warm_buckets(const pf_bucketset_t *bs, int startup,
 static void log_bucket_count(const pf_bucketset_t *bs, server_rec *s)
 {
     const pf_bucketset_config_t *cfg = &bs->built_from;
-    const pf_bucket_plan_t *plan = &bs->plan;
+    const pf_bucket_plan_t *plan = &bs->gen->plan;
     int explicit_buckets = cfg->explicit_buckets > 0 ? cfg->explicit_buckets
                                                      : 0;
 
@@ -720,14 +672,14 @@ static void log_bucket_count(const pf_bucketset_t *bs, server_rec *s)
                  bs->reuseport_usable ? "works" : "unavailable",
                  plan->num_buckets, plan->buckets_per_listen,
                  pfb_mode_name(plan->mode), pfb_reason_name(plan->reason),
-                 bs->cpus_usable, bs->cpus.online, bs->cpus.affinity,
+                 bs->cpus.usable, bs->cpus.online, bs->cpus.affinity,
                  bs->cpus.quota, cfg->ratio, explicit_buckets);
 }
 
 void pf_bucketset_log_plan(const pf_bucketset_t *bs, int startup,
                            server_rec *s)
 {
-    if (!bs->planned) {
+    if (bs->gen->num_buckets == 0) {
         return;
     }
     if (bs->duplicate_failed && !startup) {
@@ -744,23 +696,22 @@ void pf_bucketset_log_plan(const pf_bucketset_t *bs, int startup,
 
 apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
                                 const pf_bucketset_config_t *cfg,
-                                apr_pool_t *pconf, server_rec *s,
-                                pf_generation_out_t *out)
+                                apr_pool_t *pconf, server_rec *s)
 {
     pf_generation_in_t in;
+    pf_generation_out_t out;
     pf_plan_in_t count;
     apr_status_t rv;
+    int *old_records, num_old = bs->gen->num_buckets;
 
-    if (bs->header == NULL && create_segment(bs, s) != APR_SUCCESS) {
+    if (bs->seg == NULL && create_segment(bs, s) != APR_SUCCESS) {
         return APR_EGENERAL;
     }
     if (bs->reuseport_usable < 0) {
         bs->reuseport_usable = pf_os_probe_reuseport(
             &bs->reuseport_status, &bs->reuseport_failed_call);
     }
-    pf_os_probe_cpus(&bs->cpus);
-    bs->cpus_usable = pf_usable_cpus(bs->cpus.online, bs->cpus.affinity,
-                                     bs->cpus.quota);
+    pf_cpus_probe(&bs->cpus);
 
     memset(&in, 0, sizeof(in));
     in.how = cfg->how;
@@ -772,7 +723,7 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
         return APR_EINVAL;
     }
     memset(&count, 0, sizeof(count));
-    count.usable_cpus = bs->cpus_usable;
+    count.usable_cpus = bs->cpus.usable;
     count.ratio = cfg->ratio;
     count.explicit_buckets = cfg->explicit_buckets;
     count.reuseport_ok = bs->reuseport_usable;
@@ -786,298 +737,88 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
     pf_plan_buckets(&count, &in.wanted, &bs->warm);
     bs->asked = in.wanted;
     bs->built_from = *cfg;
-    bs->built_from.old_children = NULL;
+    bs->built_from.children = NULL;
     bs->duplicate_failed = 0;
-    in.previous = bs->planned ? &bs->plan : NULL;
-    in.num_old = bs->planned ? bs->num_buckets : 0;
+    in.previous = num_old > 0 ? &bs->gen->plan : NULL;
+    in.num_old = num_old;
     in.old = old_identities(bs, pconf);
-    in.old_children = cfg->old_children
-                          ? cfg->old_children
-                          : apr_pcalloc(pconf, sizeof(int)
-                                                   * (apr_size_t)(in.num_old
-                                                                  + 1));
-    rv = plan_and_open(bs, &in, pconf, s, out);
-    if (rv == APR_EGENERAL && out->plan.mode == PFB_MODE_REUSEPORT) {
+    in.old_children = count_children(bs, cfg->children, pconf);
+    old_records = apr_pmemdup(pconf, bs->gen->record,
+                              sizeof(int) * (apr_size_t)(num_old + 1));
+    rv = plan_and_open(bs, &in, pconf, s, &out);
+    if (rv == APR_EGENERAL && out.plan.mode == PFB_MODE_REUSEPORT) {
         /* The kernel refused a duplicate (another user's socket on the
          * port, or an exotic listener): one bucket per Listen rather than
          * not at all. */
         bs->duplicate_failed = 1;
         pf_plan_per_listen_fallback(in.num_listeners, &in.wanted);
         in.how = PF_RESTART_FULL;
-        rv = plan_and_open(bs, &in, pconf, s, out);
+        rv = plan_and_open(bs, &in, pconf, s, &out);
     }
     if (rv != APR_SUCCESS) {
         return rv;
     }
     pf_guard_book_end(bs->book);
-    bs->planned = 1;
-    bs->change_deferred = out->change_deferred;
+    bs->change_deferred = out.change_deferred;
     rv = create_accept_mutexes(bs, pconf, s);
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    bs->backlog = apr_pcalloc(pconf, sizeof(int)
-                                         * (apr_size_t)bs->num_buckets);
-    bs->waiting = apr_pcalloc(pconf, sizeof(int)
-                                         * (apr_size_t)bs->num_buckets);
-    bs->steer_idle = apr_pcalloc(pconf, sizeof(apr_int64_t)
-                                            * (apr_size_t)bs->num_buckets);
-    bs->sockets = apr_pcalloc(pconf, sizeof(apr_socket_t *)
-                                         * (apr_size_t)bs->num_buckets);
-    bs->names = apr_pcalloc(pconf, sizeof(char *)
-                                       * (apr_size_t)bs->num_buckets);
-    write_layout(bs, cfg);
+    pf_generation_start(bs->gen, out.target, bs->num_slots, pconf);
+    write_layout(bs, cfg, old_records, num_old);
     return APR_SUCCESS;
 }
 
 /* ------------------------------------------------------------------ */
-/* Slots                                                               */
+/* Children gone                                                       */
 
-void pf_bucketset_claim_slot(pf_bucketset_t *bs, int slot, int bucket,
-                             int generation)
+void pf_bucketset_child_gone(pf_bucketset_t *bs, int slot,
+                             const pf_child_t *child)
 {
     pfb_slot_fields_t *f;
-    slot_rec_t *sr;
-    int record;
+    identity_t *id;
+    int r = child->record, b;
 
-    if (slot < 0 || slot >= bs->num_slots || bucket < 0
-        || bucket >= bs->num_buckets) {
+    if (slot < 0 || slot >= bs->num_slots || r < 0 || r >= bs->num_records
+        || bs->seg == NULL) {
         return;
     }
-    record = bs->buckets[bucket].record;
-    sr = &bs->slots[slot];
-    sr->record = record;
-    sr->steer_bucket = bucket;
-    sr->steer_layout = bs->layout;
-    sr->pid = 0;
-    sr->generation = generation;
-    sr->stopping = 0;
-    bs->ids[record].children++;
-    f = &bs->seg_slots[slot].f;
-    apr_atomic_set64(&f->accepted, 0);
-    f->waiting = 0;
-    f->record = record;
-    f->pid = 0;
-    f->generation = generation;
-    f->stopping = 0;
-}
-
-void pf_bucketset_slot_started(pf_bucketset_t *bs, int slot, pid_t pid)
-{
-    if (slot >= 0 && slot < bs->num_slots) {
-        bs->slots[slot].pid = pid;
-        bs->seg_slots[slot].f.pid = (apr_int32_t)pid;
-    }
-}
-
-void pf_bucketset_slot_stopping(pf_bucketset_t *bs, int slot)
-{
-    if (slot >= 0 && slot < bs->num_slots) {
-        bs->slots[slot].stopping = 1;
-        bs->seg_slots[slot].f.stopping = 1;
-    }
-}
-
-int pf_bucketset_slot_bucket(const pf_bucketset_t *bs, int slot)
-{
-    if (slot < 0 || slot >= bs->num_slots || bs->slots[slot].record < 0) {
-        return -1;
-    }
-    return bs->ids[bs->slots[slot].record].position;
-}
-
-void pf_bucketset_forget_slot(pf_bucketset_t *bs, int slot)
-{
-    pfb_slot_fields_t *f;
-    slot_rec_t *sr;
-
-    if (slot < 0 || slot >= bs->num_slots || bs->slots[slot].record < 0) {
-        return;
-    }
-    sr = &bs->slots[slot];
-    f = &bs->seg_slots[slot].f;
+    f = &bs->seg->slots[slot].f;
+    id = &bs->ids[r];
     /* What the child wrote is only added up (saturating) or tested for
-     * zero: a hostile value makes a report wrong and nothing else. */
-    bs->ids[sr->record].retired =
-        pfb_add_saturated(bs->ids[sr->record].retired,
-                         apr_atomic_read64(&f->accepted));
-    bs->records[sr->record].f.retired = bs->ids[sr->record].retired;
-    if (bs->ids[sr->record].children > 0) {
-        bs->ids[sr->record].children--;
-    }
+     * zero: a hostile value makes a report wrong and nothing else.  Its
+     * identity's total says so at once, since its slot is free for
+     * readers now. */
+    bs->retired[r] = pfb_add_saturated(bs->retired[r],
+                                       apr_atomic_read64(&f->accepted));
+    pf_segment_write_identity(bs->seg, r,
+                              id->listener ? id->listener
+                                           : bs->gen->bucket[0].address,
+                              id->shard, bs->gen->position[r],
+                              bs->retired[r], 0);
     /* A child that died while counted as waiting in accept() is never
      * advertised as idle: its count goes now, if it was made in the
-     * bucket numbering in force. */
-    if (f->waiting != 0 && sr->steer_layout == bs->layout) {
-        pf_steer_child_gone(bs->steer, sr->steer_bucket);
+     * bucket numbering in force (where its bucket is its identity's). */
+    b = pf_generation_bucket_of(bs->gen, r);
+    if (f->waiting != 0 && child->generation >= bs->gen->layout && b >= 0) {
+        pf_steer_child_gone(bs->steer, b);
     }
-    f->waiting = 0;
-    f->record = -1;
-    f->pid = 0;
-    f->stopping = 0;
-    sr->record = -1;
-    sr->pid = 0;
 }
 
 /* ------------------------------------------------------------------ */
 /* Each cycle                                                          */
 
-/* Connections in bucket @a b's accept queues, and the queues' limits
- * (TCP_INFO, one read per socket). */
-static int bucket_queue(const pf_bucketset_t *bs, int b, int *backlog)
+void pf_bucketset_publish(pf_bucketset_t *bs, const pf_observation_t *obs,
+                          ap_generation_t number, int slots_used)
 {
-    ap_listen_rec *lr;
-    int depth, limit, queued = 0;
+    pfb_shm_t h;
 
-    *backlog = 0;
-    for (lr = bs->buckets[b].listeners; lr; lr = lr->next) {
-        if (pf_os_listener_queue(lr->sd, &depth, &limit) == APR_SUCCESS) {
-            queued += depth;
-            *backlog += limit;
-        }
-    }
-    return queued;
-}
-
-void pf_bucketset_note_idle(pf_bucketset_t *bs)
-{
-    pf_steer_figures_t steer;
-    int b;
-
-    for (b = 0; b < bs->num_buckets; b++) {
-        bs->steer_idle[b] = pf_steer_figures(bs->steer, b, &steer)
-                                ? steer.idle
-                                : 0;
-    }
-}
-
-void pf_bucketset_snapshot(pf_bucketset_t *bs, int *queued, server_rec *s)
-{
-    int b;
-
-    (void)s;
-    for (b = 0; b < bs->num_buckets; b++) {
-        queued[b] = bucket_queue(bs, b, &bs->backlog[b]);
-    }
-}
-
-/* The generation's buckets as steering sees them, with the sockets in
- * force now. */
-static void steering_view(pf_bucketset_t *bs, pf_steer_buckets_t *view)
-{
-    int b;
-
-    for (b = 0; b < bs->num_buckets; b++) {
-        bs->sockets[b] = bs->buckets[b].listeners->sd;
-        bs->names[b] = bs->buckets[b].address;
-    }
-    view->num_buckets = bs->num_buckets;
-    view->per_listen = bs->plan.buckets_per_listen;
-    view->reuseport = bs->plan.mode == PFB_MODE_REUSEPORT;
-    view->mode_name = pfb_mode_name(bs->plan.mode);
-    view->sockets = bs->sockets;
-    view->names = bs->names;
-    view->layout = bs->layout;
-}
-
-/* Once per cycle: steering puts its programs and map entries back, and
- * corrects its idle counts from the children marked waiting (in the
- * current layout) and the queues this cycle read. */
-static void steering_cycle(pf_bucketset_t *bs, const int *queued)
-{
-    pf_steer_buckets_t view;
-    pf_steer_observation_t obs;
-    int slot;
-
-    memset(bs->waiting, 0, sizeof(int) * (apr_size_t)bs->num_buckets);
-    for (slot = 0; slot < bs->num_slots; slot++) {
-        const slot_rec_t *sr = &bs->slots[slot];
-
-        if (sr->record >= 0 && sr->steer_layout == bs->layout
-            && sr->steer_bucket >= 0 && sr->steer_bucket < bs->num_buckets
-            && bs->seg_slots[slot].f.waiting != 0) {
-            bs->waiting[sr->steer_bucket]++;
-        }
-    }
-    steering_view(bs, &view);
-    obs.waiting = bs->waiting;
-    obs.queued = queued;
-    obs.now = apr_time_now();
-    pf_steer_cycle(bs->steer, &view, &obs, ap_server_conf);
-}
-
-/* Connections each identity's children have accepted: those of children
- * gone, plus the live children's counters.  Summed in the parent's own
- * memory, then written: the only segment fields read are the counters
- * children write, each once, and only added up (saturating). */
-static void count_accepted(pf_bucketset_t *bs, int slots_used)
-{
-    int slot, b;
-
-    for (b = 0; b < bs->num_buckets; b++) {
-        int r = bs->buckets[b].record;
-
-        bs->ids[r].accepted = bs->ids[r].retired;
-    }
-    for (slot = 0; slot < slots_used && slot < bs->num_slots; slot++) {
-        int r = bs->slots[slot].record;
-
-        if (r >= 0 && bs->ids[r].position >= 0) {
-            bs->ids[r].accepted = pfb_add_saturated(
-                bs->ids[r].accepted,
-                apr_atomic_read64(&bs->seg_slots[slot].f.accepted));
-        }
-    }
-    for (b = 0; b < bs->num_buckets; b++) {
-        int r = bs->buckets[b].record;
-
-        bs->records[r].f.accepted = bs->ids[r].accepted;
-    }
-}
-
-void pf_bucketset_publish(pf_bucketset_t *bs,
-                          const pf_bucketset_figures_t *fig)
-{
-    apr_time_t now = apr_time_now();
-    int b;
-
-    if (bs->header == NULL) {
+    if (bs->seg == NULL) {
         return;
     }
-    write_records(bs);
-    write_slots(bs, fig->slots_used);
-    count_accepted(bs, fig->slots_used);
-    steering_cycle(bs, fig->queued);
-    for (b = 0; b < bs->num_buckets; b++) {
-        int r = bs->buckets[b].record;
-        pfb_bucket_fields_t *f = &bs->records[r].f;
-        identity_t *id = &bs->ids[r];
-        pf_steer_figures_t steer;
-
-        f->children = (apr_uint32_t)fig->children[b];
-        f->idle = (apr_uint32_t)fig->idle[b];
-        f->busy = (apr_uint32_t)fig->busy[b];
-        f->starting = (apr_uint32_t)fig->starting[b];
-        f->stopping = (apr_uint32_t)fig->stopping[b];
-        f->queue_depth = (apr_uint32_t)fig->queued[b];
-        f->backlog = (apr_uint32_t)bs->backlog[b];
-        if (pf_steer_figures(bs->steer, b, &steer)) {
-            f->steer_kept = steer.kept;
-            f->steer_moved = steer.moved;
-            f->steer_idle = bs->steer_idle[b];
-        }
-        /* The ring's index and the sample come from the parent's own
-         * memory: what a child scribbled on the record lasts a cycle. */
-        f->accepted_sample[id->sample_next] = id->accepted;
-        f->sample_time[id->sample_next] = now;
-        id->sample_next = (id->sample_next + 1) % PFB_RATE_SAMPLES;
-        f->sample_next = id->sample_next;
-    }
-    bs->header_copy.generation = fig->generation;
-    bs->header_copy.steer_active = pf_steer_active(bs->steer);
-    bs->header_copy.slots_used = fig->slots_used;
-    bs->header_copy.updated = now;
-    *bs->header = bs->header_copy;
+    write_identities(bs);
+    fill_header(bs, number, slots_used, &h);
+    pf_segment_write(bs->seg, &h, bs->gen, bs->retired, obs);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1096,7 +837,7 @@ static void close_in_child(apr_socket_t *sd)
     }
 }
 
-int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket, int slot,
+int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket,
                             int cpu_affinity, int *fds, int room,
                             server_rec *s)
 {
@@ -1104,22 +845,20 @@ int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket, int slot,
     ap_listen_rec *lr;
     int b, n = 0;
 
-    bs->my_bucket = bucket;
-    bs->my_slot = slot >= 0 && slot < bs->num_slots ? slot : -1;
     /* A child holds only its own bucket's sockets, as httpd's children
      * do: it can reach nothing it does not use, and which bucket it
      * serves can be seen from outside in /proc/PID/fd. */
-    for (b = 0; b < bs->num_buckets; b++) {
+    for (b = 0; b < bs->gen->num_buckets; b++) {
         if (b == bucket) {
             continue;
         }
-        for (lr = bs->buckets[b].listeners; lr; lr = lr->next) {
+        for (lr = bs->gen->bucket[b].listeners; lr; lr = lr->next) {
             close_in_child(lr->sd);
         }
     }
-    if (bucket >= 0 && bucket < bs->num_buckets && room > 0) {
+    if (bucket >= 0 && bucket < bs->gen->num_buckets && room > 0) {
         own = apr_palloc(bs->pool, sizeof(*own) * (apr_size_t)room);
-        for (lr = bs->buckets[bucket].listeners; lr && n < room;
+        for (lr = bs->gen->bucket[bucket].listeners; lr && n < room;
              lr = lr->next) {
             own[n++] = lr->sd;
         }
@@ -1127,26 +866,6 @@ int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket, int slot,
     }
     pf_steer_child_init(bs->steer, bucket, cpu_affinity, s);
     return n;
-}
-
-void pf_bucketset_accept_begin(pf_bucketset_t *bs)
-{
-    if (bs->my_slot >= 0) {
-        pf_steer_accept_begin(bs->steer,
-                              &bs->seg_slots[bs->my_slot].f.waiting);
-    }
-}
-
-void pf_bucketset_accept_end(pf_bucketset_t *bs, int got_connection)
-{
-    if (bs->my_slot < 0) {
-        return;
-    }
-    pf_steer_accept_end(bs->steer, &bs->seg_slots[bs->my_slot].f.waiting,
-                        got_connection);
-    if (got_connection) {
-        apr_atomic_inc64(&bs->seg_slots[bs->my_slot].f.accepted);
-    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -1158,7 +877,7 @@ static void log_guard(pf_bucketset_t *bs, int b, int found, int unfixed,
                       pf_sockopt_set_t options, pf_sockopt_set_t options_left,
                       server_rec *s)
 {
-    identity_t *rec = &bs->ids[bs->buckets[b].record];
+    identity_t *rec = &bs->ids[bs->gen->record[b]];
     char what[768], left[768], names[512];
 
     if ((found & ~rec->guard_logged) == 0
@@ -1173,7 +892,7 @@ static void log_guard(pf_bucketset_t *bs, int b, int found, int unfixed,
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      PFBLOGNO(00060) "bucket %d (%s): a child changed the "
                      "listening socket it shares (%s); put back as the "
-                     "parent had it", b, bs->buckets[b].address, what);
+                     "parent had it", b, bs->gen->bucket[b].address, what);
         return;
     }
     pf_sockopts_describe(options_left, names, sizeof(names));
@@ -1183,78 +902,57 @@ static void log_guard(pf_bucketset_t *bs, int b, int found, int unfixed,
                  PFBLOGNO(00061) "bucket %d (%s): a child changed the "
                  "listening socket it shares (%s); could not put back: %s; "
                  "the parent tries again at every maintenance cycle",
-                 b, bs->buckets[b].address, what, left);
+                 b, bs->gen->bucket[b].address, what, left);
 }
 
-/* Returns whether a socket of the bucket listens again (in place or
- * replaced): it left its reuseport group's socket map when it stopped. */
-static int guard_bucket(pf_bucketset_t *bs, int b, server_rec *s)
+/* Checks bucket @a b's sockets (with @a seen, the queue limits the cycle
+ * read) and says what was found; returns whether a socket listens again. */
+static int guard_bucket(pf_bucketset_t *bs, int b, const int *seen,
+                        server_rec *s)
 {
-    pf_bucket_t *bucket = &bs->buckets[b];
-    identity_t *rec = &bs->ids[bucket->record];
-    pf_sockopt_set_t options = 0, options_left = 0;
-    pf_guard_want_t want;
-    pf_guard_found_t got;
-    ap_listen_rec *lr;
-    int found = 0, unfixed = 0;
+    identity_t *rec = &bs->ids[bs->gen->record[b]];
+    pf_guard_found_t all;
+    int relistened;
 
-    want.backlog = 0;           /* each socket's own, from the book */
-    want.nonblock = bucket->num_listeners > 1;
-    want.reuseport = bs->plan.mode == PFB_MODE_REUSEPORT;
-    want.keep_filter = bs->refusing_new;
-    for (lr = bucket->listeners; lr; lr = lr->next) {
-        pf_guard_socket(bs->book, lr->sd, lr->bind_addr, &want, &got);
-        found |= got.fixed | got.failed;
-        unfixed |= got.failed;
-        options |= got.options_changed;
-        options_left |= got.options_failed;
-    }
-    if (found == 0) {
+    relistened = pf_guard_bucket(bs->book, &bs->gen->bucket[b],
+                                 bs->gen->plan.mode == PFB_MODE_REUSEPORT,
+                                 bs->refusing_new, seen, &all);
+    if ((all.fixed | all.failed) == 0) {
         rec->guard_logged = 0;
         rec->options_logged = 0;
         return 0;
     }
-    log_guard(bs, b, found, unfixed, options, options_left, s);
-    return (found & (PF_GUARD_NOT_LISTENING | PF_GUARD_REPLACED))
-           && !(unfixed & PF_GUARD_NOT_LISTENING);
+    log_guard(bs, b, all.fixed | all.failed, all.failed, all.options_changed,
+              all.options_failed, s);
+    return relistened;
 }
 
-void pf_bucketset_guard(pf_bucketset_t *bs, int bucket, server_rec *s)
+void pf_bucketset_guard(pf_bucketset_t *bs, int bucket,
+                        const pf_observation_t *obs, server_rec *s)
 {
-    pf_steer_buckets_t view;
-    int b, relistened = 0;
+    int b, k = 0, relistened = 0;
 
-    if (bucket >= bs->num_buckets) {
+    if (bucket >= bs->gen->num_buckets) {
         return;
     }
-    for (b = bucket < 0 ? 0 : bucket; b < bs->num_buckets; b++) {
-        relistened |= guard_bucket(bs, b, s);
-        if (bucket >= 0) {
-            break;
-        }
+    if (bucket >= 0) {
+        relistened = guard_bucket(bs, bucket, NULL, s);
+    }
+    for (b = 0; bucket < 0 && b < bs->gen->num_buckets; b++) {
+        relistened |= guard_bucket(bs, b, obs ? &obs->socket_backlog[k]
+                                              : NULL, s);
+        k += bs->gen->bucket[b].num_listeners;
     }
     if (relistened) {
         /* The kernel took a socket that stopped listening out of the
          * steering's socket map; until it is back under its bucket
          * number, the connections steered there go to the others. */
-        steering_view(bs, &view);
-        pf_steer_refill(bs->steer, &view, s);
+        pf_steer_refill(bs->steer, bs->gen, s);
     }
 }
 
 /* ------------------------------------------------------------------ */
 /* Stopping                                                            */
-
-int pf_bucketset_queued_total(pf_bucketset_t *bs)
-{
-    int b, backlog, total = 0;
-
-    /* Read only: the cycle's figures stay as the cycle took them. */
-    for (b = 0; b < bs->num_buckets; b++) {
-        total += bucket_queue(bs, b, &backlog);
-    }
-    return total;
-}
 
 /* A socket whose filters a child locked takes no filter of the parent's
  * either: it goes on taking handshakes while the others drain, and those
@@ -1267,8 +965,8 @@ apr_status_t pf_bucketset_refuse_new(pf_bucketset_t *bs, server_rec *s)
     int b;
 
     bs->refusing_new = 1;
-    for (b = 0; b < bs->num_buckets && rv == APR_SUCCESS; b++) {
-        for (lr = bs->buckets[b].listeners; lr && rv == APR_SUCCESS;
+    for (b = 0; b < bs->gen->num_buckets && rv == APR_SUCCESS; b++) {
+        for (lr = bs->gen->bucket[b].listeners; lr && rv == APR_SUCCESS;
              lr = lr->next) {
             failed = pf_os_refuse_new_connections(lr->sd);
             if (failed == EPERM) {
@@ -1279,7 +977,7 @@ apr_status_t pf_bucketset_refuse_new(pf_bucketset_t *bs, server_rec *s)
                              "taking new handshakes while the other "
                              "sockets drain; connections still queued on "
                              "it when it closes are reset",
-                             b, bs->buckets[b].address, lr->bind_addr);
+                             b, bs->gen->bucket[b].address, lr->bind_addr);
             }
             else {
                 rv = failed;
@@ -1297,20 +995,4 @@ void pf_bucketset_close(pf_bucketset_t *bs)
     for (r = 0; r < bs->num_records; r++) {
         drop_duplicate(&bs->ids[r]);
     }
-}
-
-/* ------------------------------------------------------------------ */
-/* ListenBucketSteering                                                */
-
-int pf_bucketset_steer(pf_bucketset_t *bs, int wanted, int cpu_affinity,
-                       apr_pool_t *p, server_rec *s)
-{
-    pf_steer_buckets_t view;
-    int active;
-
-    steering_view(bs, &view);
-    active = pf_steer_attach(bs->steer, &view, wanted, cpu_affinity, p, s);
-    bs->header_copy.steer_active = active;
-    bs->header->steer_active = active;
-    return active;
 }

@@ -24,21 +24,24 @@
  *   SO_REUSEPORT duplicate sockets kept for them, so that a restart never
  *   closes a socket with queued connections and a bucket keeps its
  *   counters wherever its Listen moves in the configuration;
- * - the shared segment of include/prefork_buckets.h, with the
- *   slot-to-bucket map and the per-slot marks;
- * - ListenBucketSteering (prefork_steering.c), which it drives: it hands
- *   steering its sockets at every generation and every cycle, and what
- *   it observed of the children and the queues.
+ * - the shared segment of include/prefork_buckets.h (prefork_segment.h
+ *   writes it; its slot records are the children table's to write,
+ *   prefork_children.h);
+ * - what the generation's buckets are (prefork_generation.h), which it
+ *   builds at every (re)start.
+ *
+ * ListenBucketSteering (prefork_steering.h) reads the generation's
+ * sockets; the bucket set asks it whether a mode can run when it plans
+ * the count, and hands it a socket that listens again, a child gone and
+ * a child's start.
  *
  * prefork.c keeps the httpd-shaped parts (hooks, directives, the child and
  * parent loops, signals) and calls:
  *
- *   parent, each generation:  pf_bucketset_build  pf_bucketset_steer
- *   parent, each cycle:       pf_bucketset_snapshot  pf_bucketset_publish
- *   parent, per child:        pf_bucketset_claim_slot
- *                             pf_bucketset_forget_slot
+ *   parent, each generation:  pf_bucketset_build  pf_bucketset_log_plan
+ *   parent, each cycle:       pf_bucketset_guard  pf_bucketset_publish
+ *   parent, per child:        pf_bucketset_child_gone
  *   child:                    pf_bucketset_child_init
- *                             pf_bucketset_accept_begin/_end
  *   stop:                     pf_bucketset_refuse_new  pf_bucketset_close
  *
  * The decisions (how many buckets, what a restart keeps) are pure
@@ -56,17 +59,13 @@
 #include "ap_listen.h"
 
 #include "prefork_buckets.h"
+#include "prefork_children.h"
+#include "prefork_generation.h"
 #include "prefork_policy.h"
+#include "prefork_cpus.h"
 #include "prefork_os.h"
-
-/** One bucket of the current generation. */
-typedef struct {
-    ap_listen_rec *listeners;   /**< its sockets, a private list */
-    int num_listeners;
-    apr_proc_mutex_t *mutex;    /**< only when a child polls several */
-    const char *address;        /**< first listener, for logs */
-    int record;                 /**< its identity's record */
-} pf_bucket_t;
+#include "prefork_segment.h"
+#include "prefork_steering.h"
 
 typedef struct pf_bucketset_s pf_bucketset_t;
 
@@ -80,18 +79,22 @@ typedef struct {
     int start_servers;          /**< StartServers */
     int steer_wanted;           /**< ListenBucketSteering (pfb_steer_e) */
     int cpu_affinity;           /**< BucketCPUAffinity */
-    /** Children still running per bucket of the previous generation (not
-     *  those told to stop), or NULL for none. */
-    const int *old_children;
+    int generation;             /**< the generation being built */
+    /** The children still running, whose identities the build keeps
+     *  (NULL: none). */
+    const pf_children_t *children;
 } pf_bucketset_config_t;
 
 /**
  * Makes the bucket set, once per server, in @a pool (which outlives
  * generations), with room for @a num_slots scoreboard slots (ServerLimit,
- * fixed until the server stops).
+ * fixed until the server stops), to build @a gen at every (re)start: it
+ * gives @a gen its numbering of identities, for the server's life.
+ * @a steer is the server's ListenBucketSteering unit.
  */
 pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
-                                    apr_time_t started);
+                                    apr_time_t started, pf_generation_t *gen,
+                                    pf_steer_t *steer);
 
 /**
  * Builds a generation's buckets from ap_listeners: probes SO_REUSEPORT
@@ -99,18 +102,15 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
  * pf_plan_buckets(), decides with pf_plan_generation() what the start or
  * restart keeps, opens the duplicates it needs (falling back to one bucket
  * per Listen if the kernel refuses one), closes those no bucket wants,
- * creates the accept mutex where a child polls several sockets, and writes
- * the layout into the segment (created at the first call).  It logs only
- * errors; pf_bucketset_log_plan() says what it decided.
- *
- * @param out Filled: the plan in force and, per new bucket, its identity,
- *        the old bucket it continues and its target; the arrays are
- *        allocated from @a pconf and live as long as it.
+ * creates the accept mutex where a child polls several sockets, writes
+ * the layout into the segment (created at the first call), and fills the
+ * generation: its buckets and plan, the numbering, each bucket's target,
+ * and fresh per-bucket state for maintenance (arrays from @a pconf).  It
+ * logs only errors; pf_bucketset_log_plan() says what it decided.
  */
 apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
                                 const pf_bucketset_config_t *cfg,
-                                apr_pool_t *pconf, server_rec *s,
-                                pf_generation_out_t *out);
+                                apr_pool_t *pconf, server_rec *s);
 
 /**
  * Logs what the last build decided: the count and why, the fallbacks taken
@@ -123,74 +123,26 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
 void pf_bucketset_log_plan(const pf_bucketset_t *bs, int startup,
                            server_rec *s);
 
-/** The current generation's buckets (valid until the next build). */
-pf_bucket_t *pf_bucketset_buckets(pf_bucketset_t *bs, int *num_buckets);
-
-/** The view status modules read (NULL before the first build). */
-const pfb_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs);
+/** The segment readers see, whose slot records the children table
+ *  publishes (NULL before the first build). */
+pf_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs);
 
 /**
- * Attaches ListenBucketSteering's program to every Listen's group
- * (pf_steer_attach()); on any refusal it falls back to hash with one
- * WARNING.  Run by the parent (root) before it forks the generation.
- * @return the pfb_steer_e in force
+ * The publish step: writes every parent-owned field of the segment (the
+ * header, the bucket table, each bucket's record with the figures of
+ * @a obs and what its identity's children accepted) from the parent's
+ * own state.  Writes only: it attaches, maps and corrects nothing.
  */
-int pf_bucketset_steer(pf_bucketset_t *bs, int wanted, int cpu_affinity,
-                       apr_pool_t *p, server_rec *s);
+void pf_bucketset_publish(pf_bucketset_t *bs, const pf_observation_t *obs,
+                          ap_generation_t number, int slots_used);
 
 /**
- * Reads each bucket's accept queue into @a queued, one entry per bucket,
- * and the queues' limits for the next publish (TCP_INFO, one read per
- * socket).  Changes nothing else.
+ * Parent, when the child of @a slot has been reaped (before its record
+ * goes): adds what it accepted, as its slot says, to its identity's
+ * total, and takes back its idle count if it was waiting.
  */
-void pf_bucketset_snapshot(pf_bucketset_t *bs, int *queued, server_rec *s);
-
-/**
- * Reads idle steering's per-bucket idle counts for the next publish, at
- * the moment the caller read the children's states, so that the two
- * published figures describe the same instant: read apart, a connection
- * steered in between makes them differ for a whole cycle.  Changes
- * nothing else.
- */
-void pf_bucketset_note_idle(pf_bucketset_t *bs);
-
-/** One cycle's figures per bucket, for the status interface. */
-typedef struct {
-    const int *children, *idle, *busy, *starting, *stopping, *queued;
-    int generation;
-    int slots_used;
-} pf_bucketset_figures_t;
-
-/** Once per maintenance cycle: writes the cycle's figures and every
- *  parent-owned field of the segment, from the parent's own state, after
- *  steering has put its programs back and corrected its idle counts
- *  (pf_steer_cycle(), from these figures' queues). */
-void pf_bucketset_publish(pf_bucketset_t *bs,
-                          const pf_bucketset_figures_t *figures);
-
-/**
- * Parent, before forking a child into @a slot for bucket @a bucket:
- * resets the slot's counters and maps the slot to the bucket's identity.
- */
-void pf_bucketset_claim_slot(pf_bucketset_t *bs, int slot, int bucket,
-                             int generation);
-
-/** Parent, after the fork: the slot's child for readers. */
-void pf_bucketset_slot_started(pf_bucketset_t *bs, int slot, pid_t pid);
-
-/** Parent: the slot's child was told to finish and exit. */
-void pf_bucketset_slot_stopping(pf_bucketset_t *bs, int slot);
-
-/**
- * Parent, when the slot's child has been reaped: adds what it accepted to
- * its bucket's total, takes back its idle count if it was waiting, and
- * frees the slot.
- */
-void pf_bucketset_forget_slot(pf_bucketset_t *bs, int slot);
-
-/** The current bucket of the identity the slot's child was forked for,
- *  or -1 when that identity is not in use any more. */
-int pf_bucketset_slot_bucket(const pf_bucketset_t *bs, int slot);
+void pf_bucketset_child_gone(pf_bucketset_t *bs, int slot,
+                             const pf_child_t *child);
 
 /**
  * Child, right after fork: closes every listening socket but its own
@@ -204,16 +156,9 @@ int pf_bucketset_slot_bucket(const pf_bucketset_t *bs, int slot);
  *        @a room; NULL with 0)
  * @return how many it set
  */
-int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket, int slot,
+int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket,
                             int cpu_affinity, int *fds, int room,
                             server_rec *s);
-
-/** Child, about to wait in accept(): counts itself idle for steering. */
-void pf_bucketset_accept_begin(pf_bucketset_t *bs);
-
-/** Child, back from accept(): counts the connection, or takes its idle
- *  count back when it has none. */
-void pf_bucketset_accept_end(pf_bucketset_t *bs, int got_connection);
 
 /**
  * Parent: checks the listening sockets of bucket @a bucket (every bucket
@@ -226,12 +171,11 @@ void pf_bucketset_accept_end(pf_bucketset_t *bs, int got_connection);
  * cannot be put right in place (connected elsewhere, filters locked, an
  * option the kernel will not take back) is replaced under the same
  * descriptor.  One log line per bucket and episode.  Run each maintenance
- * cycle and when a child of the bucket exits.
+ * cycle, with the backlogs @a obs read (no second TCP_INFO), and when a
+ * child of the bucket exits (@a obs NULL).
  */
-void pf_bucketset_guard(pf_bucketset_t *bs, int bucket, server_rec *s);
-
-/** Connections waiting in every accept queue. */
-int pf_bucketset_queued_total(pf_bucketset_t *bs);
+void pf_bucketset_guard(pf_bucketset_t *bs, int bucket,
+                        const pf_observation_t *obs, server_rec *s);
 
 /**
  * Graceful stop: every bucket socket drops new handshakes from now on,

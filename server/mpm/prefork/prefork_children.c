@@ -17,22 +17,32 @@
 /* The parent's own record of its children; see prefork_children.h. */
 
 #include "apr.h"
+#include "apr_atomic.h"
+#include "apr_signal.h"
 #include "apr_thread_proc.h"
 #include "apr_time.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <string.h>
+#if APR_HAVE_UNISTD_H
+#include <unistd.h>
+#endif
 
 #include "ap_config.h"
 #include "httpd.h"
-#include "http_log.h"
-#include "http_main.h"
 #include "mpm_common.h"
 #include "scoreboard.h"
 
-#include "pfb_log.h"
 #include "prefork_children.h"
+#include "prefork_ready.h"
+#include "prefork_unit.h"
 
-APLOG_USE_MODULE(mpm_prefork);
+/* The write end of the wake-up pipe, for the SIGCHLD handler; -1 whenever
+ * the handler is not installed. */
+static volatile int wake_fd = -1;
 
 pf_children_t *pf_children_create(apr_pool_t *p, int num_slots)
 {
@@ -40,7 +50,74 @@ pf_children_t *pf_children_create(apr_pool_t *p, int num_slots)
 
     c->slot = apr_pcalloc(p, sizeof(pf_child_t) * (apr_size_t)num_slots);
     c->num_slots = num_slots;
+    c->wake_pipe[0] = c->wake_pipe[1] = -1;
+    c->ready[0] = c->ready[1] = -1;
     return c;
+}
+
+/* The one writer of what readers see of a slot: the scoreboard's parent
+ * record (for mod_status and httpd's helpers) and the segment's slot
+ * record (for the bucket status module), both from the table.  Before a
+ * fork (@a fresh) the counters the child will write start from zero too;
+ * after it they are the child's own. */
+static void publish_slot(pf_children_t *c, int slot, int fresh)
+{
+    const pf_child_t *child = &c->slot[slot];
+
+    if (c->scoreboard != NULL) {
+        process_score *ps = &c->scoreboard[slot];
+
+        ps->pid = child->pid;
+        ps->generation = child->generation;
+        ps->quiescing = (char)child->stopping;
+        ps->bucket = 0;         /* deprecated: always zero, as in httpd */
+    }
+    if (c->segment != NULL) {
+        pfb_slot_fields_t *f = &c->segment[slot].f;
+
+        if (fresh) {
+            apr_atomic_set64(&f->accepted, 0);
+            f->waiting = 0;
+        }
+        f->record = child->pid != 0 ? child->record : -1;
+        f->pid = (apr_int32_t)child->pid;
+        f->generation = child->generation;
+        f->stopping = child->stopping;
+    }
+}
+
+static apr_status_t stop_publishing(void *data)
+{
+    pf_children_t *c = data;
+
+    c->scoreboard = NULL;
+    c->segment = NULL;
+    return APR_SUCCESS;
+}
+
+static int slots_in_use(const pf_children_t *c)
+{
+    int slot;
+
+    for (slot = c->used - 1; slot >= 0; slot--) {
+        if (c->slot[slot].pid != 0) {
+            break;
+        }
+    }
+    return slot + 1;
+}
+
+void pf_children_publish_to(pf_children_t *c, process_score *scoreboard,
+                            pfb_slot_t *segment, int fresh, apr_pool_t *p)
+{
+    if (fresh) {
+        /* A new scoreboard: only a child that would not die is left. */
+        c->used = slots_in_use(c);
+    }
+    c->scoreboard = scoreboard;
+    c->segment = segment;
+    apr_pool_cleanup_register(p, c, stop_publishing, apr_pool_cleanup_null);
+    pf_children_publish(c);
 }
 
 int pf_children_free_slot(const pf_children_t *c, int limit)
@@ -55,7 +132,8 @@ int pf_children_free_slot(const pf_children_t *c, int limit)
     return -1;
 }
 
-int pf_children_find(const pf_children_t *c, pid_t pid)
+/* The slot of our child @a pid, or -1. */
+PF_UNIT_STATIC int pf_children_find(const pf_children_t *c, pid_t pid)
 {
     int slot;
 
@@ -67,23 +145,33 @@ int pf_children_find(const pf_children_t *c, pid_t pid)
     return -1;
 }
 
+void pf_children_forking(pf_children_t *c, int slot)
+{
+    if (slot >= 0 && slot < c->num_slots && c->slot[slot].pid == 0) {
+        publish_slot(c, slot, 1);
+    }
+}
+
 void pf_children_started(pf_children_t *c, int slot, pid_t pid,
-                         ap_generation_t generation, int bucket)
+                         ap_generation_t generation, int record)
 {
     pf_child_t *child = &c->slot[slot];
 
     child->pid = pid;
     child->generation = generation;
-    child->bucket = bucket;
-    child->told_to_stop = 0;
+    child->record = record;
+    child->stopping = 0;
     child->started = apr_time_now();
     child->ready = 0;
     if (slot + 1 > c->used) {
         c->used = slot + 1;
     }
+    publish_slot(c, slot, 0);
 }
 
-int pf_children_mark_ready(pf_children_t *c, pid_t pid)
+/* Notes that child @a pid reported ready: its slot, or -1 when it is none
+ * of ours. */
+PF_UNIT_STATIC int pf_children_mark_ready(pf_children_t *c, pid_t pid)
 {
     int slot = pid > 0 ? pf_children_find(c, pid) : -1;
 
@@ -97,18 +185,25 @@ int pf_children_tell_to_stop(pf_children_t *c, int slot)
 {
     pf_child_t *child = &c->slot[slot];
 
-    if (child->pid == 0 || child->told_to_stop) {
+    if (child->pid == 0 || child->stopping) {
         return 0;
     }
-    child->told_to_stop = 1;
+    child->stopping = 1;
     kill(child->pid, AP_SIG_GRACEFUL);
+    publish_slot(c, slot, 0);
     return 1;
 }
 
-void pf_children_forget(pf_children_t *c, int slot)
+/* Frees a slot whose child has gone; @a was, if not NULL, gets what the
+ * slot held. */
+PF_UNIT_STATIC void pf_children_forget(pf_children_t *c, int slot,
+                                       pf_child_t *was)
 {
-    c->slot[slot].pid = 0;
-    c->slot[slot].told_to_stop = 0;
+    if (was != NULL) {
+        *was = c->slot[slot];
+    }
+    memset(&c->slot[slot], 0, sizeof(c->slot[slot]));
+    publish_slot(c, slot, 0);
 }
 
 int pf_children_live(const pf_children_t *c)
@@ -121,19 +216,7 @@ int pf_children_live(const pf_children_t *c)
     return n;
 }
 
-int pf_children_in_use(const pf_children_t *c)
-{
-    int slot;
-
-    for (slot = c->used - 1; slot >= 0; slot--) {
-        if (c->slot[slot].pid != 0) {
-            break;
-        }
-    }
-    return slot + 1;
-}
-
-void pf_children_count_bucket(const pf_children_t *c, int bucket,
+void pf_children_count_record(const pf_children_t *c, int record,
                               ap_generation_t gen, int *current, int *old)
 {
     int slot;
@@ -142,44 +225,165 @@ void pf_children_count_bucket(const pf_children_t *c, int bucket,
     for (slot = 0; slot < c->used; slot++) {
         const pf_child_t *child = &c->slot[slot];
 
-        if (child->pid == 0 || child->bucket != bucket) {
+        if (child->pid == 0 || child->record != record) {
             continue;
         }
         if (child->generation != gen) {
             *old += 1;
         }
-        else if (!child->told_to_stop) {
+        else if (!child->stopping) {
             *current += 1;
         }
     }
 }
 
-void pf_children_reap(pf_children_t *c, pf_child_gone_fn *gone)
+int pf_children_count_live(const pf_children_t *c, const pf_generation_t *gen,
+                           ap_generation_t number, int *live)
 {
-    apr_proc_t proc;
-    apr_exit_why_e why;
+    int slot, b, occupied = 0;
+
+    memset(live, 0, sizeof(int) * (apr_size_t)gen->num_buckets);
+    for (slot = 0; slot < c->used; slot++) {
+        const pf_child_t *child = &c->slot[slot];
+
+        if (child->pid == 0) {
+            continue;
+        }
+        occupied++;
+        b = pf_generation_bucket_of(gen, child->record);
+        if (b >= 0 && !child->stopping && child->generation == number) {
+            live[b]++;
+        }
+    }
+    return occupied;
+}
+
+static void start_observing(const pf_generation_t *gen, pf_observation_t *obs)
+{
+    int b;
+
+    obs->occupied = 0;
+    for (b = 0; b < gen->num_buckets; b++) {
+        obs->state[b].children = obs->state[b].idle = 0;
+        obs->state[b].queued = obs->queued[b];
+        obs->idle[b] = obs->busy[b] = obs->starting[b] = 0;
+        obs->stopping[b] = obs->old_generation[b] = 0;
+        obs->idle_head[b] = -1;
+        obs->newest_lived[b] = 0;
+        obs->waiting[b] = 0;
+        obs->accepted[b] = 0;
+    }
+}
+
+/* What the child of @a slot, of bucket @a b, wrote in its segment slot:
+ * each field read once, only added up or tested for zero. */
+static void note_written(const pf_children_t *c, int slot,
+                         const pf_child_t *child, const pf_generation_t *gen,
+                         int b, pf_observation_t *obs)
+{
+    pfb_slot_fields_t *f;
+
+    if (c->segment == NULL) {
+        return;
+    }
+    f = &c->segment[slot].f;
+    obs->accepted[b] = pfb_add_saturated(obs->accepted[b],
+                                         apr_atomic_read64(&f->accepted));
+    /* Only a child forked in the numbering in force counts itself idle
+     * under its bucket's number there. */
+    if (child->generation >= gen->layout && f->waiting != 0) {
+        obs->waiting[b]++;
+    }
+}
+
+void pf_children_observe(const pf_children_t *c, const pf_generation_t *gen,
+                         ap_generation_t number, worker_score **servers,
+                         pf_observation_t *obs)
+{
+    apr_time_t lived_by = obs->when - PF_RESPAWN_YOUNG_US;
+    int slot, b, status;
+
+    start_observing(gen, obs);
+    for (slot = 0; slot < c->used; slot++) {
+        const pf_child_t *child = &c->slot[slot];
+
+        if (child->pid == 0) {
+            continue;
+        }
+        obs->occupied++;
+        b = pf_generation_bucket_of(gen, child->record);
+        if (b < 0) {
+            continue;
+        }
+        note_written(c, slot, child, gen, b, obs);
+        if (child->generation != number || child->stopping) {
+            obs->old_generation[b] += child->generation != number;
+            obs->stopping[b]++;
+            continue;
+        }
+        obs->state[b].children++;
+        if (child->started <= lived_by
+            && child->started > obs->newest_lived[b]) {
+            obs->newest_lived[b] = child->started;
+        }
+        /* Written by the child: only ever compared with constants. */
+        status = servers[slot][0].status;
+        if (status == SERVER_STARTING) {
+            obs->starting[b]++;
+            obs->state[b].idle++;
+        }
+        else if (status == SERVER_READY) {
+            obs->idle[b]++;
+            obs->state[b].idle++;
+            /* Slots go up: each goes first, so the highest leads. */
+            obs->idle_next[slot] = obs->idle_head[b];
+            obs->idle_head[b] = slot;
+        }
+        else {
+            obs->busy[b]++;
+        }
+    }
+}
+
+int pf_children_stop(pf_children_t *c, ap_generation_t number, int everyone)
+{
+    int slot, told = 0;
+
+    for (slot = 0; slot < c->used; slot++) {
+        if (c->slot[slot].pid != 0
+            && (everyone || c->slot[slot].generation != number)) {
+            told += pf_children_tell_to_stop(c, slot);
+        }
+    }
+    return told;
+}
+
+void pf_children_reap(pf_children_t *c, pf_child_gone_fn *gone, void *baton)
+{
+    pf_child_exit_t how;
     apr_status_t rv;
-    int slot, status;
+    int slot;
 
     for (slot = 0; slot < c->used; slot++) {
         if (c->slot[slot].pid == 0) {
             continue;
         }
-        proc.pid = c->slot[slot].pid;
-        rv = apr_proc_wait(&proc, &status, &why, APR_NOWAIT);
+        memset(&how, 0, sizeof(how));
+        how.proc.pid = c->slot[slot].pid;
+        rv = apr_proc_wait(&how.proc, &how.status, &how.why, APR_NOWAIT);
         if (rv == APR_CHILD_NOTDONE) {
             continue;
         }
-        if (rv == APR_CHILD_DONE) {
-            ap_process_child_status(&proc, why, status);
-        }
-        gone(slot);
-        pf_children_forget(c, slot);
+        how.waited = rv == APR_CHILD_DONE;
+        how.slot = slot;
+        pf_children_forget(c, slot, &how.child);
+        gone(baton, &how);
     }
 }
 
 void pf_children_reclaim(pf_children_t *c, int terminate,
-                         pf_child_gone_fn *gone)
+                         pf_child_gone_fn *gone, pf_reclaim_step_fn *step,
+                         void *baton)
 {
     static const struct {
         int at_sec;
@@ -188,7 +392,7 @@ void pf_children_reclaim(pf_children_t *c, int terminate,
                   { 9, SIGKILL }, { 10, 0 } };
     apr_time_t started = apr_time_now(), progress = started;
     apr_interval_time_t wait = apr_time_from_msec(16);
-    int slot, step = 0, sig = terminate ? SIGTERM : 0, live, last_live;
+    int slot, next = 0, sig = terminate ? SIGTERM : 0, live, last_live;
 
     last_live = pf_children_live(c);
     for (;;) {
@@ -198,7 +402,7 @@ void pf_children_reclaim(pf_children_t *c, int terminate,
             }
         }
         sig = 0;
-        pf_children_reap(c, gone);
+        pf_children_reap(c, gone, baton);
 #if APR_HAS_OTHER_CHILD
         apr_proc_other_child_refresh_all(APR_OC_REASON_RESTART);
 #endif
@@ -214,44 +418,184 @@ void pf_children_reclaim(pf_children_t *c, int terminate,
                 progress = apr_time_now();
             }
         }
+        /* Each step is decided after a reap, so that a child the last
+         * signal ended is not counted as one that would not go. */
+        if (apr_time_now() - progress
+            >= apr_time_from_sec(steps[next].at_sec)) {
+            sig = steps[next++].sig;
+            step(baton, live, sig);
+            if (sig == 0) {
+                return;
+            }
+            continue;
+        }
         apr_sleep(wait);
         wait = wait * 4 > apr_time_from_sec(1) ? apr_time_from_sec(1)
                                                : wait * 4;
-        if (apr_time_now() - progress
-            < apr_time_from_sec(steps[step].at_sec)) {
-            continue;
-        }
-        if (steps[step].sig == 0) {
-            ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf,
-                         PFBLOGNO(00050) "%d child process(es) did not exit "
-                         "after SIGKILL; continuing anyway", live);
-            return;
-        }
-        sig = steps[step++].sig;
-        if (sig == SIGKILL) {
-            ap_log_error(APLOG_MARK, APLOG_ERR, 0, ap_server_conf,
-                         PFBLOGNO(00170) "%d child process(es) still did "
-                         "not exit, sending a SIGKILL", live);
-        }
-        else {
-            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ap_server_conf,
-                         PFBLOGNO(00051) "%d child process(es) still did "
-                         "not exit, sending a SIGTERM", live);
-        }
     }
 }
 
-void pf_children_publish(const pf_children_t *c)
+void pf_children_publish(pf_children_t *c)
 {
     int slot;
 
     for (slot = 0; slot < c->used; slot++) {
-        const pf_child_t *child = &c->slot[slot];
-        process_score *ps = &ap_scoreboard_image->parent[slot];
-
-        ps->pid = child->pid;
-        ps->generation = child->generation;
-        ps->quiescing = child->told_to_stop;
-        ps->bucket = 0;
+        publish_slot(c, slot, 0);
     }
+}
+
+/* ------------------------------------------------------------------ */
+/* Waiting for children                                                */
+
+/* A child's exit must wake the parent at once: under MaxRequestWorkers a
+ * graceful restart can only start a new child when an old one leaves, and
+ * until then its bucket may have nobody accepting.  httpd's
+ * ap_wait_or_timeout() checks for exited children and then sleeps a
+ * second, and a SIGCHLD that lands between the two is lost for that
+ * second.  So the handler writes a byte to a pipe and the parent sleeps in
+ * poll() on it: an exit before the sleep leaves the byte there and the
+ * poll returns at once.  Writing to a pipe is more than setting a flag,
+ * and async-signal-safe. */
+static void wake_on_child_exit(int sig)
+{
+    int saved_errno = errno;
+    int fd = wake_fd;
+    ssize_t ignored;
+
+    (void)sig;
+    if (fd >= 0) {
+        ignored = write(fd, "", 1);     /* full pipe: already awake */
+        (void)ignored;
+    }
+    errno = saved_errno;
+}
+
+/* Runs when the configuration pool is cleared at a restart, before the
+ * module's text is unmapped: a SIGCHLD that arrived while the
+ * configuration is read again would otherwise jump into code that is
+ * gone. */
+static apr_status_t restore_sigchld(void *data)
+{
+    (void)data;
+    wake_fd = -1;
+    apr_signal(SIGCHLD, SIG_DFL);
+    return APR_SUCCESS;
+}
+
+apr_status_t pf_children_open(pf_children_t *c, apr_pool_t *p, int *wanted,
+                              int *room)
+{
+    struct sigaction sa;
+    int fds[2], i;
+
+    /* One pipe for the life of the server, in the table: a module loaded
+     * again must not open another. */
+    if (c->wake_pipe[0] < 0 && pipe(fds) == 0) {
+        for (i = 0; i < 2; i++) {
+            fcntl(fds[i], F_SETFL, O_NONBLOCK);
+            fcntl(fds[i], F_SETFD, FD_CLOEXEC);
+            c->wake_pipe[i] = fds[i];
+        }
+    }
+    wake_fd = c->wake_pipe[1];
+    memset(&sa, 0, sizeof(sa));
+    sigemptyset(&sa.sa_mask);
+    /* SA_RESTART: other code in the parent (monitor hooks, piped logs)
+     * does not expect EINTR; poll() returns early on a signal anyway. */
+    sa.sa_flags = SA_NOCLDSTOP | SA_RESTART;
+    sa.sa_handler = wake_on_child_exit;
+    sigaction(SIGCHLD, &sa, NULL);
+    apr_pool_cleanup_register(p, NULL, restore_sigchld,
+                              apr_pool_cleanup_null);
+
+    *wanted = 2 * c->num_slots + 64;
+    *room = -1;
+    if (c->ready[0] >= 0) {
+        return APR_SUCCESS;
+    }
+    return pf_ready_open(c->ready, *wanted, room);
+}
+
+static void note_ready(void *baton, pid_t pid)
+{
+    pf_children_mark_ready(baton, pid);
+}
+
+/* The children's ready reports: each names its sender's pid, as the
+ * kernel vouches, and nothing else is read from it.  A pid that is none
+ * of our children is ignored. */
+static void read_ready_reports(pf_children_t *c)
+{
+    pf_ready_read(c->ready[0], 1024, note_ready, c);
+}
+
+int pf_children_wait(pf_children_t *c, int wait_ms, pf_child_exit_t *how,
+                     apr_pool_t *p)
+{
+    struct pollfd pfd[2];
+    char drain[64];
+    apr_status_t rv;
+
+    memset(how, 0, sizeof(*how));
+    rv = apr_proc_wait_all_procs(&how->proc, &how->status, &how->why,
+                                 APR_NOWAIT, p);
+    if (APR_STATUS_IS_CHILD_DONE(rv)) {
+        /* A report sent just before the child died is in the queue now. */
+        read_ready_reports(c);
+        how->waited = 1;
+        how->slot = pf_children_find(c, how->proc.pid);
+        if (how->slot >= 0) {
+            pf_children_forget(c, how->slot, &how->child);
+        }
+        return 1;
+    }
+    if (APR_STATUS_IS_EINTR(rv)) {
+        return 0;
+    }
+    if (c->wake_pipe[0] < 0) {
+        apr_sleep(apr_time_from_msec(wait_ms));
+        return 0;
+    }
+    pfd[0].fd = c->wake_pipe[0];
+    pfd[1].fd = c->ready[0];            /* -1: poll ignores it */
+    pfd[0].events = pfd[1].events = POLLIN;
+    pfd[0].revents = pfd[1].revents = 0;
+    if (poll(pfd, 2, wait_ms) > 0) {
+        while (read(c->wake_pipe[0], drain, sizeof(drain)) > 0) {
+        }
+        read_ready_reports(c);
+    }
+    return 0;
+}
+
+void pf_children_close_channels(pf_children_t *c, int all)
+{
+    int i;
+
+    wake_fd = -1;
+    for (i = 0; i < 2; i++) {
+        if (c->wake_pipe[i] >= 0) {
+            close(c->wake_pipe[i]);
+            c->wake_pipe[i] = -1;
+        }
+    }
+    for (i = 0; i < 1 + (all != 0); i++) {
+        if (c->ready[i] >= 0) {
+            close(c->ready[i]);
+            c->ready[i] = -1;
+        }
+    }
+}
+
+apr_status_t pf_children_report_ready(pf_children_t *c)
+{
+    apr_status_t rv;
+
+    if (c->ready[1] < 0) {
+        return APR_SUCCESS;
+    }
+    rv = pf_ready_report(c->ready[1], PF_READY_PATIENCE);
+    close(c->ready[1]);
+    c->ready[1] = -1;
+    return rv;
 }

@@ -50,17 +50,12 @@
 
 #include "prefork_guard.h"
 #include "prefork_os.h"
+#include "prefork_unit.h"
 
 /* ------------------------------------------------------------------ */
 /* The child's system-call filter                                      */
 
 #ifdef HAVE_LIBSECCOMP
-
-/* The unit-test build (PF_UNIT_TEST) also has a function that exports
- * the filter, declared in prefork_guard_unit.h. */
-#ifdef PF_UNIT_TEST
-#include "prefork_guard_unit.h"
-#endif
 
 /* Linux's numbers for the TCP-AO options, newer than Debian 12's C
  * library headers. */
@@ -336,7 +331,8 @@ static int set_int_option(int fd, int level, int name, int value)
     return setsockopt(fd, level, name, &value, sizeof(value));
 }
 
-int pf_guard_backlog(apr_socket_t *sd)
+/* The accept-queue limit a listening socket has now, 0 if unknown. */
+PF_UNIT_STATIC int pf_guard_backlog(apr_socket_t *sd)
 {
     int queued, limit;
 
@@ -344,7 +340,8 @@ int pf_guard_backlog(apr_socket_t *sd)
                                                                      : 0;
 }
 
-int pf_guard_local_port(apr_socket_t *sd)
+/* The local port the kernel says the socket has now, -1 if unknown. */
+PF_UNIT_STATIC int pf_guard_local_port(apr_socket_t *sd)
 {
     struct sockaddr_storage addr;
     socklen_t len = sizeof(addr);
@@ -400,7 +397,8 @@ static int check_listening(apr_socket_t *sd, int fd,
         return 0;
     }
     /* listen() on a listening socket only sets its backlog. */
-    backlog = pf_guard_backlog(sd);
+    backlog = want->backlog_seen > 0 ? want->backlog_seen
+                                     : pf_guard_backlog(sd);
     if (want->backlog > 0 && backlog > 0 && backlog != want->backlog
         && listen(fd, want->backlog) == 0) {
         return PF_GUARD_BACKLOG;
@@ -486,8 +484,18 @@ static int check_filter(int fd, const pf_guard_want_t *want, int *failed)
     return 0;
 }
 
-int pf_guard_check_socket(apr_socket_t *sd, const pf_guard_want_t *want,
-                          int *failed)
+/*
+ * Checks a bucket socket's state (not its options) and puts back what a
+ * child changed.
+ * @param failed Set to the bits found changed that could not be put back
+ *        (PF_GUARD_NOT_LISTENING: listen() refused, the socket must be
+ *        replaced; PF_GUARD_FILTER_LOCKED, with PF_GUARD_FILTER if a
+ *        filter is on it: the socket must be replaced)
+ * @return the bits found changed and put back
+ */
+PF_UNIT_STATIC int pf_guard_check_socket(apr_socket_t *sd,
+                                         const pf_guard_want_t *want,
+                                         int *failed)
 {
     apr_os_sock_t fd;
     int fixed = 0;
@@ -682,9 +690,18 @@ static apr_status_t replace_socket(pf_guard_record_t *rec, apr_socket_t *sd,
     return rv;
 }
 
-void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
-                     apr_sockaddr_t *bind_addr, const pf_guard_want_t *want,
-                     pf_guard_found_t *found)
+/*
+ * Checks a bucket socket against its record and @a want (backlog from
+ * the record), puts back what it can, and replaces the socket when it
+ * cannot be put right in place: a new socket on @a bind_addr with the
+ * record's options and backlog takes its descriptor number, after the
+ * old one has stopped listening (shutdown()) and left its reuseport
+ * group, so that no child still holding it takes a connection on it.
+ */
+PF_UNIT_STATIC void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
+                                    apr_sockaddr_t *bind_addr,
+                                    const pf_guard_want_t *want,
+                                    pf_guard_found_t *found)
 {
     pf_guard_record_t *rec = book_find(book, sd);
     pf_guard_want_t mine = *want;
@@ -722,6 +739,35 @@ void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
         /* Listening again, but on a port of its own choosing. */
         found->failed |= PF_GUARD_NOT_LISTENING;
     }
+}
+
+int pf_guard_bucket(pf_guard_book_t *book, const pf_bucket_t *bucket,
+                    int reuseport, int keep_filter, const int *seen,
+                    pf_guard_found_t *all)
+{
+    pf_guard_want_t want;
+    pf_guard_found_t got;
+    ap_listen_rec *lr;
+    int i;
+
+    memset(all, 0, sizeof(*all));
+    want.backlog = 0;           /* each socket's own, from the book */
+    want.nonblock = bucket->num_listeners > 1;
+    want.reuseport = reuseport;
+    want.keep_filter = keep_filter;
+    for (lr = bucket->listeners, i = 0; lr; lr = lr->next, i++) {
+        want.backlog_seen = seen != NULL ? seen[i] : 0;
+        pf_guard_socket(book, lr->sd, lr->bind_addr, &want, &got);
+        all->fixed |= got.fixed;
+        all->failed |= got.failed;
+        all->options_changed |= got.options_changed;
+        all->options_failed |= got.options_failed;
+    }
+    /* A socket that stopped listening left its reuseport group's socket
+     * map; listening again (in place or replaced), it must go back. */
+    return ((all->fixed | all->failed)
+            & (PF_GUARD_NOT_LISTENING | PF_GUARD_REPLACED))
+           && !(all->failed & PF_GUARD_NOT_LISTENING);
 }
 
 char *pf_guard_describe(int bits, const char *options, char *buf,

@@ -59,6 +59,7 @@
 
 #include "apr_network_io.h"
 
+#include "prefork_generation.h"
 #include "prefork_sockopts.h"
 
 /* ------------------------------------------------------------------ */
@@ -108,6 +109,9 @@ typedef struct {
     int reuseport;              /**< SO_REUSEPORT must be on */
     int keep_filter;            /**< a socket filter of the parent's own is
                                      on (a graceful stop): leave it */
+    /** The accept queue's limit as the maintenance cycle read it
+     *  (TCP_INFO), or 0: read it now. */
+    int backlog_seen;
 } pf_guard_want_t;
 
 /** What a check found changed (bits). */
@@ -123,18 +127,6 @@ typedef struct {
 #define PF_GUARD_FILTER_LOCKED  0x80
 /** Options connections inherit changed (see pf_guard_found_t). */
 #define PF_GUARD_OPTIONS        0x100
-
-/**
- * Checks a bucket socket's state (not its options) and puts back what a
- * child changed.
- * @param failed Set to the bits found changed that could not be put back
- *        (PF_GUARD_NOT_LISTENING: listen() refused, the socket must be
- *        replaced; PF_GUARD_FILTER_LOCKED, with PF_GUARD_FILTER if a
- *        filter is on it: the socket must be replaced)
- * @return the bits found changed and put back
- */
-int pf_guard_check_socket(apr_socket_t *sd, const pf_guard_want_t *want,
-                          int *failed);
 
 /* ------------------------------------------------------------------ */
 /* The parent's record of its bucket sockets                           */
@@ -176,22 +168,25 @@ typedef struct {
 } pf_guard_found_t;
 
 /**
- * Checks a bucket socket against its record and @a want (backlog from
- * the record), puts back what it can, and replaces the socket when it
- * cannot be put right in place: a new socket on @a bind_addr with the
- * record's options and backlog takes its descriptor number, after the
- * old one has stopped listening (shutdown()) and left its reuseport
- * group, so that no child still holding it takes a connection on it.
+ * Checks every socket of @a bucket against its record and puts back what
+ * a child changed, replacing a socket that cannot be put right in place
+ * (a new socket on its address with the record's options and backlog
+ * takes its descriptor number, after the old one has stopped listening
+ * and left its reuseport group, so that no child still holding it takes
+ * a connection on it).  What the bucket wants: O_NONBLOCK where its
+ * children poll several sockets, SO_REUSEPORT where buckets share a port
+ * (@a reuseport), the parent's own socket filter left on at a graceful
+ * stop (@a keep_filter), and the backlog of the record.
+ * @param seen Each socket's accept-queue limit as the maintenance cycle
+ *        read it, in the bucket's order; NULL: read now
+ * @param all Set to what the checks found, over the bucket's sockets
+ * @return whether a socket of the bucket listens again, in place or
+ *         replaced: it left its reuseport group's socket map when it
+ *         stopped, and must go back
  */
-void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
-                     apr_sockaddr_t *bind_addr, const pf_guard_want_t *want,
-                     pf_guard_found_t *found);
-
-/** The accept-queue limit a listening socket has now, 0 if unknown. */
-int pf_guard_backlog(apr_socket_t *sd);
-
-/** The local port the kernel says the socket has now, -1 if unknown. */
-int pf_guard_local_port(apr_socket_t *sd);
+int pf_guard_bucket(pf_guard_book_t *book, const pf_bucket_t *bucket,
+                    int reuseport, int keep_filter, const int *seen,
+                    pf_guard_found_t *all);
 
 /**
  * Describes @a bits for the log: "stopped listening, backlog changed";

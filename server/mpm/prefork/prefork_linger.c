@@ -54,6 +54,7 @@
 #endif
 
 #include "prefork_linger.h"
+#include "prefork_unit.h"
 
 /* Bytes read and discarded per read; httpd reads 512 at a time. */
 #define DRAIN_CHUNK             4096
@@ -92,7 +93,12 @@ pf_linger_action_e pf_linger_decide(const pf_linger_probe_t *probe)
     return probe->outq <= 1 ? PF_LINGER_CLOSE_NOW : PF_LINGER_KEEP;
 }
 
-apr_int64_t pf_linger_expiry(const pf_linger_times_t *t)
+/*
+ * When httpd's lingering read gives up on a socket (usec, the clock of
+ * @a t): 2 s after the start or the last bytes, and at most 30 s (2 s with
+ * the note) after the first bytes.  Pure.
+ */
+PF_UNIT_STATIC apr_int64_t pf_linger_expiry(const pf_linger_times_t *t)
 {
     apr_int64_t quiet_from = t->last_data > t->started ? t->last_data
                                                        : t->started;
@@ -109,7 +115,8 @@ apr_int64_t pf_linger_expiry(const pf_linger_times_t *t)
     return expiry;
 }
 
-apr_int64_t pf_linger_now(void)
+/* The monotonic clock the lingering times use (usec). */
+PF_UNIT_STATIC apr_int64_t pf_linger_now(void)
 {
     struct timespec ts;
 
@@ -426,6 +433,8 @@ out:
     return rv;
 }
 
+#ifdef PF_UNIT_TEST
+/* How many sockets the lingering thread holds now. */
 int pf_linger_pending(void)
 {
     int used;
@@ -435,6 +444,7 @@ int pf_linger_pending(void)
     pthread_mutex_unlock(&lingerer.lock);
     return used;
 }
+#endif
 
 void pf_linger_finish(apr_int64_t max_wait)
 {
@@ -481,10 +491,12 @@ apr_status_t pf_linger_hand_off(int fd, int short_linger)
     return APR_ENOTIMPL;
 }
 
+#ifdef PF_UNIT_TEST
 int pf_linger_pending(void)
 {
     return 0;
 }
+#endif
 
 void pf_linger_finish(apr_int64_t max_wait)
 {

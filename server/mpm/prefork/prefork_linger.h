@@ -101,16 +101,6 @@ typedef struct {
 } pf_linger_times_t;
 
 /**
- * When httpd's lingering read gives up on a socket (usec, the clock of
- * @a t): 2 s after the start or the last bytes, and at most 30 s (2 s with
- * the note) after the first bytes.  Pure.
- */
-apr_int64_t pf_linger_expiry(const pf_linger_times_t *t);
-
-/** The monotonic clock the lingering times use (usec). */
-apr_int64_t pf_linger_now(void);
-
-/**
  * One non-blocking read of @a fd (discarding what it reads) and SIOCOUTQ:
  * the input of pf_linger_decide().
  */
@@ -138,9 +128,6 @@ apr_status_t pf_linger_hand_off(int fd, int short_linger);
  * closes or the expiry; the caller closes @a fd afterwards.
  */
 void pf_linger_here(int fd, int short_linger);
-
-/** How many sockets the lingering thread holds now. */
-int pf_linger_pending(void);
 
 /**
  * Before the child exits: waits up to @a max_wait usec for the lingering

@@ -16,9 +16,9 @@
 
 /**
  * @file  prefork_os.h
- * @brief Thin operating-system glue for the MPM: the SO_REUSEPORT probe,
- *        duplicating a listening socket, reading a listener's accept queue,
- *        and counting the CPUs this process may use.
+ * @brief Thin operating-system glue for the MPM's sockets: the SO_REUSEPORT
+ *        probe, duplicating a listening socket, reading a listener's
+ *        accept queue, refusing new handshakes at a graceful stop.
  */
 
 #ifndef PREFORK_OS_H
@@ -28,15 +28,6 @@
 #include "apr_pools.h"
 
 #include "prefork_sockopts.h"
-
-/** What pf_os_probe_cpus() found. */
-typedef struct {
-    int online;     /**< online CPUs */
-    int affinity;   /**< CPUs in our affinity mask and our cgroup's
-                         cpuset, whichever is fewer; 0 if unknown */
-    int quota;      /**< cgroup CPU quota in CPUs (v2 cpu.max, v1
-                         cpu.cfs_quota_us), 0 if none or unknown */
-} pf_cpu_info_t;
 
 /**
  * Tries SO_REUSEPORT the way the buckets use it: two sockets bound to one
@@ -79,34 +70,5 @@ apr_status_t pf_os_listener_queue(apr_socket_t *sd, int *queued,
  * @return APR_SUCCESS, or APR_ENOTIMPL where socket filters do not exist
  */
 apr_status_t pf_os_refuse_new_connections(apr_socket_t *sd);
-
-/** Counts online CPUs, the affinity mask and the cgroup limits. */
-void pf_os_probe_cpus(pf_cpu_info_t *info);
-
-/**
- * Reads the CPU limits of this process's cgroup, v1 and v2 alike: the
- * tightest quota from its group up to the top of the mount (v2 cpu.max,
- * v1 cpu.cfs_quota_us / cpu.cfs_period_us) and its cpuset's effective
- * CPUs.  Hierarchies are found through /proc/self/cgroup and
- * /proc/self/mountinfo.
- * @param top "" on a live system; the tests pass a directory holding a
- *        fake proc/self/ and the mount points below it
- * @param quota Set to the quota in whole CPUs rounded up, 0 if none
- * @param cpuset Set to the cpuset's CPU count, 0 if none is readable
- */
-void pf_os_cgroup_cpus(const char *top, int *quota, int *cpuset);
-
-/* ------------------------------------------------------------------ */
-/* CPUs (ListenBucketSteering cpu, BucketCPUAffinity)                  */
-
-/**
- * Lists the CPUs in this process's affinity mask, ascending.
- * @param cpus Room for @a room entries
- * @return how many were written, 0 if the mask cannot be read
- */
-int pf_os_affinity_cpus(int *cpus, int room);
-
-/** Pins the calling process to the given CPUs. */
-apr_status_t pf_os_pin_to_cpus(const int *cpus, int num_cpus);
 
 #endif /* PREFORK_OS_H */

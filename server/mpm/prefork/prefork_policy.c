@@ -23,465 +23,31 @@
 #include "prefork_policy.h"
 #include "prefork_buckets.h"
 
-/* Functions private to this file that the unit tests call directly: static
- * in the module, and with external linkage only in the unit-test build
- * (PF_UNIT_TEST), whose prototypes are in prefork_policy_unit.h. */
-#ifdef PF_UNIT_TEST
-#include "prefork_policy_unit.h"
-#define PF_UNIT_STATIC
-#else
-#define PF_UNIT_STATIC static
-#endif
-
-pf_parse_e pf_parse_bounded_int(const char *arg, long long min, long long max,
-                                int *out)
-{
-    const char *p;
-    char *end;
-    long long value;
-
-    if (arg == NULL) {
-        return PF_PARSE_EMPTY;
-    }
-    p = arg;
-    while (isspace((unsigned char)*p)) {
-        p++;
-    }
-    if (*p == '\0') {
-        return PF_PARSE_EMPTY;
-    }
-    /* strtoll alone takes "0x10", " 12abc" and "" too readily; accept an
-     * optional sign and decimal digits only. */
-    if (!isdigit((unsigned char)p[(*p == '-' || *p == '+') ? 1 : 0])) {
-        return PF_PARSE_NOT_A_NUMBER;
-    }
-    errno = 0;
-    value = strtoll(p, &end, 10);
-    while (isspace((unsigned char)*end)) {
-        end++;
-    }
-    if (*end != '\0') {
-        return PF_PARSE_NOT_A_NUMBER;
-    }
-    if (errno == ERANGE || value < min || value > max) {
-        return PF_PARSE_OUT_OF_RANGE;
-    }
-    *out = (int)value;
-    return PF_PARSE_OK;
-}
-
-char *pf_format_parse_error(char *buf, size_t len, const char *directive,
-                            const char *arg, long long min, long long max,
-                            pf_parse_e why)
-{
-    const char *what;
-
-    switch (why) {
-    case PF_PARSE_EMPTY:
-        what = "is empty";
-        break;
-    case PF_PARSE_NOT_A_NUMBER:
-        what = "is not a whole number";
-        break;
-    case PF_PARSE_OUT_OF_RANGE:
-        what = "is out of range";
-        break;
-    default:
-        what = "is invalid";
-        break;
-    }
-    snprintf(buf, len, "%s: '%s' %s; expected an integer from %lld to %lld",
-             directive, arg ? arg : "", what, min, max);
-    return buf;
-}
-
-static void note_fix(pf_fix_t *fixes, int *n, int kind, int given, int used)
-{
-    fixes[*n].kind = kind;
-    fixes[*n].given = given;
-    fixes[*n].used = used;
-    ++*n;
-}
-
-int pf_correct_pool_config(pf_pool_config_t *cfg, int first_server_limit,
-                           pf_fix_t *fixes)
-{
-    int n = 0;
-
-    if (cfg->server_limit > PF_MAX_SERVER_LIMIT) {
-        note_fix(fixes, &n, PF_FIX_SERVER_LIMIT_ABOVE_CAP, cfg->server_limit,
-                 PF_MAX_SERVER_LIMIT);
-        cfg->server_limit = PF_MAX_SERVER_LIMIT;
-    }
-    else if (cfg->server_limit < 1) {
-        note_fix(fixes, &n, PF_FIX_SERVER_LIMIT_BELOW_ONE, cfg->server_limit,
-                 1);
-        cfg->server_limit = 1;
-    }
-    /* The scoreboard is sized once, at the first start. */
-    if (first_server_limit > 0 && cfg->server_limit != first_server_limit) {
-        note_fix(fixes, &n, PF_FIX_SERVER_LIMIT_RESTART, cfg->server_limit,
-                 first_server_limit);
-        cfg->server_limit = first_server_limit;
-    }
-    if (cfg->max_workers > cfg->server_limit) {
-        note_fix(fixes, &n, PF_FIX_WORKERS_ABOVE_LIMIT, cfg->max_workers,
-                 cfg->server_limit);
-        cfg->max_workers = cfg->server_limit;
-    }
-    else if (cfg->max_workers < 1) {
-        note_fix(fixes, &n, PF_FIX_WORKERS_BELOW_ONE, cfg->max_workers, 1);
-        cfg->max_workers = 1;
-    }
-    if (cfg->start_servers < 1) {
-        note_fix(fixes, &n, PF_FIX_START_BELOW_ONE, cfg->start_servers, 1);
-        cfg->start_servers = 1;
-    }
-    else if (cfg->start_servers > cfg->max_workers) {
-        note_fix(fixes, &n, PF_FIX_START_ABOVE_WORKERS, cfg->start_servers,
-                 cfg->max_workers);
-        cfg->start_servers = cfg->max_workers;
-    }
-    if (cfg->min_spare_servers < 1) {
-        note_fix(fixes, &n, PF_FIX_MIN_SPARE_BELOW_ONE,
-                 cfg->min_spare_servers, 1);
-        cfg->min_spare_servers = 1;
-    }
-    if (cfg->min_spare_servers > PF_MAX_SERVER_LIMIT) {
-        cfg->min_spare_servers = PF_MAX_SERVER_LIMIT;
-    }
-    if (cfg->max_spare_servers > PF_MAX_SERVER_LIMIT + 1) {
-        cfg->max_spare_servers = PF_MAX_SERVER_LIMIT + 1;
-    }
-    if (cfg->max_spare_servers <= cfg->min_spare_servers) {
-        note_fix(fixes, &n, PF_FIX_MAX_SPARE_NOT_ABOVE_MIN,
-                 cfg->max_spare_servers, cfg->min_spare_servers + 1);
-        cfg->max_spare_servers = cfg->min_spare_servers + 1;
-    }
-    if (cfg->explicit_buckets > 0 && cfg->ratio > 0) {
-        note_fix(fixes, &n, PF_FIX_RATIO_WITH_EXPLICIT, cfg->ratio,
-                 cfg->explicit_buckets);
-        cfg->ratio = 0;
-    }
-    return n;
-}
+#include "prefork_unit.h"
 
 /* ------------------------------------------------------------------ */
-/* Usable CPUs                                                         */
+/* Bucket count                                                        */
 
-int pf_parse_cpu_max(const char *text)
-{
-    long long quota, period;
-    char *end;
-
-    if (text == NULL) {
-        return -1;
-    }
-    while (isspace((unsigned char)*text)) {
-        text++;
-    }
-    if (strncmp(text, "max", 3) == 0
-        && (text[3] == '\0' || isspace((unsigned char)text[3]))) {
-        return 0;
-    }
-    if (!isdigit((unsigned char)*text)) {
-        return -1;
-    }
-    quota = strtoll(text, &end, 10);
-    if (end == text || !isspace((unsigned char)*end)) {
-        return -1;
-    }
-    text = end;
-    while (isspace((unsigned char)*text)) {
-        text++;
-    }
-    if (!isdigit((unsigned char)*text)) {
-        return -1;
-    }
-    period = strtoll(text, &end, 10);
-    if (period <= 0 || quota <= 0) {
-        return -1;
-    }
-    /* A quota of 150000/100000 lets the group run 1.5 CPUs' worth: count
-     * it as 2, since two children can then both make progress. */
-    quota = (quota + period - 1) / period;
-    if (quota > PF_MAX_SERVER_LIMIT) {
-        quota = PF_MAX_SERVER_LIMIT;
-    }
-    return (int)(quota < 1 ? 1 : quota);
-}
-
-int pf_parse_cfs_quota(const char *quota_text, const char *period_text)
-{
-    long long quota, period;
-    char *end;
-
-    if (quota_text == NULL || period_text == NULL) {
-        return -1;
-    }
-    errno = 0;
-    quota = strtoll(quota_text, &end, 10);
-    if (end == quota_text || errno == ERANGE
-        || (*end != '\0' && !isspace((unsigned char)*end))) {
-        return -1;
-    }
-    if (quota == -1) {
-        return 0;
-    }
-    period = strtoll(period_text, &end, 10);
-    if (end == period_text || errno == ERANGE
-        || (*end != '\0' && !isspace((unsigned char)*end))) {
-        return -1;
-    }
-    if (quota <= 0 || period <= 0) {
-        return -1;
-    }
-    /* As with cpu.max: 1.5 CPUs' worth lets two children make progress. */
-    quota = (quota + period - 1) / period;
-    if (quota > PF_MAX_SERVER_LIMIT) {
-        quota = PF_MAX_SERVER_LIMIT;
-    }
-    return (int)quota;
-}
-
-/* Reads a CPU number of a cpuset list; NULL if there is none. */
-static const char *parse_cpu_number(const char *p, long *cpu)
-{
-    char *end;
-
-    if (!isdigit((unsigned char)*p)) {
-        return NULL;
-    }
-    errno = 0;
-    *cpu = strtol(p, &end, 10);
-    if (errno == ERANGE || *cpu > PF_MAX_CPU_NUMBER) {
-        return NULL;
-    }
-    return end;
-}
-
-int pf_parse_cpu_list(const char *text)
-{
-    const char *p = text;
-    long first, last, count = 0;
-
-    if (text == NULL) {
-        return -1;
-    }
-    while (*p == ' ' || *p == '\t') {
-        p++;
-    }
-    if (*p == '\0' || *p == '\n') {
-        return 0;
-    }
-    for (;;) {
-        p = parse_cpu_number(p, &first);
-        if (p == NULL) {
-            return -1;
-        }
-        last = first;
-        if (*p == '-') {
-            p = parse_cpu_number(p + 1, &last);
-            if (p == NULL || last < first) {
-                return -1;
-            }
-        }
-        count += last - first + 1;
-        if (*p != ',') {
-            break;
-        }
-        p++;
-    }
-    while (isspace((unsigned char)*p)) {
-        p++;
-    }
-    if (*p != '\0') {
-        return -1;
-    }
-    return count > PF_MAX_CPU_NUMBER ? PF_MAX_CPU_NUMBER : (int)count;
-}
-
-/* Whether a comma-separated list ("rw,cpu,cpuacct") holds a word. */
-static int list_has_word(const char *list, size_t list_len, const char *word)
-{
-    size_t word_len = strlen(word);
-    const char *p = list, *end = list + list_len, *comma;
-
-    while (p < end) {
-        comma = memchr(p, ',', (size_t)(end - p));
-        if (comma == NULL) {
-            comma = end;
-        }
-        if ((size_t)(comma - p) == word_len
-            && strncmp(p, word, word_len) == 0) {
-            return 1;
-        }
-        p = comma + 1;
-    }
-    return 0;
-}
-
-int pf_cgroup_self_path(const char *proc_cgroup, const char *controller,
-                        char *path, size_t len)
-{
-    const char *line = proc_cgroup, *colon1, *colon2, *nl;
-    size_t path_len;
-
-    if (proc_cgroup == NULL || len == 0) {
-        return -1;
-    }
-    while (*line != '\0') {
-        nl = strchr(line, '\n');
-        if (nl == NULL) {
-            nl = line + strlen(line);
-        }
-        colon1 = memchr(line, ':', (size_t)(nl - line));
-        colon2 = colon1 ? memchr(colon1 + 1, ':', (size_t)(nl - colon1 - 1))
-                        : NULL;
-        if (colon2 != NULL && colon2[1] == '/'
-            && (controller == NULL
-                    ? (colon1 - line == 1 && line[0] == '0'
-                       && colon2 == colon1 + 1)
-                    : list_has_word(colon1 + 1,
-                                    (size_t)(colon2 - colon1 - 1),
-                                    controller))) {
-            path_len = (size_t)(nl - colon2 - 1);
-            if (path_len >= len) {
-                return -1;
-            }
-            memcpy(path, colon2 + 1, path_len);
-            path[path_len] = '\0';
-            return 0;
-        }
-        line = *nl ? nl + 1 : nl;
-    }
-    return -1;
-}
-
-/* Copies the next space-separated field of a mountinfo line, undoing the
- * kernel's octal escapes ("\040" for a space); NULL if there is none or
- * it does not fit. */
-static const char *mountinfo_field(const char *p, char *buf, size_t len)
-{
-    size_t n = 0;
-
-    while (*p == ' ') {
-        p++;
-    }
-    if (*p == '\0' || *p == '\n') {
-        return NULL;
-    }
-    while (*p != '\0' && *p != ' ' && *p != '\n') {
-        if (n + 1 >= len) {
-            return NULL;
-        }
-        if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0'
-            && p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
-            buf[n++] = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8
-                              + (p[3] - '0'));
-            p += 4;
-        }
-        else {
-            buf[n++] = *p++;
-        }
-    }
-    buf[n] = '\0';
-    return p;
-}
-
-int pf_parse_mountinfo_cgroup(const char *line, const char *controller,
-                              char *root, size_t root_len, char *mnt,
-                              size_t mnt_len)
-{
-    char field[256];
-    const char *p = line;
-    int i;
-
-    if (line == NULL) {
-        return -1;
-    }
-    /* mount id, parent id, major:minor, root, mount point, options */
-    for (i = 0; i < 6; i++) {
-        if (i == 3) {
-            p = mountinfo_field(p, root, root_len);
-        }
-        else if (i == 4) {
-            p = mountinfo_field(p, mnt, mnt_len);
-        }
-        else {
-            p = mountinfo_field(p, field, sizeof(field));
-        }
-        if (p == NULL) {
-            return -1;
-        }
-    }
-    /* optional fields ("shared:13"), up to a lone "-" */
-    do {
-        p = mountinfo_field(p, field, sizeof(field));
-        if (p == NULL) {
-            return -1;
-        }
-    } while (strcmp(field, "-") != 0);
-    p = mountinfo_field(p, field, sizeof(field));  /* file system type */
-    if (p == NULL) {
-        return -1;
-    }
-    if (controller == NULL) {
-        return strcmp(field, "cgroup2") == 0;
-    }
-    if (strcmp(field, "cgroup") != 0) {
-        return 0;
-    }
-    p = mountinfo_field(p, field, sizeof(field));  /* source */
-    if (p == NULL || mountinfo_field(p, field, sizeof(field)) == NULL) {
-        return -1;
-    }
-    return list_has_word(field, strlen(field), controller);
-}
-
-int pf_cgroup_dir(const char *mnt, const char *root, const char *path,
-                  char *dir, size_t len)
-{
-    size_t root_len = strlen(root);
-    const char *below = path;
-    int n;
-
-    if (strcmp(root, "/") != 0) {
-        if (strncmp(path, root, root_len) != 0
-            || (path[root_len] != '\0' && path[root_len] != '/')) {
-            return -1;
-        }
-        below = path + root_len;
-    }
-    if (strcmp(below, "/") == 0) {
-        below = "";
-    }
-    n = snprintf(dir, len, "%s%s", mnt, below);
-    if (n < 0 || (size_t)n >= len) {
-        return -1;
-    }
-    return 0;
-}
-
-int pf_usable_cpus(int online, int affinity, int quota)
-{
-    int cpus = online > 0 ? online : 1;
-
-    if (affinity > 0 && affinity < cpus) {
-        cpus = affinity;
-    }
-    if (quota > 0 && quota < cpus) {
-        cpus = quota;
-    }
-    return cpus;
-}
-
-int pf_steering_shares_pool(int steering)
+/*
+ * Whether a steering mode sends a connection to another bucket when its
+ * own has no idle child (idle, local), so that the buckets share the spare
+ * pool; hash and cpu do not.
+ */
+PF_UNIT_STATIC int pf_steering_shares_pool(int steering)
 {
     return steering == PFB_STEER_IDLE || steering == PFB_STEER_LOCAL;
 }
 
-int pf_warm_bucket_limit(int min_spare_servers, int steering)
+/*
+ * The most buckets that MinSpareServers keeps warm, with an idle child of
+ * its own share in every bucket.  Under hash and cpu steering a connection
+ * goes to its bucket whatever that bucket has, so each bucket needs its own
+ * idle child: the limit is MinSpareServers.  Under idle and local steering
+ * a connection goes to another bucket with an idle child, so the pool is shared
+ * and there is no limit (0).
+ */
+PF_UNIT_STATIC int pf_warm_bucket_limit(int min_spare_servers,
+                                        int steering)
 {
     if (pf_steering_shares_pool(steering)) {
         return 0;
@@ -1041,6 +607,21 @@ int pf_pick_ready_listener(const int *ready, int num_ready, int num_listeners,
     return best;
 }
 
+pf_child_end_e pf_classify_child_end(int ours, int ready, int told_to_stop,
+                                     int fatal_exit, int killed)
+{
+    if (ours && ready && fatal_exit) {
+        return PF_END_FATAL_STARTED;
+    }
+    if (fatal_exit) {
+        return PF_END_FATAL;
+    }
+    if (!ours) {
+        return PF_END_LOST;
+    }
+    return killed && !told_to_stop ? PF_END_KILLED : PF_END_LEFT;
+}
+
 pf_exit_kind_e pf_classify_exit(long long lifetime_us, int told_to_stop,
                                 int exited_cleanly, int recycling)
 {
@@ -1058,7 +639,12 @@ int pf_respawn_paced(const pf_respawn_t *r)
     return r->early_deaths > PF_RESPAWN_FORGIVEN;
 }
 
-long long pf_respawn_delay(int early_deaths)
+/*
+ * The wait after the @a early_deaths-th death at start in a row: none up
+ * to PF_RESPAWN_FORGIVEN, then 1 s, doubling each time, up to
+ * PF_RESPAWN_MAX_DELAY_US.
+ */
+PF_UNIT_STATIC long long pf_respawn_delay(int early_deaths)
 {
     long long delay = PF_RESPAWN_YOUNG_US;
     int beyond = early_deaths - PF_RESPAWN_FORGIVEN;

@@ -16,9 +16,10 @@
 
 /**
  * @file  prefork_policy.h
- * @brief The MPM's decisions as pure functions: directive values, the bucket
- *        count, each bucket's share of the spare-server limits, and what
- *        idle-server maintenance does in one cycle.
+ * @brief The MPM's decisions as pure functions: the bucket count, what a
+ *        restart keeps, each bucket's share of the spare-server limits,
+ *        what idle-server maintenance does in one cycle, and respawn
+ *        pacing.
  *
  * Nothing here calls the system, touches httpd globals or allocates, so the
  * unit tests link this file alone.  prefork.c gathers the inputs (scoreboard,
@@ -38,155 +39,6 @@
 #define PF_MAX_SPAWN_RATE 32
 /** Highest CPU number a cpuset list may name (Linux allows 8192 CPUs). */
 #define PF_MAX_CPU_NUMBER 65535
-
-/* ------------------------------------------------------------------ */
-/* Directive values                                                    */
-
-typedef enum {
-    PF_PARSE_OK = 0,
-    PF_PARSE_EMPTY,             /**< nothing given */
-    PF_PARSE_NOT_A_NUMBER,      /**< not a plain decimal integer */
-    PF_PARSE_OUT_OF_RANGE       /**< a number, but outside [min, max] */
-} pf_parse_e;
-
-/**
- * Parses a whole decimal integer (optional sign, digits, optional
- * surrounding blanks) and checks it against [min, max].  "8x", "0x10",
- * "1e3", "" and values that overflow a long long are refused.
- * @return PF_PARSE_OK and *out set, or why it was refused (*out untouched)
- */
-pf_parse_e pf_parse_bounded_int(const char *arg, long long min, long long max,
-                                int *out);
-
-/**
- * Writes the admin-facing message for a refused value into buf:
- * "<directive>: '<arg>' is not a whole number; expected an integer from
- * <min> to <max>" (or "is out of range").
- * @return buf
- */
-char *pf_format_parse_error(char *buf, size_t len, const char *directive,
-                            const char *arg, long long min, long long max,
-                            pf_parse_e why);
-
-/** A value that httpd's prefork accepts and corrects, and how. */
-typedef enum {
-    PF_FIX_SERVER_LIMIT_ABOVE_CAP,  /**< ServerLimit > PF_MAX_SERVER_LIMIT */
-    PF_FIX_SERVER_LIMIT_BELOW_ONE,  /**< ServerLimit 0 */
-    PF_FIX_SERVER_LIMIT_RESTART,    /**< changed by a restart: kept */
-    PF_FIX_WORKERS_ABOVE_LIMIT,     /**< MaxRequestWorkers > ServerLimit */
-    PF_FIX_WORKERS_BELOW_ONE,       /**< MaxRequestWorkers 0 */
-    PF_FIX_START_BELOW_ONE,         /**< StartServers 0 */
-    PF_FIX_START_ABOVE_WORKERS,     /**< StartServers > MaxRequestWorkers */
-    PF_FIX_MIN_SPARE_BELOW_ONE,     /**< MinSpareServers 0 */
-    PF_FIX_MAX_SPARE_NOT_ABOVE_MIN, /**< MaxSpareServers <= MinSpareServers */
-    PF_FIX_RATIO_WITH_EXPLICIT,     /**< both bucket directives: the
-                                         ratio is ignored */
-    PF_FIX_KINDS
-} pf_fix_e;
-
-/** The pool's directives, as configured and then as in force. */
-typedef struct {
-    int server_limit;
-    int max_workers;        /**< MaxRequestWorkers */
-    int start_servers;
-    int min_spare_servers;
-    int max_spare_servers;
-    int ratio;              /**< ListenCoresBucketsRatio */
-    int explicit_buckets;   /**< ListenBuckets, or PF_BUCKETS_UNSET */
-} pf_pool_config_t;
-
-/** One correction: which, the value configured and the value used. */
-typedef struct {
-    int kind;               /**< pf_fix_e */
-    int given;
-    int used;
-} pf_fix_t;
-
-/**
- * Corrects the values httpd 2.4's prefork corrects, as it does, in its
- * order: ServerLimit into [1, PF_MAX_SERVER_LIMIT] and kept across
- * restarts; MaxRequestWorkers into [1, ServerLimit]; StartServers and
- * MinSpareServers at least 1.  Beyond httpd's own checks, which make the
- * same changes silently at run time: StartServers at most
- * MaxRequestWorkers, and MaxSpareServers above MinSpareServers.  Both
- * bucket directives set: ListenBuckets wins.  MinSpareServers and
- * MaxSpareServers above PF_MAX_SERVER_LIMIT are cut to it without a
- * correction, since no more children than that can exist.
- *
- * @param cfg Read and corrected in place
- * @param first_server_limit ServerLimit in force since the server started,
- *        0 at the first start
- * @param fixes Room for PF_FIX_KINDS corrections, written in order
- * @return the number of corrections written
- */
-int pf_correct_pool_config(pf_pool_config_t *cfg, int first_server_limit,
-                           pf_fix_t *fixes);
-
-/* ------------------------------------------------------------------ */
-/* Usable CPUs                                                         */
-
-/**
- * Reads a cgroup v2 cpu.max line ("max 100000" or "200000 100000").
- * @return the quota in whole CPUs rounded up (at least 1), 0 for "max"
- *         (no quota), or -1 if the text is not a cpu.max line
- */
-int pf_parse_cpu_max(const char *text);
-
-/**
- * Reads a cgroup v1 CFS quota: cpu.cfs_quota_us ("-1" or "150000") and
- * cpu.cfs_period_us ("100000").
- * @return the quota in whole CPUs rounded up (at least 1), 0 for -1 (no
- *         quota), or -1 if either text is not what the kernel writes there
- */
-int pf_parse_cfs_quota(const char *quota_text, const char *period_text);
-
-/**
- * Counts the CPUs of a cpuset list, as in cpuset.cpus (v1 and v2),
- * cpuset.effective_cpus (v1) and cpuset.cpus.effective (v2): "0-3,8,10-11".
- * @return the number of CPUs, 0 for an empty list, or -1 if the text is
- *         not a CPU list
- */
-int pf_parse_cpu_list(const char *text);
-
-/**
- * Finds this process's group in the text of /proc/self/cgroup
- * ("4:cpu,cpuacct:/a/b" for cgroup v1, "0::/a/b" for cgroup v2).
- * @param controller A cgroup v1 controller ("cpu", "cpuset"), or NULL for
- *        the cgroup v2 hierarchy
- * @param path Receives the group's path, e.g. "/a/b"
- * @return 0 if found, -1 if not (or if it does not fit in @a len)
- */
-int pf_cgroup_self_path(const char *proc_cgroup, const char *controller,
-                        char *path, size_t len);
-
-/**
- * Reads one line of /proc/self/mountinfo, looking for a cgroup hierarchy.
- * @param controller A cgroup v1 controller: the line matches a "cgroup"
- *        mount whose options name it; or NULL: a "cgroup2" mount
- * @param root Receives the mount's root within the hierarchy (field 4)
- * @param mnt Receives the mount point (field 5), "\040" escapes undone
- * @return 1 if the line is such a mount, 0 if it is another mount, -1 if
- *         it is not a mountinfo line or a field does not fit
- */
-int pf_parse_mountinfo_cgroup(const char *line, const char *controller,
-                              char *root, size_t root_len, char *mnt,
-                              size_t mnt_len);
-
-/**
- * Where a group's files are: the mount point plus the group's path below
- * the mount's root (a container often sees its own group as the root of
- * the mount: root "/docker/abc", path "/docker/abc").
- * @return 0, or -1 if @a path is not at or below @a root (the group is not
- *         visible under this mount) or the result does not fit
- */
-int pf_cgroup_dir(const char *mnt, const char *root, const char *path,
-                  char *dir, size_t len);
-
-/**
- * The CPUs that bucket sizing should count: the online CPUs, cut down to
- * the affinity mask and to the cgroup quota when those are known (> 0).
- */
-int pf_usable_cpus(int online, int affinity, int quota);
 
 /* ------------------------------------------------------------------ */
 /* Bucket count                                                        */
@@ -232,23 +84,6 @@ typedef struct {
      *  and some will have no idle child. */
     int starved;
 } pf_warm_t;
-
-/**
- * Whether a steering mode sends a connection to another bucket when its
- * own has no idle child (idle, local), so that the buckets share the spare
- * pool; hash and cpu do not.
- */
-int pf_steering_shares_pool(int steering);
-
-/**
- * The most buckets that MinSpareServers keeps warm, with an idle child of
- * its own share in every bucket.  Under hash and cpu steering a connection
- * goes to its bucket whatever that bucket has, so each bucket needs its own
- * idle child: the limit is MinSpareServers.  Under idle and local steering
- * a connection goes to another bucket with an idle child, so the pool is shared
- * and there is no limit (0).
- */
-int pf_warm_bucket_limit(int min_spare_servers, int steering);
 
 /**
  * Decides how many buckets to run.
@@ -524,6 +359,35 @@ int pf_pick_ready_listener(const int *ready, int num_ready, int num_listeners,
  *  dying at start (microseconds). */
 #define PF_RESPAWN_MAX_DELAY_US 32000000LL
 
+/** What a process's exit means to the parent. */
+typedef enum {
+    PF_END_LEFT = 0,            /**< a child of ours left: replaced as
+                                     usual */
+    PF_END_KILLED,              /**< a child of ours killed from outside
+                                     (SIGKILL or SIGTERM it was not sent):
+                                     replaced, and said */
+    PF_END_FATAL_STARTED,       /**< a child of ours that had reported
+                                     ready exited with APEXIT_CHILDFATAL:
+                                     a module or a script asked, not a
+                                     reason to stop serving: replaced, and
+                                     said */
+    PF_END_FATAL,               /**< APEXIT_CHILDFATAL from a process that
+                                     never started: more would fail the
+                                     same way, so the server stops, as
+                                     httpd's does */
+    PF_END_LOST                 /**< none of our children: a piped logger,
+                                     a module's process, or one long lost */
+} pf_child_end_e;
+
+/**
+ * Classifies a process's exit from what the parent knows: whether it was
+ * one of its children (@a ours), whether that child had reported ready
+ * and been told to stop, whether it exited with APEXIT_CHILDFATAL
+ * (@a fatal_exit) or was killed by SIGKILL or SIGTERM (@a killed).
+ */
+pf_child_end_e pf_classify_child_end(int ours, int ready, int told_to_stop,
+                                     int fatal_exit, int killed);
+
 /** How a child left, for respawning. */
 typedef enum {
     PF_EXIT_LIVED = 0,          /**< lived PF_RESPAWN_YOUNG_US or more */
@@ -561,13 +425,6 @@ typedef struct {
 /** Whether the bucket's children keep dying at start: it is paced, its
  *  replacements wait for maintenance with back-off. */
 int pf_respawn_paced(const pf_respawn_t *r);
-
-/**
- * The wait after the @a early_deaths-th death at start in a row: none up
- * to PF_RESPAWN_FORGIVEN, then 1 s, doubling each time, up to
- * PF_RESPAWN_MAX_DELAY_US.
- */
-long long pf_respawn_delay(int early_deaths);
 
 /**
  * Notes a child's exit in its bucket's pacing.  A death at start adds to

@@ -30,6 +30,7 @@
 #endif
 
 #include "prefork_sockopts.h"
+#include "prefork_unit.h"
 
 /* Linux's numbers for options newer than the C library's headers may
  * know: a kernel without one refuses to read it, and the option is then
@@ -221,17 +222,25 @@ static pf_sockopt_set_t bit(int i)
     return (pf_sockopt_set_t)1 << i;
 }
 
-int pf_sockopts_count(void)
+#ifdef PF_UNIT_TEST
+/* How many options the table holds. */
+PF_UNIT_STATIC int pf_sockopts_count(void)
 {
     return NUM_OPTIONS;
 }
+#endif
 
-const char *pf_sockopts_name(int i)
+#ifdef PF_UNIT_TEST
+/* The name of option @a i of the table ("SO_LINGER"), NULL past it. */
+PF_UNIT_STATIC const char *pf_sockopts_name(int i)
 {
     return i >= 0 && i < NUM_OPTIONS ? options[i].label : NULL;
 }
+#endif
 
-int pf_sockopts_find(const char *name)
+#ifdef PF_UNIT_TEST
+/* Finds an option of the table by name; -1 if it has none. */
+PF_UNIT_STATIC int pf_sockopts_find(const char *name)
 {
     int i;
 
@@ -242,6 +251,7 @@ int pf_sockopts_find(const char *name)
     }
     return -1;
 }
+#endif
 
 /* Reads the options of @a which: a check reads only what the record
  * holds, not options the socket's family lacks. */
@@ -269,7 +279,8 @@ static void read_options(int fd, pf_sockopt_set_t which, pf_sockopts_t *now)
     }
 }
 
-void pf_sockopts_read(int fd, pf_sockopts_t *now)
+/* Reads every option of the table from @a fd (kernel_default stays 0). */
+PF_UNIT_STATIC void pf_sockopts_read(int fd, pf_sockopts_t *now)
 {
     read_options(fd, ~(pf_sockopt_set_t)0, now);
 }
@@ -306,8 +317,12 @@ void pf_sockopts_record(int fd, pf_sockopts_t *rec)
     }
 }
 
-pf_sockopt_set_t pf_sockopts_compare(const pf_sockopts_t *want,
-                                     const pf_sockopts_t *now)
+/*
+ * The options of @a want that @a now does not have: a different value,
+ * or none where @a want has one.  Pure.
+ */
+PF_UNIT_STATIC pf_sockopt_set_t
+pf_sockopts_compare(const pf_sockopts_t *want, const pf_sockopts_t *now)
 {
     pf_sockopt_set_t differ = 0;
     int i;

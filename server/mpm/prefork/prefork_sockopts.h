@@ -60,31 +60,12 @@ typedef struct {
     unsigned char value[PF_SOCKOPT_MAX][PF_SOCKOPT_VALUE_MAX];
 } pf_sockopts_t;
 
-/** How many options the table holds. */
-int pf_sockopts_count(void);
-
-/** The name of option @a i of the table ("SO_LINGER"), NULL past it. */
-const char *pf_sockopts_name(int i);
-
-/** Finds an option of the table by name; -1 if it has none. */
-int pf_sockopts_find(const char *name);
-
 /**
  * Reads every option of the table from @a fd, and which of them have the
  * value a fresh socket of its family has: what the parent keeps of a
  * socket it puts in service, before any child holds it.
  */
 void pf_sockopts_record(int fd, pf_sockopts_t *rec);
-
-/** Reads every option of the table from @a fd (kernel_default stays 0). */
-void pf_sockopts_read(int fd, pf_sockopts_t *now);
-
-/**
- * The options of @a want that @a now does not have: a different value,
- * or none where @a want has one.  Pure.
- */
-pf_sockopt_set_t pf_sockopts_compare(const pf_sockopts_t *want,
-                                     const pf_sockopts_t *now);
 
 /**
  * Puts back on @a fd every option that differs from @a want.  An option

@@ -29,7 +29,7 @@
 
 #include "pfb_log.h"
 #include "prefork_buckets.h"
-#include "prefork_os.h"
+#include "prefork_cpus.h"
 #include "prefork_steering.h"
 #include "prefork_steering_kernel.h"
 #include "prefork_topology.h"
@@ -119,9 +119,6 @@ struct pf_steer_s {
     int reattach_logged;
     int refill_logged;
     int detach_unsupported;
-
-    /* In a child: its bucket. */
-    int my_bucket;
 };
 
 pf_steer_t *pf_steer_create(apr_pool_t *pool)
@@ -133,7 +130,6 @@ pf_steer_t *pf_steer_create(apr_pool_t *pool)
     st->socks_fd = -1;
     st->idle_fd = -1;
     st->idle_layout = -1;
-    st->my_bucket = -1;
     st->cpus = apr_palloc(pool, sizeof(int) * MAX_MASK_CPUS);
     return st;
 }
@@ -176,16 +172,34 @@ static int map_capacity(int needed)
     return capacity;
 }
 
-/* The socket of shard 0 of Listen @a l: a program attached through any
- * socket of a reuseport group serves the whole group. */
-static apr_socket_t *group_socket(const pf_steer_buckets_t *b, int l)
+/* Buckets per Listen; bucket l * per_listen + k is shard k of Listen l. */
+static int shards_of(const pf_generation_t *gen)
 {
-    return b->sockets[l * b->per_listen];
+    return gen->plan.buckets_per_listen;
 }
 
-static const char *group_name(const pf_steer_buckets_t *b, int l)
+/* Bucket @a k's socket, as of now (the bucket set may replace one in
+ * place): in a generation with something to steer, its one socket. */
+static apr_socket_t *socket_of(const pf_generation_t *gen, int k)
 {
-    return b->names[l * b->per_listen];
+    return gen->bucket[k].listeners->sd;
+}
+
+static const char *name_of(const pf_generation_t *gen, int k)
+{
+    return gen->bucket[k].address;
+}
+
+/* The socket of shard 0 of Listen @a l: a program attached through any
+ * socket of a reuseport group serves the whole group. */
+static apr_socket_t *group_socket(const pf_generation_t *gen, int l)
+{
+    return socket_of(gen, l * shards_of(gen));
+}
+
+static const char *group_name(const pf_generation_t *gen, int l)
+{
+    return name_of(gen, l * shards_of(gen));
 }
 
 static void close_programs(pf_steer_t *st)
@@ -198,21 +212,21 @@ static void close_programs(pf_steer_t *st)
     st->num_progs = 0;
 }
 
-static void detach_all(pf_steer_t *st, const pf_steer_buckets_t *b,
+static void detach_all(pf_steer_t *st, const pf_generation_t *gen,
                        server_rec *s)
 {
-    int per_listen = b->per_listen > 0 ? b->per_listen : 1;
+    int shards = shards_of(gen) > 0 ? shards_of(gen) : 1;
     apr_status_t rv;
     int l;
 
-    for (l = 0; l < b->num_buckets / per_listen; l++) {
-        rv = pf_steer_kernel_detach(b->sockets[l * per_listen]);
+    for (l = 0; l < gen->num_buckets / shards; l++) {
+        rv = pf_steer_kernel_detach(socket_of(gen, l * shards));
         if (rv != APR_SUCCESS) {
             ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
                          PFBLOGNO(00048) "ListenBucketSteering: couldn't "
                          "detach the program from listener %s (needs Linux "
                          "5.8); it stays until the next full restart",
-                         b->names[l * per_listen]);
+                         name_of(gen, l * shards));
         }
     }
     st->attached = 0;
@@ -266,7 +280,7 @@ static apr_status_t ensure_socket_map(pf_steer_t *st, int needed,
  * @param changed Set to the number of keys filled again
  * @param bad Set to the first bucket whose socket would not go in */
 static apr_status_t sync_socket_map(pf_steer_t *st,
-                                    const pf_steer_buckets_t *b,
+                                    const pf_generation_t *gen,
                                     int *changed, int *bad)
 {
     apr_status_t rv, first = APR_SUCCESS;
@@ -277,8 +291,9 @@ static apr_status_t sync_socket_map(pf_steer_t *st,
     *bad = -1;
     for (key = 0; key < st->socks_capacity; key++) {
         st->wanted_cookie[key] = 0;
-        if (key < b->num_buckets && b->sockets[key] != NULL) {
-            pf_steer_kernel_cookie(b->sockets[key], &st->wanted_cookie[key]);
+        if (key < gen->num_buckets && socket_of(gen, key) != NULL) {
+            pf_steer_kernel_cookie(socket_of(gen, key),
+                                   &st->wanted_cookie[key]);
         }
         rv = pf_steer_kernel_socket_at(st->socks_fd, key, &held);
         if (rv != APR_SUCCESS) {
@@ -289,11 +304,12 @@ static apr_status_t sync_socket_map(pf_steer_t *st,
             pf_steer_kernel_clear_socket(st->socks_fd, key);
         }
     }
-    for (key = 0; key < b->num_buckets && key < st->socks_capacity; key++) {
-        if (st->in_place[key] || b->sockets[key] == NULL) {
+    for (key = 0; key < gen->num_buckets && key < st->socks_capacity; key++) {
+        if (st->in_place[key] || socket_of(gen, key) == NULL) {
             continue;
         }
-        rv = pf_steer_kernel_put_socket(st->socks_fd, key, b->sockets[key]);
+        rv = pf_steer_kernel_put_socket(st->socks_fd, key,
+                                        socket_of(gen, key));
         if (rv == APR_SUCCESS) {
             (*changed)++;
         }
@@ -311,7 +327,7 @@ static apr_status_t sync_socket_map(pf_steer_t *st,
 /* The idle table: kept for the server's life, made larger (and new) only
  * when a restart adds buckets; reset when bucket numbers change meaning. */
 static apr_status_t ensure_idle_table(pf_steer_t *st,
-                                      const pf_steer_buckets_t *b,
+                                      const pf_generation_t *gen,
                                       refusal_t *why)
 {
     pf_steer_bucket_t *table;
@@ -319,9 +335,9 @@ static apr_status_t ensure_idle_table(pf_steer_t *st,
     int fd, capacity, r;
     apr_status_t rv;
 
-    if (st->idle == NULL || st->idle_capacity < b->num_buckets) {
-        capacity = map_capacity(b->num_buckets);
-        rv = capacity < b->num_buckets
+    if (st->idle == NULL || st->idle_capacity < gen->num_buckets) {
+        capacity = map_capacity(gen->num_buckets);
+        rv = capacity < gen->num_buckets
                  ? APR_EINVAL
                  : pf_steer_kernel_idle_table(capacity, &fd, &table, &len);
         if (rv != APR_SUCCESS) {
@@ -339,19 +355,19 @@ static apr_status_t ensure_idle_table(pf_steer_t *st,
         st->idle_capacity = capacity;
         st->idle_layout = -1;
     }
-    if (st->pending_len < b->num_buckets) {
-        st->pending_len = map_capacity(b->num_buckets);
+    if (st->pending_len < gen->num_buckets) {
+        st->pending_len = map_capacity(gen->num_buckets);
         st->pending = apr_pcalloc(st->pool, sizeof(int64_t)
                                                 * (apr_size_t)st->pending_len);
     }
-    if (st->idle_layout != b->layout) {
+    if (st->idle_layout != gen->layout) {
         /* Bucket numbers name other sockets now: the counts start again
          * from the children's slots at the next cycles. */
         for (r = 0; r < st->idle_capacity; r++) {
             st->idle[r].idle = 0;
         }
         memset(st->pending, 0, sizeof(int64_t) * (apr_size_t)st->pending_len);
-        st->idle_layout = b->layout;
+        st->idle_layout = gen->layout;
         st->last_cycle = 0;
     }
     return APR_SUCCESS;
@@ -362,19 +378,19 @@ static apr_status_t ensure_idle_table(pf_steer_t *st,
  * never completed, or a child killed between marking its slot and
  * counting itself.  Runs once per cycle however often it is called. */
 static void reconcile_idle_counts(pf_steer_t *st,
-                                  const pf_steer_buckets_t *b,
-                                  const pf_steer_observation_t *obs,
+                                  const pf_generation_t *gen,
+                                  const pf_observation_t *obs,
                                   server_rec *s)
 {
     int bucket;
 
     if (!counts_idle(st) || st->idle == NULL || obs == NULL
-        || st->pending_len < b->num_buckets
-        || st->idle_capacity < b->num_buckets
-        || !pf_steer_new_cycle((int64_t)obs->now, &st->last_cycle)) {
+        || st->pending_len < gen->num_buckets
+        || st->idle_capacity < gen->num_buckets
+        || !pf_steer_new_cycle((int64_t)obs->when, &st->last_cycle)) {
         return;
     }
-    for (bucket = 0; bucket < b->num_buckets; bucket++) {
+    for (bucket = 0; bucket < gen->num_buckets; bucket++) {
         /* Read once: a child may change it at any moment. */
         int64_t advertised = st->idle[bucket].idle;
         int64_t truth = pf_steer_idle_truth(obs->waiting[bucket],
@@ -492,7 +508,7 @@ static void keep_program(pf_steer_t *st, int fd)
  * *why says which step; what was attached stays for the caller's
  * fallback to replace or detach. */
 static apr_status_t attach_programs(pf_steer_t *st,
-                                    const pf_steer_buckets_t *b, int mode,
+                                    const pf_generation_t *gen, int mode,
                                     apr_pool_t *p, refusal_t *why)
 {
     const mode_needs_t *needs = needs_of(mode);
@@ -509,32 +525,32 @@ static apr_status_t attach_programs(pf_steer_t *st,
         why->rv = APR_EINVAL;
         return APR_EINVAL;
     }
-    if (needs->idle_table && (rv = ensure_idle_table(st, b, why))) {
+    if (needs->idle_table && (rv = ensure_idle_table(st, gen, why))) {
         return rv;
     }
     if (needs->cpu_table
-        && (rv = make_cpu_map(st, needs, b->per_listen, p, &spec.cpu_fd,
+        && (rv = make_cpu_map(st, needs, shards_of(gen), p, &spec.cpu_fd,
                               why))) {
         return rv;
     }
-    rv = ensure_socket_map(st, b->num_buckets, why);
+    rv = ensure_socket_map(st, gen->num_buckets, why);
     if (rv == APR_SUCCESS) {
         int changed, bad;
 
-        rv = sync_socket_map(st, b, &changed, &bad);
+        rv = sync_socket_map(st, gen, &changed, &bad);
         if (rv != APR_SUCCESS) {
             why->step = "bpf(BPF_MAP_UPDATE_ELEM) of a bucket socket";
             why->rv = rv;
-            why->detail = b->names[bad];
+            why->detail = name_of(gen, bad);
         }
     }
     spec.socks_fd = st->socks_fd;
     spec.idle_fd = needs->idle_table ? st->idle_fd : -1;
-    spec.listen.per_listen = (pf_u32)b->per_listen;
-    spec.listen.probes = (pf_u32)pf_steer_idle_probes(b->per_listen);
+    spec.listen.per_listen = (pf_u32)shards_of(gen);
+    spec.listen.probes = (pf_u32)pf_steer_idle_probes(shards_of(gen));
     spec.listen.capacity = (pf_u32)st->idle_capacity;
     for (l = 0; l < st->listens && rv == APR_SUCCESS; l++) {
-        spec.listen.first_bucket = (pf_u32)(l * b->per_listen);
+        spec.listen.first_bucket = (pf_u32)(l * shards_of(gen));
         rv = pf_steer_kernel_load(&spec, &fd, line, REFUSAL_LINE);
         if (rv != APR_SUCCESS) {
             why->step = "bpf(BPF_PROG_LOAD) of the SK_REUSEPORT program";
@@ -550,7 +566,7 @@ static apr_status_t attach_programs(pf_steer_t *st,
         /* From here a program may be on some groups: a fallback
          * replaces or detaches them all. */
         st->attached = 1;
-        rv = pf_steer_kernel_attach(group_socket(b, l), fd);
+        rv = pf_steer_kernel_attach(group_socket(gen, l), fd);
         if (rv != APR_SUCCESS) {
             why->step = "setsockopt(SO_ATTACH_REUSEPORT_EBPF)";
             why->rv = rv;
@@ -632,7 +648,7 @@ static void fall_back(pf_steer_t *st, int wanted, const refusal_t *why,
     }
 }
 
-static void log_attached(pf_steer_t *st, const pf_steer_buckets_t *b,
+static void log_attached(pf_steer_t *st, const pf_generation_t *gen,
                          int cpu_affinity, server_rec *s)
 {
     switch (st->active) {
@@ -641,7 +657,7 @@ static void log_attached(pf_steer_t *st, const pf_steer_buckets_t *b,
                      PFBLOGNO(00044) "ListenBucketSteering cpu: %d CPU(s) "
                      "of the affinity mask feed %d bucket(s) per Listen on "
                      "%d Listen(s) (eBPF, through the socket map)%s",
-                     st->num_cpus, b->per_listen, st->listens,
+                     st->num_cpus, shards_of(gen), st->listens,
                      cpu_affinity ? "; children pinned to their bucket's "
                                     "CPUs"
                                   : "");
@@ -655,7 +671,7 @@ static void log_attached(pf_steer_t *st, const pf_steer_buckets_t *b,
                      "its node's, else any (eBPF)%s",
                      st->num_cpus, st->mask_nodes,
                      st->topo_nodes > 0 ? "" : " (sysfs lists no node: one)",
-                     b->per_listen, st->listens,
+                     shards_of(gen), st->listens,
                      cpu_affinity ? "; children pinned to their bucket's "
                                     "CPUs"
                                   : "");
@@ -665,22 +681,22 @@ static void log_attached(pf_steer_t *st, const pf_steer_buckets_t *b,
                      PFBLOGNO(00046) "ListenBucketSteering idle: eBPF "
                      "program attached to %d Listen(s) of %d bucket(s) "
                      "each, probing up to %d other bucket(s) when the "
-                     "hash's has no idle child", st->listens, b->per_listen,
-                     pf_steer_idle_probes(b->per_listen));
+                     "hash's has no idle child", st->listens, shards_of(gen),
+                     pf_steer_idle_probes(shards_of(gen)));
         break;
     default:
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
                      PFBLOGNO(00101) "ListenBucketSteering hash: eBPF "
                      "program attached to %d Listen(s) of %d bucket(s) "
                      "each: the kernel's hash, over the MPM's own sockets "
-                     "only", st->listens, b->per_listen);
+                     "only", st->listens, shards_of(gen));
         break;
     }
 }
 
 /* hash: the kernel's hash through the socket map where the program
  * loads; else the kernel's own hash with no program, said once. */
-static void attach_hash(pf_steer_t *st, const pf_steer_buckets_t *b,
+static void attach_hash(pf_steer_t *st, const pf_generation_t *gen,
                         int cpu_affinity, apr_pool_t *p, server_rec *s)
 {
     refusal_t why = { "loading the program", APR_ENOTIMPL, NULL };
@@ -688,14 +704,14 @@ static void attach_hash(pf_steer_t *st, const pf_steer_buckets_t *b,
     if (!pf_steer_kernel_built()) {
         why.step = NULL;
     }
-    else if (attach_programs(st, b, PFB_STEER_HASH, p, &why)
+    else if (attach_programs(st, gen, PFB_STEER_HASH, p, &why)
              == APR_SUCCESS) {
-        log_attached(st, b, cpu_affinity, s);
+        log_attached(st, gen, cpu_affinity, s);
         return;
     }
     close_programs(st);
     if (st->attached) {
-        detach_all(st, b, s);
+        detach_all(st, gen, s);
     }
     if (!st->kernel_hash_logged) {
         ap_log_error(APLOG_MARK, APLOG_INFO, why.step ? why.rv : 0, s,
@@ -710,19 +726,19 @@ static void attach_hash(pf_steer_t *st, const pf_steer_buckets_t *b,
     }
 }
 
-int pf_steer_attach(pf_steer_t *st, const pf_steer_buckets_t *b, int wanted,
+int pf_steer_attach(pf_steer_t *st, const pf_generation_t *gen, int wanted,
                     int cpu_affinity, apr_pool_t *p, server_rec *s)
 {
     refusal_t why = { NULL, APR_SUCCESS, NULL };
 
-    st->num_cpus = pf_os_affinity_cpus(st->cpus, MAX_MASK_CPUS);
+    st->num_cpus = pf_cpus_affinity(st->cpus, MAX_MASK_CPUS);
     st->active = PFB_STEER_HASH;
     st->layout_entries = 0;
-    st->num_buckets = b->num_buckets;
-    st->per_listen = b->per_listen;
-    st->steerable = b->reuseport && b->per_listen >= 2
-                    && b->num_buckets >= b->per_listen;
-    st->listens = st->steerable ? b->num_buckets / b->per_listen : 0;
+    st->num_buckets = gen->num_buckets;
+    st->per_listen = shards_of(gen);
+    st->steerable = gen->plan.mode == PFB_MODE_REUSEPORT && shards_of(gen) >= 2
+                    && gen->num_buckets >= shards_of(gen);
+    st->listens = st->steerable ? gen->num_buckets / shards_of(gen) : 0;
     st->reattach_logged = st->refill_logged = 0;
     /* The groups keep the previous generation's programs until the new
      * ones replace them; our descriptors of those are not needed. */
@@ -735,22 +751,22 @@ int pf_steer_attach(pf_steer_t *st, const pf_steer_buckets_t *b, int wanted,
                          "BucketCPUAffinity %s: nothing to steer with %d "
                          "bucket(s) per Listen (mode %s)",
                          pfb_steer_name(wanted), cpu_affinity ? "on" : "off",
-                         b->per_listen, b->mode_name);
+                         shards_of(gen), pfb_mode_name(gen->plan.mode));
         }
         if (st->attached) {
-            detach_all(st, b, s);
+            detach_all(st, gen, s);
         }
         return st->active;
     }
     if (wanted != PFB_STEER_HASH) {
-        if (attach_programs(st, b, wanted, p, &why) == APR_SUCCESS) {
+        if (attach_programs(st, gen, wanted, p, &why) == APR_SUCCESS) {
             st->active = wanted;
-            log_attached(st, b, cpu_affinity, s);
+            log_attached(st, gen, cpu_affinity, s);
             return st->active;
         }
         fall_back(st, wanted, &why, s);
     }
-    attach_hash(st, b, cpu_affinity, p, s);
+    attach_hash(st, gen, cpu_affinity, p, s);
     return st->active;
 }
 
@@ -760,7 +776,7 @@ int pf_steer_attach(pf_steer_t *st, const pf_steer_buckets_t *b, int wanted,
 /* A child holds its bucket's socket and may attach or detach a program
  * on its group (a seccomp filter refuses that too; this is the second
  * line): the parent's own goes back every cycle. */
-static void reassert_programs(pf_steer_t *st, const pf_steer_buckets_t *b,
+static void reassert_programs(pf_steer_t *st, const pf_generation_t *gen,
                               server_rec *s)
 {
     apr_status_t rv, failed = APR_SUCCESS;
@@ -769,12 +785,12 @@ static void reassert_programs(pf_steer_t *st, const pf_steer_buckets_t *b,
     for (l = 0; l < st->listens; l++) {
         if (st->num_progs > 0) {
             rv = l < st->num_progs
-                     ? pf_steer_kernel_attach(group_socket(b, l),
+                     ? pf_steer_kernel_attach(group_socket(gen, l),
                                               st->prog_fds[l])
                      : APR_SUCCESS;
         }
         else if (!st->detach_unsupported) {
-            rv = pf_steer_kernel_detach(group_socket(b, l));
+            rv = pf_steer_kernel_detach(group_socket(gen, l));
             if (rv == ENOPROTOOPT) {
                 /* Before Linux 5.8 nothing can be detached. */
                 st->detach_unsupported = 1;
@@ -795,7 +811,7 @@ static void reassert_programs(pf_steer_t *st, const pf_steer_buckets_t *b,
                          PFBLOGNO(00104) "ListenBucketSteering %s: couldn't "
                          "attach the program to listener %s again; its "
                          "connections may go elsewhere until it can",
-                         pfb_steer_name(st->active), group_name(b, at));
+                         pfb_steer_name(st->active), group_name(gen, at));
         }
         else {
             ap_log_error(APLOG_MARK, APLOG_WARNING, failed, s,
@@ -803,17 +819,17 @@ static void reassert_programs(pf_steer_t *st, const pf_steer_buckets_t *b,
                          "detach programs from listener %s again; a "
                          "program a child attached may steer its "
                          "connections until it can",
-                         pfb_steer_name(st->active), group_name(b, at));
+                         pfb_steer_name(st->active), group_name(gen, at));
         }
     }
     st->reattach_logged = failed != APR_SUCCESS;
 }
 
-static void refill_socket_map(pf_steer_t *st, const pf_steer_buckets_t *b,
+static void refill_socket_map(pf_steer_t *st, const pf_generation_t *gen,
                               server_rec *s)
 {
     int changed, bad;
-    apr_status_t rv = sync_socket_map(st, b, &changed, &bad);
+    apr_status_t rv = sync_socket_map(st, gen, &changed, &bad);
 
     if (changed > 0) {
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
@@ -827,53 +843,54 @@ static void refill_socket_map(pf_steer_t *st, const pf_steer_buckets_t *b,
                      "the socket of bucket %d (%s) back in the socket map; "
                      "connections sent there go by the kernel's hash until "
                      "it can", pfb_steer_name(st->active), bad,
-                     b->names[bad]);
+                     name_of(gen, bad));
     }
     st->refill_logged = rv != APR_SUCCESS;
 }
 
-void pf_steer_cycle(pf_steer_t *st, const pf_steer_buckets_t *b,
-                    const pf_steer_observation_t *obs, server_rec *s)
+void pf_steer_cycle(pf_steer_t *st, const pf_generation_t *gen,
+                    const pf_observation_t *obs, server_rec *s)
 {
     /* Only the generation that was attached, as the bucket set still
      * sees it. */
-    if (!st->steerable || b->num_buckets != st->num_buckets
-        || b->per_listen != st->per_listen) {
+    if (!st->steerable || gen->num_buckets != st->num_buckets
+        || shards_of(gen) != st->per_listen) {
         return;
     }
-    reassert_programs(st, b, s);
+    reassert_programs(st, gen, s);
     if (st->num_progs > 0 && st->socks_fd >= 0) {
-        refill_socket_map(st, b, s);
+        refill_socket_map(st, gen, s);
     }
-    reconcile_idle_counts(st, b, obs, s);
+    reconcile_idle_counts(st, gen, obs, s);
 }
 
-void pf_steer_refill(pf_steer_t *st, const pf_steer_buckets_t *b,
+void pf_steer_refill(pf_steer_t *st, const pf_generation_t *gen,
                      server_rec *s)
 {
-    if (!st->steerable || b->num_buckets != st->num_buckets
-        || b->per_listen != st->per_listen) {
+    if (!st->steerable || gen->num_buckets != st->num_buckets
+        || shards_of(gen) != st->per_listen) {
         return;
     }
     if (st->num_progs > 0 && st->socks_fd >= 0) {
-        refill_socket_map(st, b, s);
+        refill_socket_map(st, gen, s);
     }
 }
 
-int pf_steer_figures(const pf_steer_t *st, int bucket,
-                     pf_steer_figures_t *out)
+void pf_steer_observe(const pf_steer_t *st, const pf_generation_t *gen,
+                      pf_observation_t *obs)
 {
-    const pf_steer_bucket_t *rec;
+    int b;
 
-    if (!counts_idle(st) || st->idle == NULL || bucket < 0
-        || bucket >= st->idle_capacity) {
-        return 0;
+    obs->steer_figures = counts_idle(st) && st->idle != NULL;
+    for (b = 0; obs->steer_figures && b < gen->num_buckets; b++) {
+        /* Read once each: a child may change them at any moment. */
+        const pf_steer_bucket_t *rec = b < st->idle_capacity ? &st->idle[b]
+                                                             : NULL;
+
+        obs->steer_idle[b] = rec != NULL ? rec->idle : 0;
+        obs->steer_kept[b] = rec != NULL ? rec->kept : 0;
+        obs->steer_moved[b] = rec != NULL ? rec->moved : 0;
     }
-    rec = &st->idle[bucket];
-    out->kept = rec->kept;
-    out->moved = rec->moved;
-    out->idle = rec->idle;
-    return 1;
 }
 
 void pf_steer_child_gone(pf_steer_t *st, int bucket)
@@ -907,7 +924,7 @@ static void pin_to_bucket_cpus(pf_steer_t *st, int bucket, server_rec *s)
     if (n < 1) {
         return;
     }
-    rv = pf_os_pin_to_cpus(cpus, n);
+    rv = pf_cpus_pin(cpus, n);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
                      PFBLOGNO(00045) "BucketCPUAffinity: couldn't pin the "
@@ -919,7 +936,6 @@ static void pin_to_bucket_cpus(pf_steer_t *st, int bucket, server_rec *s)
 void pf_steer_child_init(pf_steer_t *st, int bucket, int cpu_affinity,
                          server_rec *s)
 {
-    st->my_bucket = bucket;
     /* The child updates the idle counts through its inherited mapping
      * only; the descriptors would let it rewrite the socket map or load
      * the programs elsewhere. */
@@ -933,21 +949,22 @@ void pf_steer_child_init(pf_steer_t *st, int bucket, int cpu_affinity,
     }
 }
 
-static pf_steer_bucket_t *my_idle_record(pf_steer_t *st)
+static pf_steer_bucket_t *idle_record(pf_steer_t *st, int bucket)
 {
-    if (!counts_idle(st) || st->idle == NULL
-        || st->my_bucket < 0 || st->my_bucket >= st->idle_capacity) {
+    if (!counts_idle(st) || st->idle == NULL || bucket < 0
+        || bucket >= st->idle_capacity) {
         return NULL;
     }
-    return &st->idle[st->my_bucket];
+    return &st->idle[bucket];
 }
 
 /* The slot is marked before the count rises, so that if the child dies in
  * between the parent takes one too many back (corrected at the next
  * cycles) rather than leaving a phantom idle child advertised. */
-void pf_steer_accept_begin(pf_steer_t *st, volatile apr_int32_t *waiting)
+void pf_steer_accept_begin(pf_steer_t *st, int bucket,
+                           volatile apr_int32_t *waiting)
 {
-    pf_steer_bucket_t *rec = my_idle_record(st);
+    pf_steer_bucket_t *rec = idle_record(st, bucket);
 
     if (rec == NULL || waiting == NULL) {
         return;
@@ -956,10 +973,10 @@ void pf_steer_accept_begin(pf_steer_t *st, volatile apr_int32_t *waiting)
     apr_atomic_inc64((volatile apr_uint64_t *)&rec->idle);
 }
 
-void pf_steer_accept_end(pf_steer_t *st, volatile apr_int32_t *waiting,
-                         int got_connection)
+void pf_steer_accept_end(pf_steer_t *st, int bucket,
+                         volatile apr_int32_t *waiting, int got_connection)
 {
-    pf_steer_bucket_t *rec = my_idle_record(st);
+    pf_steer_bucket_t *rec = idle_record(st, bucket);
 
     if (rec == NULL || waiting == NULL || *waiting == 0) {
         return;

@@ -20,18 +20,24 @@
  *        new connection, through a program attached to the Listen's
  *        SO_REUSEPORT group.
  *
- * The bucket set (prefork_bucketset.c) owns the sockets and hands this
- * unit a view of them; this unit owns everything else steering needs for
+ * The bucket set (prefork_bucketset.c) owns the sockets; this unit reads
+ * them from the generation (prefork_generation.h: a bucket of a Listen
+ * with buckets to steer has one socket, bucket l * per_listen + k is
+ * shard k of Listen l, and its layout changes whenever bucket numbers
+ * come to name other sockets), and owns everything else steering needs for
  * the server's life: the socket map, the idle counts, the programs, the
- * CPU layout, and the one log line of each event.  The bucket set calls:
+ * CPU layout, and the one log line of each event.  It is called by:
  *
- *   parent, each generation:  pf_steer_attach
- *   parent, each cycle:       pf_steer_cycle   (re-asserts the programs
- *                             and the socket map, corrects idle counts)
- *                             pf_steer_figures (for the segment)
- *   parent, a child reaped:   pf_steer_child_gone
- *   child:                    pf_steer_child_init
- *                             pf_steer_accept_begin/_end
+ *   the bucket set, planning:   pf_steer_probe
+ *   prefork.c, each generation: pf_steer_attach
+ *   each cycle:                 pf_steer_observe (the observe step),
+ *                               pf_steer_cycle (an act: re-asserts the
+ *                               programs and the socket map, corrects
+ *                               idle counts from the observation)
+ *   the guard:                  pf_steer_refill (a socket listens again)
+ *   a child reaped:             pf_steer_child_gone
+ *   the child:                  pf_steer_child_init (bucket set),
+ *                               pf_steer_accept_begin/_end (prefork.c)
  *
  * What a program decides is in prefork_steering_rules.h, which the
  * programs (prefork_steering.bpf.c) and the tests compile alike; the
@@ -53,45 +59,10 @@
 #include "apr_time.h"
 #include "httpd.h"
 
+#include "prefork_generation.h"
 #include "prefork_steering_rules.h"
 
 typedef struct pf_steer_s pf_steer_t;
-
-/** A generation's buckets as steering sees them (the bucket set's). */
-typedef struct {
-    int num_buckets;
-    /** Buckets per Listen; bucket l * per_listen + k is shard k of
-     *  Listen l. */
-    int per_listen;
-    /** The buckets are SO_REUSEPORT groups (the bucket set's reuseport
-     *  mode): nothing to steer otherwise. */
-    int reuseport;
-    const char *mode_name;      /**< the bucket set's mode, for logs */
-    /** Per bucket: its one socket, as of now (the bucket set may replace
-     *  one in place; every cycle hands the current ones). */
-    apr_socket_t *const *sockets;
-    /** Per bucket: its address, for logs. */
-    const char *const *names;
-    /** Changes whenever bucket numbers come to name other sockets. */
-    int layout;
-} pf_steer_buckets_t;
-
-/** What the bucket set observed this cycle, for the idle counts. */
-typedef struct {
-    /** Per bucket: children of the current layout marked as waiting in
-     *  accept() (read from their slots). */
-    const int *waiting;
-    /** Per bucket: connections in the accept queue. */
-    const int *queued;
-    apr_time_t now;
-} pf_steer_observation_t;
-
-/** One bucket's counters, for the status segment. */
-typedef struct {
-    apr_uint64_t kept;
-    apr_uint64_t moved;
-    apr_int64_t idle;
-} pf_steer_figures_t;
 
 /** Makes the unit, once per server, in @a pool (which outlives
  *  generations). */
@@ -110,13 +81,13 @@ apr_status_t pf_steer_probe(int mode, char *why, apr_size_t why_len);
 
 /**
  * Parent (root), before it forks a generation: reads the affinity mask,
- * fills the socket map from @a buckets, loads the program of @a wanted
+ * fills the socket map from @a gen's buckets, loads the program of @a wanted
  * (pfb_steer_e) for every Listen and attaches it, replacing the previous
  * generation's atomically.  On any refusal it falls back to hash, with
  * one WARNING for the server's life.
  * @return the pfb_steer_e in force
  */
-int pf_steer_attach(pf_steer_t *st, const pf_steer_buckets_t *buckets,
+int pf_steer_attach(pf_steer_t *st, const pf_generation_t *gen,
                     int wanted, int cpu_affinity, apr_pool_t *p,
                     server_rec *s);
 
@@ -127,24 +98,24 @@ int pf_steer_attach(pf_steer_t *st, const pf_steer_buckets_t *buckets,
  * idle counts from @a obs.  Cheap: one system call per Listen, two per
  * bucket.
  */
-void pf_steer_cycle(pf_steer_t *st, const pf_steer_buckets_t *buckets,
-                    const pf_steer_observation_t *obs, server_rec *s);
+void pf_steer_cycle(pf_steer_t *st, const pf_generation_t *gen,
+                    const pf_observation_t *obs, server_rec *s);
 
 /**
  * Parent, at once when the bucket set made a socket listen again (in place
  * or replaced): puts it back in the socket map, so that the connections
  * steered to its bucket do not wait for the next cycle.
  */
-void pf_steer_refill(pf_steer_t *st, const pf_steer_buckets_t *buckets,
+void pf_steer_refill(pf_steer_t *st, const pf_generation_t *gen,
                      server_rec *s);
 
 /** The pfb_steer_e in force. */
 int pf_steer_active(const pf_steer_t *st);
 
-/** Bucket @a bucket's counters.  @return 0 when the mode keeps none (only
- *  idle and local do) */
-int pf_steer_figures(const pf_steer_t *st, int bucket,
-                     pf_steer_figures_t *out);
+/** Copies, for the cycle's observation, steering's figures per bucket of
+ *  @a gen (only idle and local keep them: obs->steer_figures says). */
+void pf_steer_observe(const pf_steer_t *st, const pf_generation_t *gen,
+                      pf_observation_t *obs);
 
 /** Parent: a child that was counted as waiting in bucket @a bucket, in
  *  the current layout, was reaped: its count goes with it. */
@@ -158,14 +129,15 @@ void pf_steer_child_gone(pf_steer_t *st, int bucket);
 void pf_steer_child_init(pf_steer_t *st, int bucket, int cpu_affinity,
                          server_rec *s);
 
-/** Child, about to wait in accept(): marks @a waiting (its slot's mark),
- *  then counts itself idle, under idle or local steering. */
-void pf_steer_accept_begin(pf_steer_t *st, volatile apr_int32_t *waiting);
+/** Child of @a bucket, about to wait in accept(): marks @a waiting (its
+ *  slot's mark), then counts itself idle, under idle or local steering. */
+void pf_steer_accept_begin(pf_steer_t *st, int bucket,
+                           volatile apr_int32_t *waiting);
 
-/** Child, back from accept(): takes its idle count back when it has no
- *  connection (the program took it when it sent one), and clears the
- *  mark. */
-void pf_steer_accept_end(pf_steer_t *st, volatile apr_int32_t *waiting,
-                         int got_connection);
+/** Child of @a bucket, back from accept(): takes its idle count back when
+ *  it has no connection (the program took it when it sent one), and
+ *  clears the mark. */
+void pf_steer_accept_end(pf_steer_t *st, int bucket,
+                         volatile apr_int32_t *waiting, int got_connection);
 
 #endif /* PREFORK_STEERING_H */

@@ -29,38 +29,7 @@
 
 #include "prefork_buckets.h"
 #include "prefork_steering_rules.h"
-
-int pf_steer_parse_mode(const char *arg, int *mode)
-{
-    int m;
-
-    if (arg == NULL) {
-        return -1;
-    }
-    for (m = PFB_STEER_HASH; m <= PFB_STEER_LOCAL; m++) {
-        if (strcasecmp(arg, pfb_steer_name(m)) == 0) {
-            *mode = m;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* What configure found missing (PF_STEER_BUILD_MISSING, e.g. "bpftool");
- * a build whose steering was switched off by hand says what it needs. */
-#ifndef PF_STEER_BUILD_MISSING
-#define PF_STEER_BUILD_MISSING "clang with the bpf target, libbpf and bpftool"
-#endif
-
-const char *pf_steer_mode_missing(int mode)
-{
-#ifdef HAVE_BPF_STEERING
-    (void)mode;
-    return NULL;
-#else
-    return mode == PFB_STEER_HASH ? NULL : PF_STEER_BUILD_MISSING;
-#endif
-}
+#include "prefork_unit.h"
 
 /* ------------------------------------------------------------------ */
 /* CPU layout                                                          */
@@ -165,6 +134,7 @@ int pf_steer_idle_probes(int per_listen)
                                                 : PF_STEER_MAX_PROBES;
 }
 
+#ifdef PF_UNIT_TEST
 /* The table and constants the programs see, for one Listen of @a per_listen
  * buckets with the given idle counts (the pick functions' common part);
  * NULL on bad input or no memory.  The caller frees the table. */
@@ -191,6 +161,10 @@ static pf_steer_bucket_t *pick_table(const int64_t *idle, int per_listen,
     return table;
 }
 
+/* pf_steer_idle_choose() over plain counts, for the scale model (ctypes)
+ * and the tests: @a idle holds the @a per_listen counts of one Listen.
+ * Returns the shard, or -1 on bad input; *moved as pf_steer_idle_choose()
+ * sets it. */
 int pf_steer_idle_pick(const int64_t *idle, int per_listen, uint32_t hash,
                        uint32_t random, int *moved)
 {
@@ -211,6 +185,10 @@ int pf_steer_idle_pick(const int64_t *idle, int per_listen, uint32_t hash,
 /* ------------------------------------------------------------------ */
 /* "local"                                                             */
 
+/* pf_steer_local_choose() over plain counts, for the tests and the scale
+ * model: @a idle holds the @a per_listen counts of one Listen, @a entry
+ * the receiving CPU's entry (NULL for none).  Returns the shard, or -1 on
+ * bad input; *moved as pf_steer_local_choose() sets it. */
 int pf_steer_local_pick(const int64_t *idle, int per_listen,
                         const pf_steer_cpu_entry_t *entry, uint32_t hash,
                         uint32_t random, int *moved)
@@ -229,10 +207,15 @@ int pf_steer_local_pick(const int64_t *idle, int per_listen,
     *moved = (int)was_moved;
     return (int)shard;
 }
+#endif /* PF_UNIT_TEST */
 
 /* ------------------------------------------------------------------ */
 /* Idle-count bookkeeping                                              */
 
+#ifdef PF_UNIT_TEST
+/* a + b, held at INT64_MAX / INT64_MIN instead of overflowing: for
+ * arithmetic on what a child wrote (pf_steer_sat_sub() is its
+ * counterpart). */
 int64_t pf_steer_sat_add(int64_t a, int64_t b)
 {
     if (b > 0 && a > INT64_MAX - b) {
@@ -243,8 +226,11 @@ int64_t pf_steer_sat_add(int64_t a, int64_t b)
     }
     return a + b;
 }
+#endif
 
-int64_t pf_steer_sat_sub(int64_t a, int64_t b)
+/* a - b, held at INT64_MAX / INT64_MIN instead of overflowing: for
+ * arithmetic on what a child wrote. */
+PF_UNIT_STATIC int64_t pf_steer_sat_sub(int64_t a, int64_t b)
 {
     if (b < 0 && a > INT64_MAX + b) {
         return INT64_MAX;

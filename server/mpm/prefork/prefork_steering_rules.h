@@ -392,19 +392,6 @@ PF_STEER_INLINE pf_u32 pf_steer_local_choose(
 /* ------------------------------------------------------------------ */
 /* User space only                                                     */
 
-/** Parses "hash", "cpu", "idle" or "local" (any case) into a pfb_steer_e.
- *  @return 0, or -1 */
-int pf_steer_parse_mode(const char *arg, int *mode);
-
-/**
- * Whether this build can run @a mode: hash always; cpu, idle and local
- * only when the BPF programs were compiled in (configure found clang, libbpf and
- * bpftool).
- * @return NULL if it can, else what the build lacked, for the directive's
- *         error message
- */
-const char *pf_steer_mode_missing(int mode);
-
 /**
  * The usable CPUs (the affinity mask, ascending) are split evenly and in
  * order over the N buckets of a Listen.  With no more buckets than CPUs,
@@ -457,30 +444,6 @@ int pf_steer_shard_cpus(const int *cpus, int num_cpus, int per_listen,
  *  others up to PF_STEER_MAX_PROBES. */
 int pf_steer_idle_probes(int per_listen);
 
-/**
- * pf_steer_idle_choose() over plain counts, for the scale model (ctypes)
- * and the tests: @a idle holds the @a per_listen counts of one Listen.
- * @return the shard, or -1 on bad input; *moved as pf_steer_idle_choose()
- *         sets it
- */
-int pf_steer_idle_pick(const int64_t *idle, int per_listen, uint32_t hash,
-                       uint32_t random, int *moved);
-
-/**
- * pf_steer_local_choose() over plain counts, for the tests and the scale
- * model: @a idle holds the @a per_listen counts of one Listen, @a entry
- * the receiving CPU's entry (NULL for none).
- * @return the shard, or -1 on bad input; *moved as pf_steer_local_choose()
- *         sets it
- */
-int pf_steer_local_pick(const int64_t *idle, int per_listen,
-                        const pf_steer_cpu_entry_t *entry, uint32_t hash,
-                        uint32_t random, int *moved);
-
-/** a + b and a - b, held at INT64_MAX / INT64_MIN instead of
- *  overflowing: for arithmetic on what a child wrote. */
-int64_t pf_steer_sat_add(int64_t a, int64_t b);
-int64_t pf_steer_sat_sub(int64_t a, int64_t b);
 
 /**
  * What a bucket's idle count should read: the children counted as waiting

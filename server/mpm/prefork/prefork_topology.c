@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "prefork_topology.h"
+#include "prefork_unit.h"
 
 /* The longest sysfs file read: a CPU list of thousands of CPUs is a few
  * hundred bytes; anything that fills this is garbage. */
@@ -56,8 +57,17 @@ static int parse_number(const char **p, int *value)
     return 0;
 }
 
-int pf_topo_parse_list(const char *text, unsigned char *member, int room,
-                       int *lowest)
+/*
+ * Parses a sysfs CPU list ("0-3,8,10-11", a trailing newline allowed; an
+ * empty list is valid, as memory-only nodes have one).
+ * @param member NULL, or room for @a room flags: member[c] is set to 1 for
+ *        every listed CPU c below room
+ * @param lowest Set to the lowest CPU listed, or -1 for none
+ * @return the number of CPUs listed, or -1 for garbage
+ */
+PF_UNIT_STATIC int pf_topo_parse_list(const char *text,
+                                      unsigned char *member, int room,
+                                      int *lowest)
 {
     const char *p = text;
     int count = 0, low = -1, a, b, c;

@@ -50,17 +50,6 @@ typedef struct {
 #define PF_TOPO_MAX_NODE 65535
 
 /**
- * Parses a sysfs CPU list ("0-3,8,10-11", a trailing newline allowed; an
- * empty list is valid, as memory-only nodes have one).
- * @param member NULL, or room for @a room flags: member[c] is set to 1 for
- *        every listed CPU c below room
- * @param lowest Set to the lowest CPU listed, or -1 for none
- * @return the number of CPUs listed, or -1 for garbage
- */
-int pf_topo_parse_list(const char *text, unsigned char *member, int room,
-                       int *lowest);
-
-/**
  * Reads the topology of CPUs 0 ... @a num_cpus - 1 from
  * @a root/sys/devices/system/{cpu,node}.  A missing node directory means
  * one node; a garbage file is ignored (the CPU is then its own core, or

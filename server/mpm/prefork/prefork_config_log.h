@@ -15,24 +15,25 @@
  */
 
 /**
- * @file  prefork_guard_unit.h
- * @brief For the unit tests only: what prefork_guard.c builds only where
- *        it is compiled with PF_UNIT_TEST (make check-unit).
+ * @file  prefork_config_log.h
+ * @brief The corrections check_config made to the directives
+ *        (pf_correct_pool_config()), said in the log in httpd's words
+ *        where httpd's prefork makes the same correction.  Apart from
+ *        prefork_config.c, whose pure functions the unit tests link alone.
  */
 
-#ifndef PREFORK_GUARD_UNIT_H
-#define PREFORK_GUARD_UNIT_H
+#ifndef PREFORK_CONFIG_LOG_H
+#define PREFORK_CONFIG_LOG_H
 
-#ifndef PF_UNIT_TEST
-#error "prefork_guard_unit.h is for the unit tests (PF_UNIT_TEST) only"
-#endif
+#include "httpd.h"
+
+#include "prefork_config.h"
 
 /**
- * Writes the children's system-call filter, as pf_guard_install_filter()
- * would install it for @a bucket_fds, to @a out_fd in libseccomp's pseudo
- * filter code (seccomp_export_pfc()), without loading it.
- * @return 0, or a negative errno
+ * One warning per correction in @a conf, in order.  At start-up's first
+ * pass (@a startup) to the console, the error log not being open yet;
+ * otherwise to @a s's error log, once core has opened it.
  */
-int pf_guard_filter_export(int out_fd, const int *bucket_fds, int num_fds);
+void pf_config_log_fixes(const pf_config_t *conf, int startup, server_rec *s);
 
-#endif /* PREFORK_GUARD_UNIT_H */
+#endif /* PREFORK_CONFIG_LOG_H */
