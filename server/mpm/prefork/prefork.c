@@ -645,8 +645,9 @@ static void child_main(int slot, int bucket_index)
         }
     }
     child_in_accept_wait = 0;
-    pf_close_finish();
+    /* Leaving: not idle while its lingering sockets finish. */
     ap_update_child_status(sbh, SERVER_GRACEFUL, NULL);
+    pf_close_finish();
     clean_child_exit(stop_exit_code());
 }
 
@@ -1431,6 +1432,7 @@ static void prefork_hooks(apr_pool_t *AP_MAYBE_UNUSED(p))
     /* Before mod_unixd's: the filter goes in while the process is root. */
     ap_hook_drop_privileges(prefork_drop_privileges, NULL, NULL,
                             APR_HOOK_FIRST);
+    pf_close_hooks();
     APR_REGISTER_OPTIONAL_FN(prefork_buckets_segment);
 }
 

@@ -30,7 +30,8 @@
  *   descriptors from children over SCM_RIGHTS, and the root parent must
  *   not trust what a child sends.
  * A thread blocked in epoll_wait() on the lingering sockets only, with
- * every signal blocked, costs no CPU while nothing lingers.  It touches
+ * every signal blocked, costs a wake-up every THREAD_SLEEP_MAX_MS while
+ * nothing lingers.  It touches
  * nothing of httpd: only these descriptors and this file's state, which
  * is static so that no pool's destruction frees it under the thread when
  * the child exits.
@@ -50,7 +51,6 @@
 #ifdef __linux__
 #include <linux/sockios.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #endif
 
 #include "prefork_linger.h"
@@ -63,12 +63,15 @@
 #define DRAIN_READS_PER_EVENT   16
 /* The lingering thread's stack: epoll_wait and one read buffer. */
 #define THREAD_STACK            (64 * 1024)
-/* epoll_event data of the wake-up descriptor; sockets use their slot. */
-#define WAKE_TOKEN              ((apr_uint64_t)-1)
+/* The longest the thread sleeps (ms).  Every socket handed to it expires
+ * PF_LINGER_QUIET_USEC or more after the hand-off, so a thread that wakes
+ * at least this often learns of the new expiry in time without being
+ * woken for it: the hand-off costs the main thread an epoll_ctl() only. */
+#define THREAD_SLEEP_MAX_MS     ((int)(PF_LINGER_QUIET_USEC / 1000))
 
-pf_linger_action_e pf_linger_decide(const pf_linger_probe_t *probe)
+pf_linger_action_e pf_linger_decide(const pf_linger_exchange_t *x)
 {
-    switch (probe->read) {
+    switch (x->input) {
     case PF_READ_EOF:
         /* The client can send nothing more, and closing a socket whose
          * receive queue is empty sends FIN, never RST: the kernel goes on
@@ -84,13 +87,25 @@ pf_linger_action_e pf_linger_decide(const pf_linger_probe_t *probe)
     default:
         break;
     }
-    if (!probe->outq_known) {
-        return PF_LINGER_KEEP;
-    }
+    /* Nothing waits now, but a body not read to its end or a client that
+     * pipelines has more on its way; only a complete exchange leaves the
+     * client nothing to send. */
+    return x->body_unread || x->pipelined ? PF_LINGER_KEEP
+                                          : PF_LINGER_IF_UNDELIVERED;
+}
+
+int pf_linger_delivered(int fd)
+{
+#ifdef SIOCOUTQ
+    int outq = 0;
+
     /* The FIN takes one sequence number after the data: at most 1 left
-     * means the client acknowledged every response byte, and they are in
-     * its kernel whatever it sends next. */
-    return probe->outq <= 1 ? PF_LINGER_CLOSE_NOW : PF_LINGER_KEEP;
+     * means the client acknowledged every response byte. */
+    return ioctl(fd, SIOCOUTQ, &outq) == 0 && outq <= 1;
+#else
+    (void)fd;
+    return 0;
+#endif
 }
 
 /*
@@ -141,23 +156,6 @@ static pf_linger_read_e read_discard(int fd)
     }
     return (errno == EAGAIN || errno == EWOULDBLOCK) ? PF_READ_NOTHING
                                                      : PF_READ_ERROR;
-}
-
-void pf_linger_probe(int fd, pf_linger_probe_t *probe)
-{
-    int outq = 0;
-
-    probe->read = read_discard(fd);
-    probe->outq = 0;
-    probe->outq_known = 0;
-#ifdef SIOCOUTQ
-    if (ioctl(fd, SIOCOUTQ, &outq) == 0) {
-        probe->outq = outq;
-        probe->outq_known = 1;
-    }
-#else
-    (void)outq;
-#endif
 }
 
 void pf_linger_here(int fd, int short_linger)
@@ -219,8 +217,6 @@ static struct {
     int started;                /* 1: thread running; -1: failed */
     apr_status_t start_error;
     int epfd;
-    int wakefd;
-    int sleeping_unbounded;     /* the thread waits with no timeout */
     int used;
     linger_slot_t slot[PF_LINGER_SLOTS];
 } lingerer = { .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -266,8 +262,9 @@ static void serve_slot(int i, apr_int64_t now)
     }
 }
 
-/* With the lock held: closes expired sockets; returns the time to the
- * next expiry in ms, -1 for none. */
+/* With the lock held: closes expired sockets; returns how long the
+ * thread may sleep (ms): to the next expiry, THREAD_SLEEP_MAX_MS at
+ * most. */
 static int expire_slots(apr_int64_t now)
 {
     apr_int64_t next = 0, expiry;
@@ -285,31 +282,25 @@ static int expire_slots(apr_int64_t now)
             next = expiry;
         }
     }
-    return next ? (int)((next - now + 999) / 1000) : -1;
+    if (next == 0 || next - now >= (apr_int64_t)THREAD_SLEEP_MAX_MS * 1000) {
+        return THREAD_SLEEP_MAX_MS;
+    }
+    return (int)((next - now + 999) / 1000);
 }
 
 static void *linger_thread(void *arg)
 {
     struct epoll_event events[16];
-    apr_uint64_t count;
     int n, i, timeout;
 
     (void)arg;
     pthread_mutex_lock(&lingerer.lock);
     for (;;) {
         timeout = expire_slots(pf_linger_now());
-        lingerer.sleeping_unbounded = timeout < 0;
         pthread_mutex_unlock(&lingerer.lock);
         n = epoll_wait(lingerer.epfd, events, 16, timeout);
         pthread_mutex_lock(&lingerer.lock);
-        lingerer.sleeping_unbounded = 0;
         for (i = 0; i < n; i++) {
-            if (events[i].data.u64 == WAKE_TOKEN) {
-                if (read(lingerer.wakefd, &count, sizeof(count)) < 0) {
-                    continue;       /* already read: nothing to do */
-                }
-                continue;
-            }
             if (events[i].data.u64 < PF_LINGER_SLOTS
                 && lingerer.slot[events[i].data.u64].in_use) {
                 serve_slot((int)events[i].data.u64, pf_linger_now());
@@ -322,7 +313,6 @@ static void *linger_thread(void *arg)
 /* With the lock held. */
 static apr_status_t start_thread(void)
 {
-    struct epoll_event ev;
     pthread_attr_t attr;
     pthread_t thread;
     sigset_t all, saved;
@@ -331,21 +321,6 @@ static apr_status_t start_thread(void)
     lingerer.epfd = epoll_create1(EPOLL_CLOEXEC);
     if (lingerer.epfd < 0) {
         return errno;
-    }
-    lingerer.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (lingerer.wakefd < 0) {
-        rc = errno;
-        close(lingerer.epfd);
-        return rc;
-    }
-    memset(&ev, 0, sizeof(ev));
-    ev.events = EPOLLIN;
-    ev.data.u64 = WAKE_TOKEN;
-    if (epoll_ctl(lingerer.epfd, EPOLL_CTL_ADD, lingerer.wakefd, &ev)) {
-        rc = errno;
-        close(lingerer.wakefd);
-        close(lingerer.epfd);
-        return rc;
     }
     for (i = 0; i < PF_LINGER_SLOTS; i++) {
         lingerer.slot[i].fd = -1;
@@ -361,7 +336,6 @@ static apr_status_t start_thread(void)
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
-        close(lingerer.wakefd);
         close(lingerer.epfd);
         return rc;
     }
@@ -391,9 +365,8 @@ apr_status_t pf_linger_start(void)
 apr_status_t pf_linger_hand_off(int fd, int short_linger)
 {
     struct epoll_event ev;
-    apr_uint64_t one = 1;
     apr_status_t rv = APR_SUCCESS;
-    int i, wake = 0;
+    int i;
 
     pthread_mutex_lock(&lingerer.lock);
     if (start_once() != APR_SUCCESS) {
@@ -420,16 +393,10 @@ apr_status_t pf_linger_hand_off(int fd, int short_linger)
     lingerer.slot[i].times.started = pf_linger_now();
     lingerer.slot[i].times.short_linger = short_linger;
     lingerer.used++;
-    /* A thread waiting with no timeout learns of the new expiry only if
-     * woken; one with a timeout wakes early enough, since no socket
-     * already held expires later than this new one. */
-    wake = lingerer.sleeping_unbounded;
+    /* No wake-up: the thread sleeps THREAD_SLEEP_MAX_MS at most, and this
+     * socket expires no sooner. */
 out:
     pthread_mutex_unlock(&lingerer.lock);
-    if (wake && write(lingerer.wakefd, &one, sizeof(one)) < 0) {
-        /* The counter is saturated only if unread wake-ups piled up,
-         * and then the thread is awake anyway. */
-    }
     return rv;
 }
 
