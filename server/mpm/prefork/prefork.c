@@ -560,7 +560,7 @@ static void child_main(int slot, int bucket_index)
     apr_bucket_alloc_t *bucket_alloc;
     pf_accept_t *accepting;
     ap_sb_handle_t *sbh;
-    /* This child's own record in the segment: the two fields it writes. */
+    /* This child's own record in the segment: the fields it writes. */
     pfb_slot_fields_t *mine =
         &pf_bucketset_segment(retained->buckets)->slots[slot].f;
     int connections_served = 0, accepted;
@@ -594,7 +594,7 @@ static void child_main(int slot, int bucket_index)
     if (child_die_now) {
         clean_child_exit(stop_exit_code());
     }
-    pf_close_child_init();
+    pf_close_child_init(&mine->lingering);
     ap_create_sb_handle(&sbh, pchild, me.slot, 0);
     ap_update_child_status(sbh, SERVER_READY, NULL);
     accepting = pf_accept_create(bucket, me.bucket, pchild);

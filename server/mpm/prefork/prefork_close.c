@@ -65,9 +65,11 @@ static void log_lingering_here(apr_status_t rv)
                  "itself, as httpd's prefork does");
 }
 
-void pf_close_child_init(void)
+void pf_close_child_init(volatile apr_int32_t *lingering)
 {
     apr_status_t rv = pf_linger_start();
+
+    pf_linger_count_in(lingering);
 
     if (rv != APR_SUCCESS && rv != APR_ENOTIMPL) {
         log_lingering_here(rv);

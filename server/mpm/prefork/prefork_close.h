@@ -40,9 +40,10 @@ void pf_close_hooks(void);
 
 /**
  * In a new child, once: starts its lingering thread, or says once that
- * this child lingers itself (PFB00120).
+ * this child lingers itself (PFB00120); the thread keeps in @a lingering
+ * (the child's segment slot) how many sockets it holds.
  */
-void pf_close_child_init(void);
+void pf_close_child_init(volatile apr_int32_t *lingering);
 
 /**
  * In place of ap_lingering_close(c): the pre-close hooks, the flush and

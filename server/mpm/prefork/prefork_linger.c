@@ -218,9 +218,18 @@ static struct {
     apr_status_t start_error;
     int epfd;
     int used;
+    volatile apr_int32_t *published;    /* where used is shown, or NULL */
     linger_slot_t slot[PF_LINGER_SLOTS];
 } lingerer = { .lock = PTHREAD_MUTEX_INITIALIZER,
                 .slot_freed = PTHREAD_COND_INITIALIZER };
+
+/* With the lock held. */
+static void publish_used(void)
+{
+    if (lingerer.published != NULL) {
+        *lingerer.published = lingerer.used;
+    }
+}
 
 /* With the lock held. */
 static void release_slot(int i)
@@ -235,6 +244,7 @@ static void release_slot(int i)
     s->in_use = 0;
     s->fd = -1;
     lingerer.used--;
+    publish_used();
     pthread_cond_broadcast(&lingerer.slot_freed);
 }
 
@@ -362,6 +372,14 @@ apr_status_t pf_linger_start(void)
     return rv;
 }
 
+void pf_linger_count_in(volatile apr_int32_t *count)
+{
+    pthread_mutex_lock(&lingerer.lock);
+    lingerer.published = count;
+    publish_used();
+    pthread_mutex_unlock(&lingerer.lock);
+}
+
 apr_status_t pf_linger_hand_off(int fd, int short_linger)
 {
     struct epoll_event ev;
@@ -393,6 +411,7 @@ apr_status_t pf_linger_hand_off(int fd, int short_linger)
     lingerer.slot[i].times.started = pf_linger_now();
     lingerer.slot[i].times.short_linger = short_linger;
     lingerer.used++;
+    publish_used();
     /* No wake-up: the thread sleeps THREAD_SLEEP_MAX_MS at most, and this
      * socket expires no sooner. */
 out:
@@ -449,6 +468,11 @@ void pf_linger_finish(apr_int64_t max_wait)
 apr_status_t pf_linger_start(void)
 {
     return APR_ENOTIMPL;
+}
+
+void pf_linger_count_in(volatile apr_int32_t *count)
+{
+    (void)count;
 }
 
 apr_status_t pf_linger_hand_off(int fd, int short_linger)

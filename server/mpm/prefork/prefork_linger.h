@@ -132,6 +132,13 @@ int pf_linger_delivered(int fd);
 apr_status_t pf_linger_start(void);
 
 /**
+ * From now on, keeps in @a count (NULL: nowhere) how many sockets the
+ * lingering thread holds: the child's segment slot, where the parent
+ * sees which idle children still linger.
+ */
+void pf_linger_count_in(volatile apr_int32_t *count);
+
+/**
  * Hands @a fd, shut down for writing, to the child's lingering thread,
  * starting the thread if pf_linger_start() was not called.  On APR_SUCCESS the thread owns the
  * descriptor and closes it; otherwise the caller still does (APR_EAGAIN:
