@@ -30,8 +30,7 @@
  *   descriptors from children over SCM_RIGHTS, and the root parent must
  *   not trust what a child sends.
  * A thread blocked in epoll_wait() on the lingering sockets only, with
- * every signal blocked, costs a wake-up every THREAD_SLEEP_MAX_MS while
- * nothing lingers.  It touches
+ * every signal blocked, costs no CPU while nothing lingers.  It touches
  * nothing of httpd: only these descriptors and this file's state, which
  * is static so that no pool's destruction frees it under the thread when
  * the child exits.
@@ -63,11 +62,9 @@
 #define DRAIN_READS_PER_EVENT   16
 /* The lingering thread's stack: epoll_wait and one read buffer. */
 #define THREAD_STACK            (64 * 1024)
-/* The longest the thread sleeps (ms).  Every socket handed to it expires
- * PF_LINGER_QUIET_USEC or more after the hand-off, so a thread that wakes
- * at least this often learns of the new expiry in time without being
- * woken for it: the hand-off costs the main thread an epoll_ctl() only. */
-#define THREAD_SLEEP_MAX_MS     ((int)(PF_LINGER_QUIET_USEC / 1000))
+/* What the thread waits for on a lingering socket: the client's bytes,
+ * its end of file, an error. */
+#define LINGER_EVENTS           (EPOLLIN | EPOLLRDHUP)
 
 pf_linger_action_e pf_linger_decide(const pf_linger_exchange_t *x)
 {
@@ -217,6 +214,7 @@ static struct {
     int started;                /* 1: thread running; -1: failed */
     apr_status_t start_error;
     int epfd;
+    int sleeping_unbounded;     /* the thread waits with no timeout */
     int used;
     volatile apr_int32_t *published;    /* where used is shown, or NULL */
     linger_slot_t slot[PF_LINGER_SLOTS];
@@ -272,9 +270,8 @@ static void serve_slot(int i, apr_int64_t now)
     }
 }
 
-/* With the lock held: closes expired sockets; returns how long the
- * thread may sleep (ms): to the next expiry, THREAD_SLEEP_MAX_MS at
- * most. */
+/* With the lock held: closes expired sockets; returns the time to the
+ * next expiry in ms, -1 for none. */
 static int expire_slots(apr_int64_t now)
 {
     apr_int64_t next = 0, expiry;
@@ -292,10 +289,23 @@ static int expire_slots(apr_int64_t now)
             next = expiry;
         }
     }
-    if (next == 0 || next - now >= (apr_int64_t)THREAD_SLEEP_MAX_MS * 1000) {
-        return THREAD_SLEEP_MAX_MS;
+    return next ? (int)((next - now + 999) / 1000) : -1;
+}
+
+/* With the lock held: a socket registered with EPOLLOUT to wake the
+ * thread (pf_linger_hand_off) is watched for the client only from now
+ * on; a socket shut down for writing reports EPOLLOUT for good. */
+static void stop_waking(int i)
+{
+    struct epoll_event ev;
+
+    memset(&ev, 0, sizeof(ev));
+    ev.events = LINGER_EVENTS;
+    ev.data.u64 = (apr_uint64_t)i;
+    if (epoll_ctl(lingerer.epfd, EPOLL_CTL_MOD, lingerer.slot[i].fd, &ev)) {
+        /* Not watched at all then: its expiry closes it. */
+        epoll_ctl(lingerer.epfd, EPOLL_CTL_DEL, lingerer.slot[i].fd, NULL);
     }
-    return (int)((next - now + 999) / 1000);
 }
 
 static void *linger_thread(void *arg)
@@ -307,12 +317,17 @@ static void *linger_thread(void *arg)
     pthread_mutex_lock(&lingerer.lock);
     for (;;) {
         timeout = expire_slots(pf_linger_now());
+        lingerer.sleeping_unbounded = timeout < 0;
         pthread_mutex_unlock(&lingerer.lock);
         n = epoll_wait(lingerer.epfd, events, 16, timeout);
         pthread_mutex_lock(&lingerer.lock);
+        lingerer.sleeping_unbounded = 0;
         for (i = 0; i < n; i++) {
             if (events[i].data.u64 < PF_LINGER_SLOTS
                 && lingerer.slot[events[i].data.u64].in_use) {
+                if (events[i].events & EPOLLOUT) {
+                    stop_waking((int)events[i].data.u64);
+                }
                 serve_slot((int)events[i].data.u64, pf_linger_now());
             }
         }
@@ -399,7 +414,13 @@ apr_status_t pf_linger_hand_off(int fd, int short_linger)
         goto out;
     }
     memset(&ev, 0, sizeof(ev));
-    ev.events = EPOLLIN | EPOLLRDHUP;
+    /* A thread waiting with no timeout must learn of the new expiry: the
+     * socket, shut down for writing, is writable at once, and EPOLLOUT
+     * wakes it (no eventfd to write).  One waiting with a timeout wakes
+     * early enough, since no socket already held expires later than this
+     * new one, and is not woken. */
+    ev.events = LINGER_EVENTS
+                | (lingerer.sleeping_unbounded ? (apr_uint32_t)EPOLLOUT : 0);
     ev.data.u64 = (apr_uint64_t)i;
     if (epoll_ctl(lingerer.epfd, EPOLL_CTL_ADD, fd, &ev)) {
         rv = errno;
@@ -412,8 +433,6 @@ apr_status_t pf_linger_hand_off(int fd, int short_linger)
     lingerer.slot[i].times.short_linger = short_linger;
     lingerer.used++;
     publish_used();
-    /* No wake-up: the thread sleeps THREAD_SLEEP_MAX_MS at most, and this
-     * socket expires no sooner. */
 out:
     pthread_mutex_unlock(&lingerer.lock);
     return rv;

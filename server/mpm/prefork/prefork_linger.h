@@ -41,8 +41,7 @@
  * blocking, exclusive accept() is untouched.  The thread is started with
  * the child (pf_linger_start), so that a child's threads and descriptors
  * stay the same over its life, which monitoring and the soak test compare;
- * idle, it costs a thread that wakes every PF_LINGER_QUIET_USEC and an
- * epoll descriptor.  A child that stops (graceful stop or restart,
+ * idle, it costs a blocked thread and an epoll descriptor.  A child that stops (graceful stop or restart,
  * MaxConnectionsPerChild, retirement) waits for its lingering sockets
  * first, each bounded as httpd bounds it.
  *
