@@ -32,13 +32,17 @@ Debian's stock prefork keeps the promise in every case below.
   that the lingering outlives the child's 2 s bound at exit.
 """
 
+import os
 import select
 import socket
+import ssl
+import subprocess
 import threading
 import time
 import unittest
 
-from pfbtest import Server, STOCK_PREFORK, DEADLINE
+from pfbtest import (Server, Scoreboard, STOCK_PREFORK, DEADLINE, MODULES,
+                     read_response)
 
 # The answer comes at once: the body's announced length is over the
 # limit, so httpd answers 413 before it reads any of it, and closes.
@@ -315,6 +319,63 @@ class LingerAtExit(unittest.TestCase):
     def test_stock_prefork_retires_no_child_that_lingers(self):
         """Stock prefork's child lingers in its main thread, busy."""
         self.idle_children_retired(STOCK_PREFORK)
+
+TLS_MODULES = ("LoadModule socache_shmcb_module %s\n"
+               "LoadModule ssl_module %s\n"
+               % (os.path.join(MODULES, "mod_socache_shmcb.so"),
+                  os.path.join(MODULES, "mod_ssl.so")))
+TLS = ("SSLSessionCache shmcb:{root}/ssl_scache(512000)\n"
+       "SSLEngine on\nSSLCertificateFile {root}/cert.pem\n"
+       "SSLCertificateKeyFile {root}/key.pem\n")
+# Two children: one that stops serving after a close is soon all of them.
+TWO = ("StartServers 2\nMinSpareServers 1\nMaxSpareServers 4\n"
+       "MaxRequestWorkers 4\nServerLimit 4\n")
+
+
+@unittest.skipUnless(os.path.exists(os.path.join(MODULES, "mod_ssl.so")),
+                     "needs mod_ssl.so")
+class LingerOverTls(unittest.TestCase):
+    """The close looks at what the client sent through the connection's
+    input filters, mod_ssl's among them, and must do it while the TLS
+    layer is alive: mod_ssl ends it as the connection's end passes its
+    output filter."""
+
+    def test_children_keep_serving_tls_connections_they_close(self):
+        with Server(extra=TWO, extra_modules=TLS_MODULES) as srv:
+            subprocess.run(
+                ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                 "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+                 srv.root + "/key.pem", "-out", srv.root + "/cert.pem",
+                 "-days", "2", "-subj", "/CN=localhost", "-addext",
+                 "basicConstraints=critical,CA:FALSE"],
+                check=True, capture_output=True, timeout=DEADLINE)
+            srv.extra += TLS.format(root=srv.root)
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+
+            def get(path, timeout=DEADLINE):
+                raw = socket.create_connection(("127.0.0.1", srv.ports[0]),
+                                               timeout)
+                with ctx.wrap_socket(raw) as s:
+                    s.settimeout(timeout)
+                    s.sendall(CLOSE_REQUEST.replace(b"/index.html",
+                                                    path.encode()))
+                    return read_response(s)
+
+            def scoreboard(timeout=30):
+                srv.probe_connections += 1
+                status, body = get("/pfb-scoreboard", timeout)
+                self.assertEqual(status, 200)
+                return Scoreboard(body.decode())
+
+            # The harness reads the scoreboard over the one Listen.
+            srv.scoreboard = scoreboard
+            srv.start()
+            for i in range(10):
+                status, _ = get("/index.html")
+                self.assertEqual(status, 200, "request %d" % i)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -173,8 +173,8 @@ void pf_close_hooks(void)
 
 /* A non-blocking look at what the client sent that nobody read: the
  * connection's input filters' buffers (a pipelined request read with the
- * last one), then the socket.  The filters' speculative mode leaves it
- * all where it is. */
+ * last one), then the socket, as ap_check_pipeline() looks after each
+ * request.  The filters' speculative mode leaves it all where it is. */
 static pf_linger_read_e look_at_input(conn_rec *c)
 {
     apr_bucket_brigade *bb = apr_brigade_create(c->pool, c->bucket_alloc);
@@ -190,8 +190,8 @@ static pf_linger_read_e look_at_input(conn_rec *c)
         seen = APR_BUCKET_IS_EOS(APR_BRIGADE_FIRST(bb)) ? PF_READ_EOF
                                                         : PF_READ_DATA;
     }
-    /* Otherwise nothing waits (EAGAIN), or a filter could not tell (a
-     * TLS layer already shut down): the exchange decides. */
+    /* Otherwise nothing waits (EAGAIN), or a filter could not tell: the
+     * exchange decides. */
     apr_brigade_destroy(bb);
     return seen;
 }
@@ -220,12 +220,15 @@ void pf_close_connection(conn_rec *c)
         c->aborted = 1;
         return;
     }
+    /* Before the close starts: mod_ssl ends its TLS state when the end
+     * of the connection passes its output filter (the flush below), and
+     * its input filter is not to be read after that. */
+    exchange.input = c->aborted ? PF_READ_ERROR : look_at_input(c);
     if (ap_start_lingering_close(c)
         || apr_os_sock_get(&fd, csd) != APR_SUCCESS || fd < 0) {
         apr_socket_close(csd);
         return;
     }
-    exchange.input = look_at_input(c);
     action = pf_linger_decide(&exchange);
     if (action == PF_LINGER_CLOSE_NOW
         || (action == PF_LINGER_IF_UNDELIVERED && pf_linger_delivered(fd))) {
