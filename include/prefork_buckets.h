@@ -30,7 +30,7 @@
  *
  * Who writes what.  The parent writes the header, the table, the bucket
  * records and the slots' parent fields.  A child writes only its own
- * slot's `accepted` and `waiting`.
+ * slot's `accepted`, `waiting` and `lingering`.
  *
  * The trust rule.  Children run untrusted code, so everything in the
  * segment is hostile input to the root parent: the parent never reads
@@ -38,16 +38,21 @@
  * table, the bucket table, each record's summed `accepted` and its
  * `sample_next` are private copies in its own memory, and it rewrites
  * every field it owns each maintenance cycle.  From the segment it reads
- * only the two fields children write, in the slots its own table says
- * are in use, each once per read:
+ * only the fields children write, in the slots its own table says are
+ * in use, each once per read:
  *   - `accepted`: every live child's, each maintenance cycle (the
  *     bucket's total), and a reaped child's once (its bucket's
- *     `retired`); only added up, saturating at the largest value;
+ *     `retired`); only added up, saturating at the largest value, and
+ *     compared with the value the parent saw the cycle before (whether
+ *     the child took a connection since: which idle child is retired);
  *   - `waiting`: every live child's, each maintenance cycle under idle
  *     steering (counted per bucket, so at most one per slot), and a
- *     reaped child's once (its idle count goes); only tested for zero.
+ *     reaped child's once (its idle count goes); only tested for zero;
+ *   - `lingering`: every live child's, each maintenance cycle; only tested
+ *     for zero (a child that lingers is not retired as idle).
  * A hostile value there makes a report or an idle count wrong until the
- * next cycle, and nothing else.  Readers get the segment through the optional
+ * next cycle, or spares that child a retirement another idle child gets,
+ * and nothing else.  Readers get the segment through the optional
  * function below as a pfb_segment_t, whose sizes come from the reader's
  * own process memory, not from the segment; the accessors bound every
  * index by those sizes, so a child that scribbles over the segment can
@@ -182,6 +187,10 @@ typedef struct {
     apr_int32_t generation;
     /** Parent: 1 once the child has been told to finish and exit. */
     apr_int32_t stopping;
+    /** Child: how many closed connections its lingering thread still
+     *  reads (the parent sets it to 0 when it forks a child into the
+     *  slot). */
+    volatile apr_int32_t lingering;
 } pfb_slot_fields_t;
 
 typedef union {

@@ -130,7 +130,8 @@ def summarize_rounds(rounds):
     netrx = sorted(r["per_connection"]["netrx_us_per_connection"]
                    for r in good)
     summary["netrx_range"] = (netrx[0], netrx[-1])
-    for key in ("reuse_median", "cold_share", "rate", "foreign_cpus"):
+    for key in ("reuse_median", "cold_share", "rate", "foreign_cpus",
+                "concurrency"):
         values = sorted(r[key] for r in good if r.get(key) is not None)
         summary[key] = _median(values)
     summary["invalid"] = sorted({why for r in good

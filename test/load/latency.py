@@ -81,6 +81,14 @@ class Percentiles:
         return self.values[-1] / 1000.0 if self.values else float("nan")
 
 
+def mean_ms(hist):
+    """The mean latency of a histogram, in ms (nan when empty)."""
+    count = sum(hist.values())
+    if not count:
+        return float("nan")
+    return sum(us * n for us, n in hist.items()) / float(count) / 1000.0
+
+
 def summary(hist):
     """The percentiles the suite reports, from a histogram."""
     p = Percentiles(hist)

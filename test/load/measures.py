@@ -95,6 +95,61 @@ def reuse_distance(lines):
                                 / float(len(dist)), 4)}
 
 
+def thread_counts(pids):
+    """Each process's threads from /proc: its main thread's CPU time
+    (schedstat, ns) and sleeps (voluntary switches: each ends in one
+    wake-up), and the same summed over its other threads (a prefork
+    child's lingering thread).  {pid: (main_ns, main_sleeps, other_ns,
+    other_sleeps, other_threads)}; a process gone meanwhile is left out."""
+    counts = {}
+    for pid in pids:
+        main = [0, 0]
+        other = [0, 0, 0]
+        try:
+            for task in os.listdir("/proc/%d/task" % pid):
+                base = "/proc/%d/task/%s/" % (pid, task)
+                with open(base + "schedstat") as f:
+                    ns = int(f.read().split()[0])
+                sleeps = 0
+                with open(base + "status") as f:
+                    for line in f:
+                        if line.startswith("voluntary_ctxt_switches"):
+                            sleeps = int(line.split()[1])
+                if int(task) == pid:
+                    main = [ns, sleeps]
+                else:
+                    other = [other[0] + ns, other[1] + sleeps, other[2] + 1]
+        except (OSError, ValueError, IndexError):
+            continue
+        counts[pid] = tuple(main + other)
+    return counts
+
+
+def thread_delta(before, after, requests, connections):
+    """What the processes alive at both readings did between them, per
+    request and per connection: the main threads' busy µs, the other
+    threads' busy µs and wake-ups (their sleeps), and how many other
+    threads there were."""
+    main_ns = main_sleeps = other_ns = other_sleeps = threads = 0
+    for pid, now in after.items():
+        then = before.get(pid)
+        if then is None:
+            continue
+        main_ns += now[0] - then[0]
+        main_sleeps += now[1] - then[1]
+        other_ns += now[2] - then[2]
+        other_sleeps += now[3] - then[3]
+        threads += now[4]
+    if not requests or not connections:
+        return {}
+    return {"main_busy_us_per_request": main_ns / 1e3 / requests,
+            "main_sleeps_per_request": main_sleeps / float(requests),
+            "thread_busy_us_per_request": other_ns / 1e3 / requests,
+            "thread_wakeups_per_connection": other_sleeps
+            / float(connections),
+            "other_threads": threads}
+
+
 def children_memory(pids):
     """Total RSS and PSS (kB) of these processes.  PSS divides each shared
     page among the processes that map it, so forked children that share

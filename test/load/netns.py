@@ -243,6 +243,72 @@ class VethPair:
         return False
 
 
+DELAYLINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                         "..", "build", "delayline")
+
+
+class DelayedPair(VethPair):
+    """VethPair's namespaces and addresses, joined by a delay line instead
+    of a veth pair: a TUN device in each namespace and build/delayline
+    between them (test/load/delayline.c), which passes what the server
+    sends after delay_ms and what the generator sends at once.  For
+    kernels without netem; delay_ms 0 gives the same path undelayed, the
+    baseline to compare with.  Needs root."""
+
+    def __init__(self, delay_ms, log=None, server_ns=True, cpus=None):
+        VethPair.__init__(self, log, server_ns)
+        self.delay_ms = delay_ms
+        self.cpus = cpus
+        self.line = None
+        self.line_result = None
+
+    def __enter__(self):
+        if not os.path.exists(DELAYLINE):
+            raise RuntimeError("missing %s: make bench-build" % DELAYLINE)
+        try:
+            self._run("netns", "add", self.ns)
+            self.created = True
+            self._run("netns", "add", self.server_ns)
+            self.server_created = True
+            command = (["taskset", "-c", ",".join(str(c) for c in self.cpus)]
+                       if self.cpus else []) + [
+                DELAYLINE, "--server-ns", self.server_ns, "--client-ns",
+                self.ns, "--server-if", self.host_if, "--client-if",
+                self.peer_if, "--delay-ms", "%g" % self.delay_ms]
+            self._say(" ".join(command))
+            self.line = subprocess.Popen(command, stdout=subprocess.PIPE,
+                                         text=True)
+            if self.line.stdout.readline().strip() != "ready":
+                raise RuntimeError("delayline did not start")
+            for ns, ifname, here, there in (
+                    (self.server_ns, self.host_if, self.server_addr,
+                     self.client_addr),
+                    (self.ns, self.peer_if, self.client_addr,
+                     self.server_addr)):
+                self._run("-n", ns, "addr", "add", here, "peer", there,
+                          "dev", ifname)
+                self._run("-n", ns, "link", "set", ifname, "up")
+                self._run("-n", ns, "link", "set", "lo", "up")
+            self._wait_up()
+        except BaseException:
+            self.cleanup()
+            raise
+        return self
+
+    def cleanup(self):
+        if self.line is not None:
+            self.line.send_signal(signal.SIGTERM)
+            try:
+                out, _ = self.line.communicate(timeout=30)
+                self.line_result = out.strip().splitlines()[-1] \
+                    if out.strip() else None
+            except subprocess.TimeoutExpired:
+                self.line.kill()
+                self.line.wait()
+            self.line = None
+        VethPair.cleanup(self)
+
+
 class _ThreadInNamespace:
     """The calling thread in a network namespace (setns(2)) for the
     `with` block, then back in the one it came from.  Processes it starts

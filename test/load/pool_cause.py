@@ -21,6 +21,19 @@ results are counts, so that a busy machine does not move them much.
       child serves, not how many exist.  (CPU is a time: on a busy
       machine read it as a direction only.)
 
+  pool_cause.py restart MPM_SO CHILDREN [RATE] [SECONDS]
+      CHILDREN children (a fixed pool) at RATE requests a second (default
+      1000; build/openloop, a connection each), counted in the kernel
+      (build/kevents: every task of the server, children forked later
+      too): page faults, system calls and sleeps per request over SECONDS
+      (default 30) of steady state after a warm-up, then over the SECONDS
+      that follow a graceful restart made as the load begins.  A child's
+      start faults whether or not it serves, so a restart without load
+      is counted too, and the restart's faults less those are the ones
+      its serving took: with the connections rotating through the pool,
+      every new child pays its first requests; with the most recently
+      idle child first, a few do.  Needs root (tracepoints).
+
 One JSON line per run on stdout.  MPM_SO is any prefork MPM: this one, an
 older build of it, or Debian's stock mod_mpm_prefork.so.
 """
@@ -38,8 +51,13 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from pfbtest import Server  # noqa: E402
+import argparse  # noqa: E402
+import threading  # noqa: E402
+
 import cgroupcpu  # noqa: E402
 import generators  # noqa: E402
+import hoststate  # noqa: E402
+import kevents  # noqa: E402
 import measures  # noqa: E402
 
 COLD = measures.COLD_REUSE
@@ -143,7 +161,103 @@ def stopped(mpm, children, active, seconds):
     return row
 
 
+def counted(cg, action):
+    """build/kevents around action(); the counts, or {"error": why}."""
+    with kevents.KernelEvents(os.path.join(cg.path, "tasks"),
+                              sorted(os.sched_getaffinity(0))) as ke:
+        action()
+    return ke.result
+
+
+def per_request(counts, requests):
+    if "error" in counts or not requests:
+        return {"error": counts.get("error", "no requests")}
+    faults = counts["faults_user"] + counts["faults_kernel"]
+    return {"requests": requests, "faults": faults, "forks": counts["forks"],
+            "faults_per_request": round(faults / float(requests), 3),
+            "syscalls_per_request": round(counts["syscalls"]
+                                          / float(requests), 2),
+            "sleeps_per_request": round(counts["switches_voluntary"]
+                                        / float(requests), 3)}
+
+
+def restart(mpm, children, rate, seconds):
+    why = kevents.unavailable()
+    if why:
+        return {"experiment": "restart", "error": why}
+    # The generator on loopback, on any CPU: these are counts.
+    load_args = argparse.Namespace(client_cpus=None, rig=None,
+                                   generator_wrapper=None)
+    row = {"experiment": "restart", "mpm": mpm, "children": children,
+           "rate": rate, "seconds": seconds, "commit": hoststate.commit(),
+           "command": " ".join(["test/load/pool_cause.py", "restart",
+                                mpm, str(children), str(rate),
+                                str(seconds)])}
+    with cgroupcpu.ServerCgroup("restart%d" % children) as cg:
+        with Server(extra=pool_conf(children), mpm=mpm,
+                    check_log=False) as srv:
+            srv.wrapper = cg.wrapper()
+            with open(srv.root + "/htdocs" + FILE, "w") as f:
+                f.write("x" * 100)
+            srv.start()
+            srv.wait_ready(children, idle=True, timeout=600)
+            url = srv.url(FILE)
+
+            def load(secs):
+                return generators.run_openloop(load_args, url,
+                                               "%d:%d" % (secs, rate))
+
+            def restarted(under_load):
+                generation = srv.scoreboard().newest_generation() + 1
+                done = {}
+                worker = threading.Thread(
+                    target=lambda: done.update(load(seconds)))
+                if under_load:
+                    worker.start()
+                srv.graceful()
+                srv.wait_ready(children, generation=generation, timeout=600)
+                if under_load:
+                    worker.join()
+                # The old generation gone, so that its exits fall in this
+                # window and no later one.
+                srv.wait_for(lambda: len(srv.children()) <= children, 600)
+                return done
+
+            # A restart with no load: what starting a generation costs.
+            quiet = counted(cg, lambda: restarted(False))
+            row["restart_without_load"] = {
+                k: quiet.get(k) for k in ("faults_user", "faults_kernel",
+                                          "forks", "syscalls")} \
+                if "error" not in quiet else quiet
+            load(10)                    # the children the load uses, warm
+            steady = {}
+            counts = counted(cg, lambda: steady.update(load(seconds)))
+            row["steady"] = per_request(counts, steady.get("requests"))
+            after = {}
+            counts = counted(cg, lambda: after.update(restarted(True)))
+            row["after_restart"] = per_request(counts, after.get("requests"))
+            row["log_problems"] = srv.unexpected_log_lines()[:10]
+    if "error" not in row["steady"] and "error" not in \
+            row["after_restart"] and "error" not in quiet:
+        startup = quiet["faults_user"] + quiet["faults_kernel"]
+        serving = row["after_restart"]["faults"] - startup
+        row["after_restart"]["serving_faults_per_request"] = round(
+            serving / float(row["after_restart"]["requests"]), 3)
+        row["ratio"] = round(row["after_restart"]["faults_per_request"]
+                             / row["steady"]["faults_per_request"], 3)
+        row["serving_ratio"] = round(
+            row["after_restart"]["serving_faults_per_request"]
+            / row["steady"]["faults_per_request"], 3)
+    return row
+
+
 def main(argv):
+    if len(argv) >= 4 and argv[1] == "restart":
+        row = restart(os.path.abspath(argv[2]), int(argv[3]),
+                      int(argv[4]) if len(argv) > 4 else 1000,
+                      int(argv[5]) if len(argv) > 5 else 30)
+        print(json.dumps(row))
+        return 0
     if len(argv) < 4 or argv[1] not in ("reuse", "stopped"):
         print(__doc__)
         return 2

@@ -170,6 +170,10 @@ KEVENT_COLUMNS = (
     ("voluntary switches/req", "voluntary_per_request", 2),
     ("involuntary/req", "involuntary_per_request", 3),
     ("page faults/req", "faults_per_request", 2),
+    ("main threads' µs/req", "main_busy_us_per_request", 1),
+    ("other threads' µs/req", "thread_busy_us_per_request", 1),
+    ("other threads' wake-ups/connection", "thread_wakeups_per_connection",
+     2),
 )
 
 
@@ -202,11 +206,18 @@ def kevents_section(doc):
              "others took over 5 %% of a CPU says so. "
              "Reuse distance: requests since the serving child's previous "
              "one (access log `%%P`); cold: the share served by a child that "
-             "had waited through more than 64 others' requests." % (
+             "had waited through more than 64 others' requests; "
+             "connections at once: the achieved rate times the mean "
+             "latency.  Per thread, from /proc (children alive throughout): "
+             "the children's main threads' CPU µs per request, and their "
+             "other threads' (the lingering thread) µs per request and "
+             "wake-ups (sleeps) per connection; µs are durations, as "
+             "NET_RX's." % (
                  ke.get("rounds", 1), ke.get("rate"), ke.get("seconds")), ""]
     head = ["configuration", "children"] + [c[0] for c in KEVENT_COLUMNS] \
         + ["NET_RX µs/connection", "packets/connection",
-           "reuse distance (median)", "cold share", "achieved req/s"]
+           "reuse distance (median)", "cold share",
+           "connections at once (mean)", "achieved req/s"]
     lines += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     keys = [k for k in RIG_ORDER if k in ke["configs"]] + \
         [k for k in ke["configs"] if k not in RIG_ORDER]
@@ -233,6 +244,7 @@ def kevents_section(doc):
                     _fmt(per.get("netrx_packets_per_connection"), 2),
                     _fmt(one.get("reuse_median"), 0),
                     _fmt(one.get("cold_share"), 2),
+                    _fmt(one.get("concurrency"), 2),
                     _fmt(one.get("rate"), 0) + (" (invalid: %s)" % "; ".join(
                         one["invalid"]) if one.get("invalid") else "")]
             lines.append("| " + " | ".join(row) + " |")

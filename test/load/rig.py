@@ -139,18 +139,30 @@ def idle_times():
     return times
 
 
+def _process_seconds(pid):
+    """A process's CPU so far (s), every thread's; 0 once it is gone."""
+    try:
+        fields = _read("/proc/%d/stat" % pid).rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) \
+            / float(os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 class Sample:
     """Everyone's CPU at one moment: the root cgroup's, the given
-    cgroups', the softirq threads', the suite's own, each CPU's idle."""
+    cgroups', the softirq threads', the suite's own and its helpers'
+    (the delay line), each CPU's idle."""
 
-    def __init__(self, cgroups, ksoftirqd):
+    def __init__(self, cgroups, ksoftirqd, helpers=()):
         self.time = time.monotonic()
         self.root = root_usage()
         self.cgroups = [cgroup_usage(path) for path in cgroups]
         self.softirq = {cpu: _thread_seconds(pid)
                         for cpu, pid in ksoftirqd.items()}
         own = resource.getrusage(resource.RUSAGE_SELF)
-        self.own = own.ru_utime + own.ru_stime
+        self.own = own.ru_utime + own.ru_stime \
+            + sum(_process_seconds(pid) for pid in helpers)
         self.idle = idle_times()
 
 
@@ -196,11 +208,15 @@ class Rig:
     """The namespaces, the veth pair and its RPS, the suite's own CPUs:
     a context manager around every run of a profile."""
 
-    def __init__(self, server_cpus, client_cpus, log=None):
+    def __init__(self, server_cpus, client_cpus, log=None, delay_ms=None):
         self.server_cpus = list(server_cpus)
         self.client_cpus = list(client_cpus)
         self.log = log
-        self.veth = netns.VethPair(log, server_ns=True)
+        self.delay_ms = delay_ms
+        # With a delay: a delay line on the generator's CPUs in place of
+        # the veth pair (delay 0: the same path, undelayed).
+        self.veth = netns.VethPair(log, server_ns=True) if delay_ms is None \
+            else netns.DelayedPair(delay_ms, log, True, self.client_cpus)
         self.inside = None
         self.affinity = None
         self.ksoftirqd = {}
@@ -237,10 +253,14 @@ class Rig:
             os.sched_setaffinity(0, self.affinity)
             self.affinity = None
         self.veth.__exit__()
+        if self.log and getattr(self.veth, "line_result", None):
+            self.log.write("# delay line: %s\n" % self.veth.line_result)
         return False
 
     def sample(self, cgroups):
-        return Sample(cgroups, self.ksoftirqd)
+        line = getattr(self.veth, "line", None)
+        return Sample(cgroups, self.ksoftirqd,
+                      [line.pid] if line is not None else ())
 
     def describe(self):
         return {"server_ns": self.veth.server_ns, "client_ns": self.veth.ns,
@@ -248,7 +268,8 @@ class Rig:
                 "client_addr": self.veth.client_addr,
                 "server_rps_cpus": self.server_cpus,
                 "client_rps_cpus": self.client_cpus,
-                "interface": self.veth.host_if}
+                "interface": self.veth.host_if,
+                "delay_ms": self.delay_ms}
 
 
 def wait_quiet(rig, bound_s, max_foreign, log=None):

@@ -78,6 +78,7 @@ import cgroupcpu  # noqa: E402
 import hoststate  # noqa: E402
 import rig  # noqa: E402
 import kevents  # noqa: E402
+import latency  # noqa: E402
 import validity  # noqa: E402
 from servers import (make_server, start_server, server_cpus,  # noqa: E402
                      server_usage, usage_delta, target, make_cert,
@@ -89,7 +90,8 @@ from profiles import (PROFILES, SCALED, DEFAULTS, SCENARIOS,  # noqa: E402
                       CONFIG_ORDER, BASELINE, DEFAULT_CONFIGS, configs)
 from measures import (distribution, children_memory,  # noqa: E402
                       rps_locality, host_info, syscalls_per_request,
-                      pin_children_away, reuse_distance, keep_latencies)
+                      pin_children_away, reuse_distance, keep_latencies,
+                      thread_counts, thread_delta)
 
 
 # The pool scenarios' warm-up lasts until nearly every child has served,
@@ -396,18 +398,23 @@ def warm_up(name, srv, cfg, args, prof, scene, log):
 def warm_pool(size, name, srv, cfg, args, prof, scene, log, warmup):
     """A child's first requests pay for its copy-on-write faults and its
     pools' first allocations (several ms each on the development VM): a
-    pool is warm once nearly every child has served (the access log's
-    pids), which a fixed time cannot promise at every machine's rate.
-    Loads in rounds of `warmup` seconds until 90 % of the children have
-    served, for at most POOL_WARMUP_PER_CHILD seconds per child."""
+    pool is warm once every child the load uses has served (the access
+    log's pids), which a fixed time cannot promise at every machine's
+    rate.  Loads in rounds of `warmup` seconds until 90 % of the children
+    have served, or a round brought no child that had not served before
+    (a server that gives connections to the children that served last
+    uses only some of its pool), for at most POOL_WARMUP_PER_CHILD
+    seconds per child."""
     started = time.time()
     cap = max(warmup, size * POOL_WARMUP_PER_CHILD)
-    served = 0
+    served = -1
     while True:
         scenario_run(name, srv, cfg, args, prof, scene, log, secs=warmup)
-        served = len({l.split()[1] for l in srv.access_log_lines()
-                      if len(l.split()) > 2 and l.split()[1].isdigit()})
-        if served >= 0.9 * size or time.time() - started >= cap:
+        before, served = served, len({
+            l.split()[1] for l in srv.access_log_lines()
+            if len(l.split()) > 2 and l.split()[1].isdigit()})
+        if served >= 0.9 * size or served == before \
+                or time.time() - started >= cap:
             break
     took = round(time.time() - started, 1)
     log.write("# warm-up: %d of %d children served in %s s, not counted\n"
@@ -489,6 +496,12 @@ def parse_args():
                         help="run further pairs, up to this many, until "
                         "--pairs of them have a valid run of every "
                         "configuration (default: the profile's, 12 in rig)")
+    parser.add_argument("--delay-ms", type=float,
+                        help="rig: between the generator and the server, "
+                        "a delay line (build/delayline) in place of the "
+                        "veth pair, which passes what the server sends "
+                        "this many ms late, as a client on another "
+                        "network sees it; 0: the same path, undelayed")
     parser.add_argument("--no-kevents", action="store_true",
                         help="rig: skip the kernel-event pass")
     parser.add_argument("--kevent-rate", type=int,
@@ -833,7 +846,8 @@ def main():
     with open(os.path.join(out_dir, "raw.log"), "w") as log:
         log.write("$ %s\n" % " ".join([sys.executable] + sys.argv))
         if prof.get("rig"):
-            with rig.Rig(server_cpus(args), client_cpus(args), log) as r:
+            with rig.Rig(server_cpus(args), client_cpus(args), log,
+                         args.delay_ms) as r:
                 args.rig = r
                 doc["rig"] = r.describe()
                 doc["rig"]["host_at_start"] = rig.host_load()
@@ -843,6 +857,8 @@ def main():
                                       doc["rig"]["client_rps_cpus"]))
                 run_all(doc, keys, scenarios, all_configs, args, prof, log,
                         out_dir)
+            # What the delay line passed, and how late (--delay-ms).
+            doc["rig"]["delay_line"] = getattr(r.veth, "line_result", None)
             args.rig = None
         else:
             run_all(doc, keys, scenarios, all_configs, args, prof, log,
@@ -952,6 +968,8 @@ def kernel_event_run(key, cfg, pool, rate, args, prof, log, out_dir=None):
             if not cfg.get("path"):
                 srv.wait_access_log(1, timeout=30)
             logged = len(srv.access_log_lines())
+            kids = srv.children()
+            threads0 = thread_counts(kids)
             host0 = args.rig.sample([cgroup.path, gen_cgroup.path])
             # The counter on the generator's CPUs, in its cgroup: what it
             # spends is not the host's other work.
@@ -963,6 +981,7 @@ def kernel_event_run(key, cfg, pool, rate, args, prof, log, out_dir=None):
                                       log=log)
             host = rig.foreign(host0, args.rig.sample(
                 [cgroup.path, gen_cgroup.path]), server_cpus(args))
+            threads1 = thread_counts(kids)
             args.generator_wrapper = None
             if not cfg.get("path"):
                 srv.wait_access_log(logged + result.get("requests", 0),
@@ -976,6 +995,10 @@ def kernel_event_run(key, cfg, pool, rate, args, prof, log, out_dir=None):
            "counts": ke.result, "log_problems": srv.log_problems[:20],
            "foreign_cpus": host["foreign_cpus"]}
     one.update(reuse_distance(lines))
+    # Little's law: connections in the server at once, on average.
+    mean_s = latency.mean_ms(result.get("hist") or {}) / 1e3
+    if result.get("rps") and mean_s == mean_s:
+        one["concurrency"] = round(result["rps"] * mean_s, 2)
     one["invalid"] = validity.judge_run("kevents", dict(
         result, generator="openloop"), args.max_lag_ms, 1.0)
     if "error" in ke.result:
@@ -983,6 +1006,11 @@ def kernel_event_run(key, cfg, pool, rate, args, prof, log, out_dir=None):
     one["per_connection"] = kevents.per_connection(
         ke.result, ke.result.get("accepts") or one["requests"],
         one["requests"])
+    # Per thread, from /proc: the children alive throughout (the pool is
+    # fixed), their main threads against their lingering threads.
+    one["per_connection"].update(thread_delta(
+        threads0, threads1, one["requests"],
+        ke.result.get("accepts") or one["requests"]))
     return one
 
 

@@ -473,6 +473,64 @@ START_TEST(a_cycle_counts_each_child_in_the_bucket_of_its_identity)
 }
 END_TEST
 
+/* Retirement: of the idle children, the one whose accept counter has not
+ * moved for longest goes first (of equals, the highest slot); one that
+ * says it lingers is not a candidate, though it counts as idle. */
+START_TEST(retirement_picks_the_child_idle_longest_and_not_lingering)
+{
+    static worker_score rows[SLOTS];
+    worker_score *servers[SLOTS];
+    pf_children_t *c = pf_children_create(pool, SLOTS);
+    numbering_t n;
+    pf_observation_t *obs = &n.gen.obs;
+    apr_time_t t0 = apr_time_from_sec(1000);
+    int slot, status;
+
+    make_numbering(&n);
+    for (slot = 0; slot < SLOTS; slot++) {
+        servers[slot] = &rows[slot];
+        rows[slot].status = SERVER_READY;
+    }
+    pf_children_publish_to(c, parents, segment, 0, pool);
+    for (slot = 0; slot < 4; slot++) {
+        pf_children_forking(c, slot);
+        pf_children_started(c, slot, start_waiter(0), 4, 5);
+        c->slot[slot].quiet_since = t0;
+    }
+    /* A second on, slots 0 and 2 have taken connections. */
+    segment[0].f.accepted = 5;
+    segment[2].f.accepted = 3;
+    obs->when = t0 + apr_time_from_sec(1);
+    pf_children_observe(c, &n.gen, 4, servers, obs);
+    ck_assert_int_eq(n.idle[0], 4);
+    ck_assert(c->slot[0].quiet_since == obs->when);
+    ck_assert(c->slot[1].quiet_since == t0);
+    ck_assert_int_eq(pf_children_coldest_idle(c, obs, 0), 3);
+    /* Slot 3 lingers: idle for the counts, not for retirement. */
+    segment[3].f.lingering = 2;
+    obs->when = t0 + apr_time_from_sec(2);
+    pf_children_observe(c, &n.gen, 4, servers, obs);
+    ck_assert_int_eq(n.idle[0], 4);
+    ck_assert_int_eq(pf_children_coldest_idle(c, obs, 0), 1);
+    /* Told to stop within the cycle, slot 1 is no longer picked; slots 0
+     * and 2 have been quiet as long: the higher goes. */
+    c->slot[1].stopping = 1;
+    ck_assert_int_eq(pf_children_coldest_idle(c, obs, 0), 2);
+    /* Slot 2 takes a connection: slot 0 has been idle longest. */
+    segment[2].f.accepted = 4;
+    obs->when = t0 + apr_time_from_sec(3);
+    pf_children_observe(c, &n.gen, 4, servers, obs);
+    ck_assert_int_eq(pf_children_coldest_idle(c, obs, 0), 0);
+    /* Nobody idle in bucket 1. */
+    ck_assert_int_eq(pf_children_coldest_idle(c, obs, 1), -1);
+    for (slot = 0; slot < 4; slot++) {
+        kill(c->slot[slot].pid, SIGTERM);
+        ck_assert_int_eq(waitpid(c->slot[slot].pid, &status, 0),
+                         c->slot[slot].pid);
+    }
+}
+END_TEST
+
 /* A child that reports ready (or not) and exits 0. */
 static pid_t start_reporter(pf_children_t *c, int report)
 {
@@ -558,6 +616,8 @@ Suite *children_suite(void)
     tcase_add_test(procs, a_stop_is_one_graceful_signal);
     tcase_add_test(procs,
                    a_cycle_counts_each_child_in_the_bucket_of_its_identity);
+    tcase_add_test(procs,
+                   retirement_picks_the_child_idle_longest_and_not_lingering);
     tcase_add_test(procs, the_reap_frees_only_slots_whose_child_has_exited);
     tcase_add_test(procs, the_wait_reaps_one_exit_and_says_what_it_was);
     tcase_add_test(procs, the_reclaim_ends_obedient_children_without_a_step);

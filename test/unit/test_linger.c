@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
@@ -32,39 +33,38 @@
 
 typedef struct {
     const char *what;
-    pf_linger_read_e read;
-    int outq_known;
-    long outq;
+    pf_linger_read_e input;
+    int body_unread;
+    int pipelined;
     pf_linger_action_e expected;
 } decide_case_t;
 
 static const decide_case_t decide_cases[] = {
-    {"all acknowledged, FIN too", PF_READ_NOTHING, 1, 0, PF_LINGER_CLOSE_NOW},
-    {"all data acknowledged, FIN in flight", PF_READ_NOTHING, 1, 1,
+    {"complete exchange, nothing waiting", PF_READ_NOTHING, 0, 0,
+     PF_LINGER_IF_UNDELIVERED},
+    {"body not read to its end", PF_READ_NOTHING, 1, 0, PF_LINGER_KEEP},
+    {"pipelining seen", PF_READ_NOTHING, 0, 1, PF_LINGER_KEEP},
+    {"body unread and pipelining", PF_READ_NOTHING, 1, 1, PF_LINGER_KEEP},
+    {"client bytes waiting, complete exchange", PF_READ_DATA, 0, 0,
+     PF_LINGER_KEEP},
+    {"client bytes waiting, body unread", PF_READ_DATA, 1, 0,
+     PF_LINGER_KEEP},
+    {"client closed, complete exchange", PF_READ_EOF, 0, 0,
      PF_LINGER_CLOSE_NOW},
-    {"one data byte unacknowledged", PF_READ_NOTHING, 1, 2, PF_LINGER_KEEP},
-    {"a large response in flight", PF_READ_NOTHING, 1, 262145,
-     PF_LINGER_KEEP},
-    {"SIOCOUTQ failed", PF_READ_NOTHING, 0, 0, PF_LINGER_KEEP},
-    {"client bytes pending, all acknowledged", PF_READ_DATA, 1, 1,
-     PF_LINGER_KEEP},
-    {"client bytes pending, response in flight", PF_READ_DATA, 1, 5000,
-     PF_LINGER_KEEP},
-    {"client closed, response in flight", PF_READ_EOF, 1, 5000,
+    {"client closed with its body unread", PF_READ_EOF, 1, 1,
      PF_LINGER_CLOSE_NOW},
-    {"client closed, probe failed", PF_READ_EOF, 0, 0, PF_LINGER_CLOSE_NOW},
-    {"connection reset", PF_READ_ERROR, 1, 5000, PF_LINGER_CLOSE_NOW},
+    {"connection reset", PF_READ_ERROR, 1, 0, PF_LINGER_CLOSE_NOW},
 };
 
 START_TEST(decide_follows_table)
 {
     const decide_case_t *c = &decide_cases[_i];
-    pf_linger_probe_t probe;
+    pf_linger_exchange_t x;
 
-    probe.read = c->read;
-    probe.outq_known = c->outq_known;
-    probe.outq = c->outq;
-    ck_assert_msg(pf_linger_decide(&probe) == c->expected, "%s", c->what);
+    x.input = c->input;
+    x.body_unread = c->body_unread;
+    x.pipelined = c->pipelined;
+    ck_assert_msg(pf_linger_decide(&x) == c->expected, "%s", c->what);
 }
 END_TEST
 
@@ -191,13 +191,12 @@ static long outq_of(int fd)
     return outq;
 }
 
-/* The client has every byte: the connection may close at once, and is
- * closed at once with no reset. */
-START_TEST(acknowledged_response_closes_at_once)
+/* The client has every byte: a complete exchange may close at once, and
+ * is closed at once with no reset. */
+START_TEST(acknowledged_response_is_delivered)
 {
     static const char response[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
                                    "Connection: close\r\n\r\nok";
-    pf_linger_probe_t probe;
     apr_int64_t until = pf_linger_now() + DEADLINE;
     int server, client;
 
@@ -208,11 +207,7 @@ START_TEST(acknowledged_response_closes_at_once)
     while (outq_of(server) > 1 && pf_linger_now() < until) {
         poll(NULL, 0, 5);
     }
-    pf_linger_probe(server, &probe);
-    ck_assert_int_eq(probe.read, PF_READ_NOTHING);
-    ck_assert_int_eq(probe.outq_known, 1);
-    ck_assert_int_le(probe.outq, 1);
-    ck_assert_int_eq(pf_linger_decide(&probe), PF_LINGER_CLOSE_NOW);
+    ck_assert_int_eq(pf_linger_delivered(server), 1);
     close(server);
     ck_assert_int_eq(read_to_eof(client), (long)sizeof(response) - 1);
     close(client);
@@ -220,14 +215,13 @@ START_TEST(acknowledged_response_closes_at_once)
 END_TEST
 
 /* A client whose window is nearly closed has most of the response still
- * in the server's send queue: the probe sees it and keeps the socket; the
+ * in the server's send queue: not delivered, so the socket is kept; the
  * client that then sends more (a pipelined request) and reads at leisure
  * gets every byte, because the lingering thread reads what it sends. */
 START_TEST(pipelined_bytes_after_response_lose_nothing)
 {
     static char body[256 * 1024];
     int sndbuf = 1024 * 1024, server, client;
-    pf_linger_probe_t probe;
 
     memset(body, 'x', sizeof(body));
     connect_pair(&server, &client, 4096);
@@ -235,9 +229,8 @@ START_TEST(pipelined_bytes_after_response_lose_nothing)
                                 sizeof(sndbuf)), 0);
     write_all(server, body, sizeof(body));
     ck_assert_int_eq(shutdown(server, SHUT_WR), 0);
-    pf_linger_probe(server, &probe);
-    ck_assert_int_gt(probe.outq, 1);
-    ck_assert_int_eq(pf_linger_decide(&probe), PF_LINGER_KEEP);
+    ck_assert_int_gt(outq_of(server), 1);
+    ck_assert_int_eq(pf_linger_delivered(server), 0);
     ck_assert_int_eq(pf_linger_hand_off(server, 0), APR_SUCCESS);
     ck_assert_int_eq(wait_pending(1), 1);
     /* Closed now instead, the next send would be answered with RST and
@@ -250,45 +243,25 @@ START_TEST(pipelined_bytes_after_response_lose_nothing)
 }
 END_TEST
 
-/* Bytes already waiting when the probe runs keep the socket too. */
-START_TEST(pending_client_bytes_keep_the_socket)
+/* A client still uploading after its answer: the lingering thread reads
+ * what it sends, so it sends every byte and reads the answer whole. */
+START_TEST(upload_after_the_answer_loses_nothing)
 {
-    int server, client;
-    pf_linger_probe_t probe;
-    apr_int64_t until = pf_linger_now() + DEADLINE;
-    int inq = 0;
+    static char chunk[16 * 1024];
+    int server, client, i;
 
+    memset(chunk, 'x', sizeof(chunk));
     connect_pair(&server, &client, 0);
-    write_all(client, "extra", 5);
-    while (inq < 5 && pf_linger_now() < until) {
-        ck_assert_int_eq(ioctl(server, SIOCINQ, &inq), 0);
-        poll(NULL, 0, 5);
-    }
+    write_all(server, "413", 3);
     ck_assert_int_eq(shutdown(server, SHUT_WR), 0);
-    pf_linger_probe(server, &probe);
-    ck_assert_int_eq(probe.read, PF_READ_DATA);
-    ck_assert_int_eq(pf_linger_decide(&probe), PF_LINGER_KEEP);
-    close(server);
+    ck_assert_int_eq(pf_linger_hand_off(server, 0), APR_SUCCESS);
+    for (i = 0; i < 64; i++) {
+        write_all(client, chunk, sizeof(chunk));
+    }
+    ck_assert_int_eq(shutdown(client, SHUT_WR), 0);
+    ck_assert_int_eq(read_to_eof(client), 3);
     close(client);
-}
-END_TEST
-
-/* A client that closed first: its end of file is seen, close at once. */
-START_TEST(client_closed_first_closes_at_once)
-{
-    int server, client;
-    pf_linger_probe_t probe;
-    apr_int64_t until = pf_linger_now() + DEADLINE;
-
-    connect_pair(&server, &client, 0);
-    close(client);
-    do {
-        pf_linger_probe(server, &probe);
-    } while (probe.read == PF_READ_NOTHING && pf_linger_now() < until
-             && poll(NULL, 0, 5) == 0);
-    ck_assert_int_eq(probe.read, PF_READ_EOF);
-    ck_assert_int_eq(pf_linger_decide(&probe), PF_LINGER_CLOSE_NOW);
-    close(server);
+    ck_assert_int_eq(wait_pending(0), 0);
 }
 END_TEST
 
@@ -332,6 +305,36 @@ START_TEST(full_set_sends_the_caller_to_linger_itself)
         close(client[i]);
     }
     ck_assert_int_eq(wait_pending(0), 0);
+}
+END_TEST
+
+/* Closes the client's socket after a short while (a thread of the test,
+ * while the main thread waits in pf_linger_finish). */
+static void *close_later(void *arg)
+{
+    poll(NULL, 0, 100);
+    close(*(int *)arg);
+    return NULL;
+}
+
+/* An exiting child: pf_linger_finish() waits for the client to close,
+ * not for a fixed time. */
+START_TEST(finish_waits_for_the_client)
+{
+    int server, client;
+    pthread_t closer;
+    apr_int64_t began;
+
+    connect_pair(&server, &client, 0);
+    ck_assert_int_eq(shutdown(server, SHUT_WR), 0);
+    ck_assert_int_eq(pf_linger_hand_off(server, 0), APR_SUCCESS);
+    began = pf_linger_now();
+    ck_assert_int_eq(pthread_create(&closer, NULL, close_later, &client), 0);
+    pf_linger_finish(DEADLINE);
+    ck_assert_int_eq(pf_linger_pending(), 0);
+    ck_assert_int_eq(pthread_join(closer, NULL), 0);
+    /* The client's close ended it, not the quiet time. */
+    ck_assert_int_lt(pf_linger_now() - began, PF_LINGER_QUIET_USEC);
 }
 END_TEST
 
@@ -379,12 +382,12 @@ Suite *linger_suite(void)
     tcase_add_loop_test(tc, expiry_follows_table, 0,
                         sizeof(expiry_cases) / sizeof(expiry_cases[0]));
     suite_add_tcase(s, tc);
-    tcase_add_test(sockets, acknowledged_response_closes_at_once);
+    tcase_add_test(sockets, acknowledged_response_is_delivered);
     tcase_add_test(sockets, pipelined_bytes_after_response_lose_nothing);
-    tcase_add_test(sockets, pending_client_bytes_keep_the_socket);
-    tcase_add_test(sockets, client_closed_first_closes_at_once);
+    tcase_add_test(sockets, upload_after_the_answer_loses_nothing);
     tcase_add_test(sockets, silent_client_is_closed_at_expiry);
     tcase_add_test(sockets, full_set_sends_the_caller_to_linger_itself);
+    tcase_add_test(sockets, finish_waits_for_the_client);
     tcase_add_test(sockets, finish_closes_what_is_left);
     tcase_add_test(sockets, linger_here_ends_at_client_close);
     tcase_set_timeout(sockets, 90);

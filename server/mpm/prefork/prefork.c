@@ -560,7 +560,7 @@ static void child_main(int slot, int bucket_index)
     apr_bucket_alloc_t *bucket_alloc;
     pf_accept_t *accepting;
     ap_sb_handle_t *sbh;
-    /* This child's own record in the segment: the two fields it writes. */
+    /* This child's own record in the segment: the fields it writes. */
     pfb_slot_fields_t *mine =
         &pf_bucketset_segment(retained->buckets)->slots[slot].f;
     int connections_served = 0, accepted;
@@ -594,7 +594,7 @@ static void child_main(int slot, int bucket_index)
     if (child_die_now) {
         clean_child_exit(stop_exit_code());
     }
-    pf_close_child_init();
+    pf_close_child_init(&mine->lingering);
     ap_create_sb_handle(&sbh, pchild, me.slot, 0);
     ap_update_child_status(sbh, SERVER_READY, NULL);
     accepting = pf_accept_create(bucket, me.bucket, pchild);
@@ -645,8 +645,9 @@ static void child_main(int slot, int bucket_index)
         }
     }
     child_in_accept_wait = 0;
-    pf_close_finish();
+    /* Leaving: not idle while its lingering sockets finish. */
     ap_update_child_status(sbh, SERVER_GRACEFUL, NULL);
+    pf_close_finish();
     clean_child_exit(stop_exit_code());
 }
 
@@ -1431,6 +1432,7 @@ static void prefork_hooks(apr_pool_t *AP_MAYBE_UNUSED(p))
     /* Before mod_unixd's: the filter goes in while the process is root. */
     ap_hook_drop_privileges(prefork_drop_privileges, NULL, NULL,
                             APR_HOOK_FIRST);
+    pf_close_hooks();
     APR_REGISTER_OPTIONAL_FN(prefork_buckets_segment);
 }
 

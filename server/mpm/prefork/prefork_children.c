@@ -78,6 +78,7 @@ static void publish_slot(pf_children_t *c, int slot, int fresh)
         if (fresh) {
             apr_atomic_set64(&f->accepted, 0);
             f->waiting = 0;
+            f->lingering = 0;
         }
         f->record = child->pid != 0 ? child->record : -1;
         f->pid = (apr_int32_t)child->pid;
@@ -163,6 +164,8 @@ void pf_children_started(pf_children_t *c, int slot, pid_t pid,
     child->stopping = 0;
     child->started = apr_time_now();
     child->ready = 0;
+    child->accepted_seen = 0;
+    child->quiet_since = child->started;
     if (slot + 1 > c->used) {
         c->used = slot + 1;
     }
@@ -276,36 +279,43 @@ static void start_observing(const pf_generation_t *gen, pf_observation_t *obs)
 }
 
 /* What the child of @a slot, of bucket @a b, wrote in its segment slot:
- * each field read once, only added up or tested for zero. */
-static void note_written(const pf_children_t *c, int slot,
-                         const pf_child_t *child, const pf_generation_t *gen,
-                         int b, pf_observation_t *obs)
+ * each field read once, only added up, compared with what the parent saw
+ * before, or tested for zero.  @return 1 if it says it lingers. */
+static int note_written(const pf_children_t *c, int slot, pf_child_t *child,
+                        const pf_generation_t *gen, int b,
+                        pf_observation_t *obs)
 {
     pfb_slot_fields_t *f;
+    apr_uint64_t accepted;
 
     if (c->segment == NULL) {
-        return;
+        return 0;
     }
     f = &c->segment[slot].f;
-    obs->accepted[b] = pfb_add_saturated(obs->accepted[b],
-                                         apr_atomic_read64(&f->accepted));
+    accepted = apr_atomic_read64(&f->accepted);
+    obs->accepted[b] = pfb_add_saturated(obs->accepted[b], accepted);
+    if (accepted != child->accepted_seen) {
+        child->accepted_seen = accepted;
+        child->quiet_since = obs->when;
+    }
     /* Only a child forked in the numbering in force counts itself idle
      * under its bucket's number there. */
     if (child->generation >= gen->layout && f->waiting != 0) {
         obs->waiting[b]++;
     }
+    return f->lingering != 0;
 }
 
-void pf_children_observe(const pf_children_t *c, const pf_generation_t *gen,
+void pf_children_observe(pf_children_t *c, const pf_generation_t *gen,
                          ap_generation_t number, worker_score **servers,
                          pf_observation_t *obs)
 {
     apr_time_t lived_by = obs->when - PF_RESPAWN_YOUNG_US;
-    int slot, b, status;
+    int slot, b, status, lingering;
 
     start_observing(gen, obs);
     for (slot = 0; slot < c->used; slot++) {
-        const pf_child_t *child = &c->slot[slot];
+        pf_child_t *child = &c->slot[slot];
 
         if (child->pid == 0) {
             continue;
@@ -315,7 +325,7 @@ void pf_children_observe(const pf_children_t *c, const pf_generation_t *gen,
         if (b < 0) {
             continue;
         }
-        note_written(c, slot, child, gen, b, obs);
+        lingering = note_written(c, slot, child, gen, b, obs);
         if (child->generation != number || child->stopping) {
             obs->old_generation[b] += child->generation != number;
             obs->stopping[b]++;
@@ -335,14 +345,39 @@ void pf_children_observe(const pf_children_t *c, const pf_generation_t *gen,
         else if (status == SERVER_READY) {
             obs->idle[b]++;
             obs->state[b].idle++;
-            /* Slots go up: each goes first, so the highest leads. */
-            obs->idle_next[slot] = obs->idle_head[b];
-            obs->idle_head[b] = slot;
+            /* A child whose lingering thread still reads closed
+             * connections accepts like any idle one, but retiring it
+             * would make it wait for them while its slot stays taken. */
+            if (!lingering) {
+                /* Slots go up: each goes first, so the highest leads. */
+                obs->idle_next[slot] = obs->idle_head[b];
+                obs->idle_head[b] = slot;
+            }
         }
         else {
             obs->busy[b]++;
         }
     }
+}
+
+int pf_children_coldest_idle(const pf_children_t *c,
+                             const pf_observation_t *obs, int b)
+{
+    int slot, coldest = -1, steps = 0;
+
+    for (slot = obs->idle_head[b]; slot >= 0 && slot < c->used
+                                   && steps < c->used;
+         slot = obs->idle_next[slot], steps++) {
+        if (c->slot[slot].pid == 0 || c->slot[slot].stopping) {
+            continue;
+        }
+        /* Strictly older: of equals, the first (the highest slot). */
+        if (coldest < 0
+            || c->slot[slot].quiet_since < c->slot[coldest].quiet_since) {
+            coldest = slot;
+        }
+    }
+    return coldest;
 }
 
 int pf_children_stop(pf_children_t *c, ap_generation_t number, int everyone)

@@ -64,6 +64,11 @@ typedef struct {
     apr_time_t started;         /**< forked at, by the parent's clock */
     int ready;                  /**< reported ready after child_init, the
                                      kernel vouching for its pid */
+    /** What the parent saw of the child's accept counter at the last
+     *  cycle, and since when it has not moved (from the fork): how long
+     *  the child has gone without a connection. */
+    apr_uint64_t accepted_seen;
+    apr_time_t quiet_since;
 } pf_child_t;
 
 typedef struct pf_children_s {
@@ -148,16 +153,29 @@ int pf_children_count_live(const pf_children_t *c, const pf_generation_t *gen,
  * A maintenance cycle's look at the children (pf_generation_observe()),
  * into @a obs, per bucket of @a gen: the current generation's children
  * (@a number) by state, as each wrote it in the scoreboard @a servers
- * (only ever compared with constants), and which of them are idle; those
- * told to stop and those of older generations; the newest that has lived
- * a second; and what each child wrote in its segment slot, read once:
- * its accept counter, summed (saturating), and its waiting mark, counted
- * where it was forked in the numbering in force.  obs->queued is read
- * already.
+ * (only ever compared with constants), and which of them are idle (the
+ * idle list leaves out those whose lingering mark is set: not for
+ * retirement); those told to stop and those of older generations; the
+ * newest that has lived a second; and what each child wrote in its
+ * segment slot, read once: its accept counter, summed (saturating) and
+ * compared with the one the child's record holds from the cycle before
+ * (the record notes when it last moved), its waiting mark, counted where
+ * it was forked in the numbering in force, and its lingering mark.
+ * obs->queued is read already.
  */
-void pf_children_observe(const pf_children_t *c, const pf_generation_t *gen,
+void pf_children_observe(pf_children_t *c, const pf_generation_t *gen,
                          ap_generation_t number, worker_score **servers,
                          pf_observation_t *obs);
+
+/**
+ * Of bucket @a b's idle children in @a obs not told to stop, the one that
+ * has gone longest without a connection (its counter unmoved since the
+ * earliest cycle; of equals, the highest slot), or -1: whom a retirement
+ * picks, so that the children that serve stay and those that stay idle
+ * go.  Pure.
+ */
+int pf_children_coldest_idle(const pf_children_t *c,
+                             const pf_observation_t *obs, int b);
 
 /** Tells to stop the children of generations other than @a number (every
  *  child with @a everyone) not told already.  @return how many */

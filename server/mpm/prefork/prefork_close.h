@@ -25,23 +25,32 @@
 
 #include "httpd.h"
 
-/** How long an exiting child waits for its lingering sockets (usec):
- *  httpd's quiet time, below the 3 s after which the parent sends a
- *  stopping child SIGTERM again and logs it. */
-#define PF_CLOSE_EXIT_WAIT      (2 * APR_INT64_C(1000000))
+#include "prefork_linger.h"
+
+/** How long an exiting child waits for its lingering sockets (usec): as
+ *  long as the last one may linger, httpd's bound (30 s from the client's
+ *  first bytes, then its quiet time).  A stop that must not wait (SIGTERM)
+ *  ends the child at once. */
+#define PF_CLOSE_EXIT_WAIT      (PF_LINGER_MAX_USEC + PF_LINGER_QUIET_USEC)
+
+/** Registers what the close learns while the child serves: whether each
+ *  request's body was read to its end, whether requests came pipelined
+ *  (from the MPM's register_hooks). */
+void pf_close_hooks(void);
 
 /**
  * In a new child, once: starts its lingering thread, or says once that
- * this child lingers itself (PFB00120).
+ * this child lingers itself (PFB00120); the thread keeps in @a lingering
+ * (the child's segment slot) how many sockets it holds.
  */
-void pf_close_child_init(void);
+void pf_close_child_init(volatile apr_int32_t *lingering);
 
 /**
  * In place of ap_lingering_close(c): the pre-close hooks, the flush and
  * the shutdown for writing as httpd does them, then the socket is closed
- * at once when no response byte can be lost, else lingered on by the
- * child's lingering thread (or, when that is impossible, here, as httpd
- * does).
+ * at once when the exchange is complete (pf_linger_decide), else lingered
+ * on by the child's lingering thread (or, when that is impossible, here,
+ * as httpd does).
  */
 void pf_close_connection(conn_rec *c);
 

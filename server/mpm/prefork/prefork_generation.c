@@ -94,7 +94,7 @@ static int bucket_queue(const pf_bucket_t *bucket, int *backlog, int *limits)
     return queued;
 }
 
-void pf_generation_observe(pf_generation_t *gen, const pf_children_t *c,
+void pf_generation_observe(pf_generation_t *gen, pf_children_t *c,
                            const pf_steer_t *steer, ap_generation_t number,
                            worker_score **servers)
 {
@@ -212,13 +212,12 @@ void pf_generation_retire(pf_generation_t *gen,
     int b, slot, count;
 
     for (b = 0; b < gen->num_buckets; b++) {
-        count = obs->action[b].kill;
-        for (slot = obs->idle_head[b]; slot >= 0 && count > 0;
-             slot = obs->idle_next[slot]) {
-            if (!pf_children_tell_to_stop(children, slot)) {
-                continue;
+        for (count = obs->action[b].kill; count > 0; count--) {
+            slot = pf_children_coldest_idle(children, obs, b);
+            /* Told to stop, it is no longer a candidate. */
+            if (slot < 0 || !pf_children_tell_to_stop(children, slot)) {
+                break;
             }
-            count--;
             obs->state[b].children--;
             obs->idle[b]--;
             obs->stopping[b]++;

@@ -72,9 +72,9 @@ typedef struct {
     int *stopping;              /**< told to stop, or of an older
                                      generation */
     int *old_generation;        /**< of older generations */
-    /** Per bucket, the first slot of its idle children, highest slot
-     *  first, and per slot the next one of the same bucket (-1: none):
-     *  whom a retirement picks. */
+    /** Per bucket, the first slot of its idle children that do not
+     *  linger, highest slot first, and per slot the next one of the same
+     *  bucket (-1: none): whom a retirement picks from. */
     int *idle_head;
     int *idle_next;
     /** When the newest current child of the bucket that has lived a
@@ -153,10 +153,11 @@ void pf_generation_start(pf_generation_t *gen, int *target, int num_slots,
  * socket's accept queue and its limit (TCP_INFO, once per socket), the
  * children (pf_children_observe(), @a servers being the scoreboard's
  * worker records, @a number the generation in force) and, right after
- * them, steering's figures (pf_steer_observe()).  Changes nothing else.
+ * them, steering's figures (pf_steer_observe()).  Changes nothing else
+ * but each child record's note of when it last took a connection.
  */
 void pf_generation_observe(pf_generation_t *gen,
-                           const struct pf_children_s *children,
+                           struct pf_children_s *children,
                            const struct pf_steer_s *steer,
                            ap_generation_t number, worker_score **servers);
 
@@ -188,9 +189,11 @@ void pf_generation_decide(pf_generation_t *gen, const pf_limits_t *lim,
 
 /**
  * A cycle's act: tells the idle children the decision picks to finish and
- * exit, highest slots first in each bucket (children there are the
- * newest, so the pool shrinks back towards low slot numbers); gen->obs
- * follows, for the publish.
+ * exit, in each bucket those that have gone longest without a connection
+ * first (pf_children_coldest_idle(): the pool that serves is the one that
+ * stays warm), and of equals the highest slots (the pool shrinks back
+ * towards low slot numbers); never a child that still lingers on closed
+ * connections.  gen->obs follows, for the publish.
  */
 void pf_generation_retire(pf_generation_t *gen,
                           struct pf_children_s *children);

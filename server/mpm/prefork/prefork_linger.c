@@ -50,7 +50,6 @@
 #ifdef __linux__
 #include <linux/sockios.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #endif
 
 #include "prefork_linger.h"
@@ -63,12 +62,13 @@
 #define DRAIN_READS_PER_EVENT   16
 /* The lingering thread's stack: epoll_wait and one read buffer. */
 #define THREAD_STACK            (64 * 1024)
-/* epoll_event data of the wake-up descriptor; sockets use their slot. */
-#define WAKE_TOKEN              ((apr_uint64_t)-1)
+/* What the thread waits for on a lingering socket: the client's bytes,
+ * its end of file, an error. */
+#define LINGER_EVENTS           (EPOLLIN | EPOLLRDHUP)
 
-pf_linger_action_e pf_linger_decide(const pf_linger_probe_t *probe)
+pf_linger_action_e pf_linger_decide(const pf_linger_exchange_t *x)
 {
-    switch (probe->read) {
+    switch (x->input) {
     case PF_READ_EOF:
         /* The client can send nothing more, and closing a socket whose
          * receive queue is empty sends FIN, never RST: the kernel goes on
@@ -84,13 +84,25 @@ pf_linger_action_e pf_linger_decide(const pf_linger_probe_t *probe)
     default:
         break;
     }
-    if (!probe->outq_known) {
-        return PF_LINGER_KEEP;
-    }
+    /* Nothing waits now, but a body not read to its end or a client that
+     * pipelines has more on its way; only a complete exchange leaves the
+     * client nothing to send. */
+    return x->body_unread || x->pipelined ? PF_LINGER_KEEP
+                                          : PF_LINGER_IF_UNDELIVERED;
+}
+
+int pf_linger_delivered(int fd)
+{
+#ifdef SIOCOUTQ
+    int outq = 0;
+
     /* The FIN takes one sequence number after the data: at most 1 left
-     * means the client acknowledged every response byte, and they are in
-     * its kernel whatever it sends next. */
-    return probe->outq <= 1 ? PF_LINGER_CLOSE_NOW : PF_LINGER_KEEP;
+     * means the client acknowledged every response byte. */
+    return ioctl(fd, SIOCOUTQ, &outq) == 0 && outq <= 1;
+#else
+    (void)fd;
+    return 0;
+#endif
 }
 
 /*
@@ -141,23 +153,6 @@ static pf_linger_read_e read_discard(int fd)
     }
     return (errno == EAGAIN || errno == EWOULDBLOCK) ? PF_READ_NOTHING
                                                      : PF_READ_ERROR;
-}
-
-void pf_linger_probe(int fd, pf_linger_probe_t *probe)
-{
-    int outq = 0;
-
-    probe->read = read_discard(fd);
-    probe->outq = 0;
-    probe->outq_known = 0;
-#ifdef SIOCOUTQ
-    if (ioctl(fd, SIOCOUTQ, &outq) == 0) {
-        probe->outq = outq;
-        probe->outq_known = 1;
-    }
-#else
-    (void)outq;
-#endif
 }
 
 void pf_linger_here(int fd, int short_linger)
@@ -219,12 +214,20 @@ static struct {
     int started;                /* 1: thread running; -1: failed */
     apr_status_t start_error;
     int epfd;
-    int wakefd;
     int sleeping_unbounded;     /* the thread waits with no timeout */
     int used;
+    volatile apr_int32_t *published;    /* where used is shown, or NULL */
     linger_slot_t slot[PF_LINGER_SLOTS];
 } lingerer = { .lock = PTHREAD_MUTEX_INITIALIZER,
                 .slot_freed = PTHREAD_COND_INITIALIZER };
+
+/* With the lock held. */
+static void publish_used(void)
+{
+    if (lingerer.published != NULL) {
+        *lingerer.published = lingerer.used;
+    }
+}
 
 /* With the lock held. */
 static void release_slot(int i)
@@ -239,6 +242,7 @@ static void release_slot(int i)
     s->in_use = 0;
     s->fd = -1;
     lingerer.used--;
+    publish_used();
     pthread_cond_broadcast(&lingerer.slot_freed);
 }
 
@@ -288,10 +292,25 @@ static int expire_slots(apr_int64_t now)
     return next ? (int)((next - now + 999) / 1000) : -1;
 }
 
+/* With the lock held: a socket registered with EPOLLOUT to wake the
+ * thread (pf_linger_hand_off) is watched for the client only from now
+ * on; a socket shut down for writing reports EPOLLOUT for good. */
+static void stop_waking(int i)
+{
+    struct epoll_event ev;
+
+    memset(&ev, 0, sizeof(ev));
+    ev.events = LINGER_EVENTS;
+    ev.data.u64 = (apr_uint64_t)i;
+    if (epoll_ctl(lingerer.epfd, EPOLL_CTL_MOD, lingerer.slot[i].fd, &ev)) {
+        /* Not watched at all then: its expiry closes it. */
+        epoll_ctl(lingerer.epfd, EPOLL_CTL_DEL, lingerer.slot[i].fd, NULL);
+    }
+}
+
 static void *linger_thread(void *arg)
 {
     struct epoll_event events[16];
-    apr_uint64_t count;
     int n, i, timeout;
 
     (void)arg;
@@ -304,14 +323,11 @@ static void *linger_thread(void *arg)
         pthread_mutex_lock(&lingerer.lock);
         lingerer.sleeping_unbounded = 0;
         for (i = 0; i < n; i++) {
-            if (events[i].data.u64 == WAKE_TOKEN) {
-                if (read(lingerer.wakefd, &count, sizeof(count)) < 0) {
-                    continue;       /* already read: nothing to do */
-                }
-                continue;
-            }
             if (events[i].data.u64 < PF_LINGER_SLOTS
                 && lingerer.slot[events[i].data.u64].in_use) {
+                if (events[i].events & EPOLLOUT) {
+                    stop_waking((int)events[i].data.u64);
+                }
                 serve_slot((int)events[i].data.u64, pf_linger_now());
             }
         }
@@ -322,7 +338,6 @@ static void *linger_thread(void *arg)
 /* With the lock held. */
 static apr_status_t start_thread(void)
 {
-    struct epoll_event ev;
     pthread_attr_t attr;
     pthread_t thread;
     sigset_t all, saved;
@@ -331,21 +346,6 @@ static apr_status_t start_thread(void)
     lingerer.epfd = epoll_create1(EPOLL_CLOEXEC);
     if (lingerer.epfd < 0) {
         return errno;
-    }
-    lingerer.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (lingerer.wakefd < 0) {
-        rc = errno;
-        close(lingerer.epfd);
-        return rc;
-    }
-    memset(&ev, 0, sizeof(ev));
-    ev.events = EPOLLIN;
-    ev.data.u64 = WAKE_TOKEN;
-    if (epoll_ctl(lingerer.epfd, EPOLL_CTL_ADD, lingerer.wakefd, &ev)) {
-        rc = errno;
-        close(lingerer.wakefd);
-        close(lingerer.epfd);
-        return rc;
     }
     for (i = 0; i < PF_LINGER_SLOTS; i++) {
         lingerer.slot[i].fd = -1;
@@ -361,7 +361,6 @@ static apr_status_t start_thread(void)
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
-        close(lingerer.wakefd);
         close(lingerer.epfd);
         return rc;
     }
@@ -388,12 +387,19 @@ apr_status_t pf_linger_start(void)
     return rv;
 }
 
+void pf_linger_count_in(volatile apr_int32_t *count)
+{
+    pthread_mutex_lock(&lingerer.lock);
+    lingerer.published = count;
+    publish_used();
+    pthread_mutex_unlock(&lingerer.lock);
+}
+
 apr_status_t pf_linger_hand_off(int fd, int short_linger)
 {
     struct epoll_event ev;
-    apr_uint64_t one = 1;
     apr_status_t rv = APR_SUCCESS;
-    int i, wake = 0;
+    int i;
 
     pthread_mutex_lock(&lingerer.lock);
     if (start_once() != APR_SUCCESS) {
@@ -408,7 +414,13 @@ apr_status_t pf_linger_hand_off(int fd, int short_linger)
         goto out;
     }
     memset(&ev, 0, sizeof(ev));
-    ev.events = EPOLLIN | EPOLLRDHUP;
+    /* A thread waiting with no timeout must learn of the new expiry: the
+     * socket, shut down for writing, is writable at once, and EPOLLOUT
+     * wakes it (no eventfd to write).  One waiting with a timeout wakes
+     * early enough, since no socket already held expires later than this
+     * new one, and is not woken. */
+    ev.events = LINGER_EVENTS
+                | (lingerer.sleeping_unbounded ? (apr_uint32_t)EPOLLOUT : 0);
     ev.data.u64 = (apr_uint64_t)i;
     if (epoll_ctl(lingerer.epfd, EPOLL_CTL_ADD, fd, &ev)) {
         rv = errno;
@@ -420,16 +432,9 @@ apr_status_t pf_linger_hand_off(int fd, int short_linger)
     lingerer.slot[i].times.started = pf_linger_now();
     lingerer.slot[i].times.short_linger = short_linger;
     lingerer.used++;
-    /* A thread waiting with no timeout learns of the new expiry only if
-     * woken; one with a timeout wakes early enough, since no socket
-     * already held expires later than this new one. */
-    wake = lingerer.sleeping_unbounded;
+    publish_used();
 out:
     pthread_mutex_unlock(&lingerer.lock);
-    if (wake && write(lingerer.wakefd, &one, sizeof(one)) < 0) {
-        /* The counter is saturated only if unread wake-ups piled up,
-         * and then the thread is awake anyway. */
-    }
     return rv;
 }
 
@@ -482,6 +487,11 @@ void pf_linger_finish(apr_int64_t max_wait)
 apr_status_t pf_linger_start(void)
 {
     return APR_ENOTIMPL;
+}
+
+void pf_linger_count_in(volatile apr_int32_t *count)
+{
+    (void)count;
 }
 
 apr_status_t pf_linger_hand_off(int fd, int short_linger)

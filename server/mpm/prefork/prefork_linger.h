@@ -27,17 +27,23 @@
  * bytes; a prefork child blocks in that read, usually until the client's
  * FIN, before it can accept again.
  *
- * Here the child closes at once when the promise already holds: the
- * client has closed its side, or nothing from it is pending and every
- * response byte is acknowledged (so the client's kernel holds the whole
- * response, whatever comes later).  Otherwise the socket goes to a small
+ * Here the child closes at once only when the exchange is complete and
+ * delivered, or the client has closed its side.  Complete: the request's
+ * body was read to its end, no pipelined request was seen on the
+ * connection, and nothing from the client waits in the connection's input
+ * filters or its socket, so the client has nothing more to send.
+ * Delivered: every response byte is acknowledged, so even a client that
+ * sends again (a request it pipelines only after its `Connection: close`)
+ * has the whole response in its kernel when the reset comes.  Otherwise the socket goes to a small
  * set that a thread of the child reads and closes on httpd's schedule,
  * while the child goes back to accept().  The set is the child's own: no
  * other process is involved, the parent least of all, and the child's
  * blocking, exclusive accept() is untouched.  The thread is started with
  * the child (pf_linger_start), so that a child's threads and descriptors
  * stay the same over its life, which monitoring and the soak test compare;
- * idle, it costs a blocked thread, an epoll and an eventfd descriptor.
+ * idle, it costs a blocked thread and an epoll descriptor.  A child that stops (graceful stop or restart,
+ * MaxConnectionsPerChild, retirement) waits for its lingering sockets
+ * first, each bounded as httpd bounds it.
  *
  * This file needs libc, pthreads and APR's types only, so the unit tests
  * drive it with real loopback sockets; prefork_close.c is the httpd glue.
@@ -69,28 +75,38 @@ typedef enum {
     PF_READ_ERROR               /**< the connection is gone (reset ...) */
 } pf_linger_read_e;
 
-/** What the kernel says about a connection just shut down for writing. */
+/** What is known of a connection's exchange when the child closes it. */
 typedef struct {
-    pf_linger_read_e read;      /**< the read's outcome */
-    int outq_known;             /**< 0: SIOCOUTQ failed or is missing */
-    long outq;                  /**< sequence space not yet acknowledged:
-                                     unsent and unacknowledged bytes, plus
-                                     1 for our FIN until it is acked */
-} pf_linger_probe_t;
+    pf_linger_read_e input;     /**< a non-blocking look at what the client
+                                     sent and nobody read (the input
+                                     filters' buffers, then the socket);
+                                     PF_READ_NOTHING when the look could
+                                     not tell */
+    int body_unread;            /**< the last request's body was not read
+                                     to its end, or the request was not
+                                     read whole */
+    int pipelined;              /**< a request on this connection arrived
+                                     before the answer to the one before */
+} pf_linger_exchange_t;
 
 typedef enum {
     PF_LINGER_CLOSE_NOW,        /**< the promise holds: close */
-    PF_LINGER_KEEP              /**< linger: read until the client is done */
+    PF_LINGER_KEEP,             /**< linger: read until the client is done */
+    PF_LINGER_IF_UNDELIVERED    /**< the exchange is complete: linger only
+                                     while response bytes are
+                                     unacknowledged (pf_linger_delivered) */
 } pf_linger_action_e;
 
 /**
  * Whether a connection just shut down for writing may be closed now.
- * Pure.  A connection whose client closed or reset it may; one with
- * pending bytes may not (closing would reset it at once, dropping what
- * is unsent); otherwise it may when at most our FIN is unacknowledged,
- * and a probe that failed keeps it.
+ * Pure.  A client that closed its side can send nothing more: close at
+ * once.  One with unread bytes waiting is still sending: linger.  So does
+ * one whose exchange is not complete (the body unread, pipelining seen):
+ * its body or its next requests are on their way, would get RST, and the
+ * client would often never read the answer.  A complete exchange closes
+ * once the response is delivered.
  */
-pf_linger_action_e pf_linger_decide(const pf_linger_probe_t *probe);
+pf_linger_action_e pf_linger_decide(const pf_linger_exchange_t *x);
 
 /** When a lingering socket's reads began and last brought bytes. */
 typedef struct {
@@ -101,10 +117,10 @@ typedef struct {
 } pf_linger_times_t;
 
 /**
- * One non-blocking read of @a fd (discarding what it reads) and SIOCOUTQ:
- * the input of pf_linger_decide().
+ * Whether every response byte on @a fd, shut down for writing, is
+ * acknowledged (SIOCOUTQ: at most our FIN is); 0 when unknown.
  */
-void pf_linger_probe(int fd, pf_linger_probe_t *probe);
+int pf_linger_delivered(int fd);
 
 /**
  * Starts the child's lingering thread (once; later calls return the first
@@ -113,6 +129,13 @@ void pf_linger_probe(int fd, pf_linger_probe_t *probe);
  *         then lingers itself, as httpd does)
  */
 apr_status_t pf_linger_start(void);
+
+/**
+ * From now on, keeps in @a count (NULL: nowhere) how many sockets the
+ * lingering thread holds: the child's segment slot, where the parent
+ * sees which idle children still linger.
+ */
+void pf_linger_count_in(volatile apr_int32_t *count);
 
 /**
  * Hands @a fd, shut down for writing, to the child's lingering thread,
@@ -131,7 +154,8 @@ void pf_linger_here(int fd, int short_linger);
 
 /**
  * Before the child exits: waits up to @a max_wait usec for the lingering
- * thread to finish its sockets, then closes what is left.
+ * thread to finish its sockets (each ends at its own expiry at the
+ * latest), then closes what is left.
  */
 void pf_linger_finish(apr_int64_t max_wait);
 

@@ -23,7 +23,7 @@
  * The parent creates the segment once, at the first start, and rewrites
  * every field it owns each maintenance cycle, so whatever a child wrote
  * over them lasts a cycle at most.  The slot records are the children
- * table's to write (prefork_children.h); the two fields a child writes in
+ * table's to write (prefork_children.h); the fields a child writes in
  * its own slot are read by the children table's observation, never here.
  * What the writer keeps of its own (where the parts start, each record's
  * next rate sample) is in the parent's memory.
