@@ -1009,24 +1009,27 @@ static void wake_on_child_exit(server_rec *s)
 
 /* Reaps children and keeps the buckets served until a signal asks for a
  * restart or a stop, or, when @a drain_until is set, until the accept
- * queues are empty or that time has come. */
+ * queues are empty at two looks in a row (a handshake answered just
+ * before the first joins its queue within a round trip) or that time has
+ * come. */
 static void server_main_loop(server_rec *s, apr_time_t drain_until)
 {
     /* The first cycle comes a second after (re)start: until then the new
      * generation is being started and the old one replaced child for
      * child, and a deficit seen now would only add to that. */
     apr_time_t last_maintenance = apr_time_now();
-    int wait_ms = drain_until ? DRAIN_POLL_MS : 1000, passes = 0;
+    int wait_ms = drain_until ? DRAIN_POLL_MS : 1000, passes = 0, empty = 0;
 
     while (!retained->mpm->restart_pending
            && !retained->mpm->shutdown_pending) {
         pf_child_exit_t how;
         apr_time_t now;
 
-        if (drain_until
-            && (apr_time_now() >= drain_until
-                || pf_generation_queued(&retained->gen) == 0)) {
-            return;
+        if (drain_until) {
+            empty = pf_generation_queued(&retained->gen) == 0 ? empty + 1 : 0;
+            if (empty >= 2 || apr_time_now() >= drain_until) {
+                return;
+            }
         }
         /* As httpd does: the monitor hook every tenth pass. */
         if (++passes >= 10) {

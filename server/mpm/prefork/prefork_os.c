@@ -246,14 +246,22 @@ apr_status_t pf_os_listener_queue(apr_socket_t *sd, int *queued, int *limit)
 apr_status_t pf_os_refuse_new_connections(apr_socket_t *sd)
 {
 #if defined(__linux__) && defined(SO_ATTACH_FILTER)
-    /* One instruction: "return 0", keep no byte of any packet. */
-    static struct sock_filter drop_all[] = {
-        BPF_STMT(BPF_RET | BPF_K, 0)
+    /* A listener's filter sees each packet from its TCP header on, byte
+     * 13 holding the flags.  Only a SYN without ACK (a new handshake) is
+     * dropped: the final ACK of a handshake already answered must pass,
+     * or that connection never reaches the accept queue the drain
+     * empties, and is reset when the socket closes. */
+    static struct sock_filter drop_syn[] = {
+        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 13),
+        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x12),         /* SYN, ACK */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x02, 0, 1),   /* SYN alone */
+        BPF_STMT(BPF_RET | BPF_K, 0),                      /* drop */
+        BPF_STMT(BPF_RET | BPF_K, 0xffffffff)              /* keep */
     };
     struct sock_fprog prog;
 
-    prog.len = 1;
-    prog.filter = drop_all;
+    prog.len = sizeof(drop_syn) / sizeof(drop_syn[0]);
+    prog.filter = drop_syn;
     return set_socket_option(sd, SOL_SOCKET, SO_ATTACH_FILTER, &prog,
                              sizeof(prog));
 #else

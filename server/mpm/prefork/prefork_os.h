@@ -63,10 +63,11 @@ apr_status_t pf_os_listener_queue(apr_socket_t *sd, int *queued,
 
 /**
  * Makes a listening socket drop every new handshake (a classic BPF socket
- * filter that accepts nothing), while the connections already in its
- * accept queue stay there to be accepted.  Used at a graceful stop: a
- * client then sees its SYN go unanswered and, once the socket is closed,
- * refused, instead of being queued and then reset.
+ * filter that drops a SYN without ACK and keeps every other packet), while
+ * the connections already in its accept queue stay there to be accepted,
+ * and handshakes already answered complete and join them.  Used at a
+ * graceful stop: a client then sees its SYN go unanswered and, once the
+ * socket is closed, refused, instead of being queued and then reset.
  * @return APR_SUCCESS, or APR_ENOTIMPL where socket filters do not exist
  */
 apr_status_t pf_os_refuse_new_connections(apr_socket_t *sd);
