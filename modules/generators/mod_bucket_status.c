@@ -281,9 +281,16 @@ static void take_snapshot(bs_snapshot_t *snap, apr_pool_t *p)
 
     memset(snap, 0, sizeof(*snap));
     snap->mpm_name = ap_show_mpm();
-    snap->server_version = ap_get_server_description();
+    /* The banner, not the description: what the admin's ServerTokens
+     * lets the server say about itself. */
+    snap->server_version = ap_get_server_banner();
     if (!pfb_segment_usable(seg)) {
         snap->available = 0;
+        /* The optional function is this MPM's own: it runs, but writes a
+         * layout this module does not read. */
+        snap->unavailable = get_buckets_segment != NULL
+                                ? BS_UNAVAILABLE_INCOMPATIBLE
+                                : BS_UNAVAILABLE_OTHER_MPM;
         return;
     }
     copy_segment(snap, &rc, seg, p);
