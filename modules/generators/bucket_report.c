@@ -372,13 +372,6 @@ static void unavailable_reason(bs_buf_t *buf, const bs_snapshot_t *snap)
                   snap->mpm_name ? snap->mpm_name : "unknown");
 }
 
-/* The Prometheus label of why there is no bucket data. */
-static const char *unavailable_code(const bs_snapshot_t *snap)
-{
-    return snap->unavailable == BS_UNAVAILABLE_INCOMPATIBLE ? "incompatible"
-                                                            : "other-mpm";
-}
-
 /* What the page says of SO_REUSEPORT; the other formats give 1 or 0, and
  * nothing until a bucket needed it. */
 static const char *reuseport_words(int so_reuseport)
@@ -411,8 +404,7 @@ const char *bs_steering_fallback(const bs_snapshot_t *snap)
     }
     /* The buckets the ratio asked for went with the steering: a fault to
      * alert on, not the arrangement the admin chose. */
-    if (snap->reason != NULL
-        && strcmp(snap->reason, "idle-steering-unavailable") == 0) {
+    if (strcmp(text_or(snap->reason, ""), "idle-steering-unavailable") == 0) {
         return "refused";
     }
     /* The MPM attaches no program unless each Listen has several
@@ -959,7 +951,9 @@ void bs_format_prometheus(bs_buf_t *buf, const bs_snapshot_t *snap)
         /* Why, as a label of the 0: another MPM is the admin's choice,
          * a layout the module cannot read is a fault. */
         bs_buf_printf(buf, "httpd_bucket_data_available{reason=\"%s\"} 0\n",
-                      unavailable_code(snap));
+                      snap->unavailable == BS_UNAVAILABLE_INCOMPATIBLE
+                          ? "incompatible"
+                          : "other-mpm");
         prom_build_info(buf, snap);
         return;
     }

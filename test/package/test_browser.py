@@ -28,7 +28,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))        # test/, for pfbtest
 from pfbtest import (STATUS_LOAD, STATUS_LOCATION, STOCK_PREFORK,  # noqa: E402
-                     TOP, Load, Server, wait_for)
+                     TOP, Load, Server)
 from pfbtest.tally import report  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", "chromium")
