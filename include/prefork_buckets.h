@@ -72,7 +72,7 @@ extern "C" {
 /** "PFBK": marks a segment written by this MPM. */
 #define PFB_SHM_MAGIC 0x5046424bu
 /** Bumped whenever the layout below changes. */
-#define PFB_SHM_VERSION 3u
+#define PFB_SHM_VERSION 4u
 /** Each record starts on its own line, so writers of different records
  *  never share a cache line. */
 #define PFB_CACHE_LINE 128
@@ -132,6 +132,11 @@ typedef struct {
     apr_uint64_t accepted;
     /** Of those, the ones accepted by children that have exited. */
     apr_uint64_t retired;
+    /** Odd while the parent moves an exited child's count from its slot
+     *  into `retired`: a reader that sums `retired` and the slots reads
+     *  it before and after, and reads again when it changed
+     *  (pfb_retire_seq_begin(), pfb_retire_seq_changed()). */
+    volatile apr_uint32_t retire_seq;
     apr_uint32_t children;      /**< current-generation children */
     apr_uint32_t idle;          /**< ready to accept */
     apr_uint32_t busy;          /**< serving a connection */
@@ -179,7 +184,9 @@ typedef struct {
     /** Child, idle steering: 1 while it counts itself waiting in
      *  accept(). */
     volatile apr_int32_t waiting;
-    /** Parent: the bucket record of the child in this slot, -1 if none. */
+    /** Parent: the bucket record of the child in this slot, -1 if none.
+     *  A child that has exited keeps it (and its `accepted`) until the
+     *  parent has moved its count into the record's `retired`. */
     apr_int32_t record;
     /** Parent: the child's pid, 0 if the slot is free. */
     apr_int32_t pid;
@@ -387,6 +394,25 @@ static APR_INLINE int pfb_segment_slot_bucket(const pfb_segment_t *seg,
     position = rec->f.position;
     /* Only a bucket whose table entry points back at this record. */
     return pfb_segment_bucket(seg, position) == rec ? position : -1;
+}
+
+/** A reader's look at bucket record @a rec before it copies `retired`
+ *  and the slots' counts: pass the value to pfb_retire_seq_changed()
+ *  after them. */
+static APR_INLINE apr_uint32_t pfb_retire_seq_begin(const pfb_bucket_t *rec)
+{
+    return __atomic_load_n(&rec->f.retire_seq, __ATOMIC_ACQUIRE);
+}
+
+/** Whether a count moved between a slot and @a rec's `retired` while the
+ *  reader copied them (it then reads again): an exited child's count
+ *  may have been in neither place, or in both. */
+static APR_INLINE int pfb_retire_seq_changed(const pfb_bucket_t *rec,
+                                             apr_uint32_t seen)
+{
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return (seen & 1u) != 0
+           || __atomic_load_n(&rec->f.retire_seq, __ATOMIC_RELAXED) != seen;
 }
 
 /** a + b, or the largest value when that overflows: for sums of counters

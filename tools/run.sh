@@ -10,8 +10,11 @@
 #   bash tools/run.sh test   install what is missing, build, run every test
 # Installing: apt-get install of the PACKAGES below that are missing (and
 # their dependencies), with a policy-rc.d that keeps their services from
-# starting while apt runs; /etc/apache2's enabled modules are kept as they
-# were (apt_keeping_apache_modules).
+# starting while apt runs; the services those packages enable for the next
+# boot (nginx's, prometheus's, apache2's where it was not installed...) are
+# disabled again, so that every service is as it was (keep_services_as_found);
+# /etc/apache2's enabled modules are kept as they were
+# (apt_keeping_apache_modules).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -23,7 +26,8 @@ autoconf pkg-config gcc libc6-dev linux-libc-dev libseccomp-dev make python3 cur
 nginx-light gnuplot-nox prometheus libapache2-mod-php \
 build-essential debhelper dpkg-dev lintian prometheus-apache-exporter munin-plugins-core libwww-perl \
 libtool libtool-bin libpcre2-dev libpcre3-dev libexpat1-dev zlib1g-dev patch xz-utils shellcheck \
-libxml2-utils xsltproc python3-yaml clang libbpf-dev bpftool openssl autopkgtest"
+libxml2-utils xsltproc python3-yaml python3-markdown clang libbpf-dev bpftool openssl autopkgtest \
+chromium gdb"
 # Installed on their own, after the rest: their postinst changes the
 # system's apache2 configuration, which apt_keeping_apache_modules undoes.
 APACHE_MODULE_PACKAGES="libapache2-mod-php"
@@ -57,7 +61,9 @@ install_missing() {
         chmod 755 "$policy"
         added_policy=1
     fi
-    local status=0 rest=() modules=()
+    local status=0 rest=() modules=() services
+    services=$(mktemp)
+    enabled_services > "$services"
     for pkg in "${missing[@]}"; do
         case " $APACHE_MODULE_PACKAGES " in
         *" $pkg "*) modules+=("$pkg") ;;
@@ -79,9 +85,48 @@ install_missing() {
         rm -f "$policy"
         say "removed $policy"
     fi
+    keep_services_as_found "$services"
+    rm -f "$services"
     if [ "$status" -ne 0 ]; then
         exit "$status"
     fi
+}
+
+# The services enabled for the next boot, one a line: systemd's unit links
+# in /etc/systemd/system/*.wants/ ("systemd UNIT") and sysvinit's start
+# links in /etc/rc[2-5].d/ ("sysv NAME").
+enabled_services() {
+    find /etc/systemd/system -mindepth 2 -maxdepth 2 -path '*.wants/*' \
+        -printf 'systemd %f\n' 2>/dev/null
+    find /etc/rc2.d /etc/rc3.d /etc/rc4.d /etc/rc5.d -maxdepth 1 \
+        -name 'S[0-9][0-9]*' -printf '%f\n' 2>/dev/null \
+        | sed 's/^S[0-9][0-9]/sysv /'
+}
+
+# Disables what the packages just installed enabled: a service that was
+# not enabled before apt-get is not enabled after it.  A unit whose
+# package's postinst enabled it gets "systemctl disable" (which works
+# without systemd running, and says so to update-rc.d for its init
+# script); a sysvinit script alone gets "update-rc.d NAME disable".
+keep_services_as_found() {
+    local before=$1 kind name
+    comm -13 <(sort -u "$before") <(enabled_services | sort -u) \
+        | while read -r kind name; do
+            case "$kind" in
+            systemd)
+                say "systemctl disable $name (enabled by its package; it was not before)"
+                systemctl disable "$name" >/dev/null 2>&1 || true
+                ;;
+            sysv)
+                if [ -e "/lib/systemd/system/$name.service" ] \
+                        && command -v systemctl >/dev/null; then
+                    systemctl disable "$name.service" >/dev/null 2>&1 || true
+                fi
+                say "update-rc.d $name disable (enabled by its package; it was not before)"
+                update-rc.d "$name" disable >/dev/null 2>&1 || true
+                ;;
+            esac
+        done
 }
 
 enabled_apache_modules() {
@@ -179,10 +224,10 @@ demo_run() {
 
 demo() {
     local first="$TOP/build/demo-shipped.json" second="$TOP/build/demo-buckets.json"
-    local lines='<IfModule mpm_prefork_module>\
+    local lines='<IfDirective ListenBucketSteering>\
     ListenCoresBucketsRatio 1\
     ListenBucketSteering    idle\
-</IfModule>'
+</IfDirective>'
     mkdir -p "$TOP/build"
     say "1 of 2: the package's configuration (Debian's prefork pool, no bucket directive)"
     demo_run "$first" ""

@@ -361,14 +361,24 @@ void bs_buf_prom_label(bs_buf_t *buf, const char *s)
 
 static void unavailable_reason(bs_buf_t *buf, const bs_snapshot_t *snap)
 {
+    if (snap->unavailable == BS_UNAVAILABLE_INCOMPATIBLE) {
+        buf_puts(buf, "bucket data unavailable: the running MPM writes its "
+                      "bucket data in a layout this mod_bucket_status does "
+                      "not read; install both from the same build");
+        return;
+    }
     bs_buf_printf(buf, "bucket data unavailable: the running MPM is %s, not "
                        "the prefork MPM with listener buckets",
                   snap->mpm_name ? snap->mpm_name : "unknown");
 }
 
-static const char *reuseport_word(int so_reuseport)
+/* What the page says of SO_REUSEPORT; the other formats give 1 or 0, and
+ * nothing until a bucket needed it. */
+static const char *reuseport_words(int so_reuseport)
 {
-    return so_reuseport > 0 ? "yes" : so_reuseport == 0 ? "no" : "unknown";
+    return so_reuseport > 0    ? "works"
+           : so_reuseport == 0 ? "refused by the kernel"
+                               : "not needed yet";
 }
 
 /* Kept/moved figures mean something only under the steering modes that
@@ -391,6 +401,11 @@ const char *bs_steering_fallback(const bs_snapshot_t *snap)
 
     if (strcmp(active, wanted) == 0) {
         return "none";
+    }
+    /* The buckets the ratio asked for went with the steering: a fault to
+     * alert on, not the arrangement the admin chose. */
+    if (strcmp(text_or(snap->reason, ""), "idle-steering-unavailable") == 0) {
+        return "refused";
     }
     /* The MPM attaches no program unless each Listen has several
      * SO_REUSEPORT sockets to choose between. */
@@ -419,12 +434,17 @@ static void html_summary(bs_buf_t *buf, const bs_snapshot_t *snap)
     bs_buf_printf(buf, "<dl>\n<dt>Mode</dt><dd>%s (%s)</dd>\n", snap->mode,
                   snap->reason);
     bs_buf_printf(buf, "<dt>SO_REUSEPORT</dt><dd>%s</dd>\n",
-                  reuseport_word(snap->so_reuseport));
+                  reuseport_words(snap->so_reuseport));
     bs_buf_printf(buf, "<dt>Steering</dt><dd>%s", text_or(snap->steering,
                                                             "hash"));
     if (strcmp(bs_steering_fallback(snap), "refused") == 0) {
-        bs_buf_printf(buf, " (%s asked for; refused, see the error log)",
-                      snap->steering_wanted);
+        bs_buf_printf(buf, " (%s asked for; refused, see the error log%s)",
+                      snap->steering_wanted,
+                      strcmp(text_or(snap->reason, ""),
+                             "idle-steering-unavailable") == 0
+                          ? "; one bucket for every Listen instead of the "
+                            "ratio's"
+                          : "");
     }
     else if (strcmp(bs_steering_fallback(snap), "none") != 0) {
         bs_buf_printf(buf, " (%s asked for; nothing to steer with one "
@@ -841,7 +861,7 @@ static void prom_build_info(bs_buf_t *buf, const bs_snapshot_t *snap)
 {
     prom_family(buf, "httpd_bucket_build_info", "gauge",
                 "Always 1: mod_bucket_status's version, the running httpd "
-                "and its MPM");
+                "as ServerTokens shows it, and its MPM");
     buf_puts(buf, "httpd_bucket_build_info{");
     prom_label(buf, 1, "version", BS_VERSION);
     prom_label(buf, 0, "httpd", text_or(snap->server_version, "unknown"));
@@ -857,12 +877,16 @@ static void prom_info(bs_buf_t *buf, const bs_snapshot_t *snap)
     buf_puts(buf, "httpd_bucket_info{");
     prom_label(buf, 1, "mode", snap->mode);
     prom_label(buf, 0, "mode_reason", snap->reason);
-    prom_label(buf, 0, "so_reuseport", reuseport_word(snap->so_reuseport));
+    /* Yes-or-no figures are 1 or 0 here as in ?auto; SO_REUSEPORT not
+     * probed yet has no label, as ?auto has no line. */
+    if (snap->so_reuseport >= 0) {
+        prom_label(buf, 0, "so_reuseport", snap->so_reuseport > 0 ? "1" : "0");
+    }
     prom_label(buf, 0, "steering", text_or(snap->steering, "hash"));
     prom_label(buf, 0, "steering_wanted",
                text_or(snap->steering_wanted, "hash"));
     prom_label(buf, 0, "steering_fallback", bs_steering_fallback(snap));
-    prom_label(buf, 0, "cpu_affinity", snap->cpu_affinity ? "on" : "off");
+    prom_label(buf, 0, "cpu_affinity", snap->cpu_affinity ? "1" : "0");
     buf_puts(buf, "} 1\n");
 }
 
@@ -921,13 +945,20 @@ static void prom_children(bs_buf_t *buf, const bs_snapshot_t *snap)
 void bs_format_prometheus(bs_buf_t *buf, const bs_snapshot_t *snap)
 {
     prom_family(buf, "httpd_bucket_data_available", "gauge",
-                "1 if the running MPM publishes listener bucket data, else 0");
-    bs_buf_printf(buf, "httpd_bucket_data_available %d\n",
-                  snap->available ? 1 : 0);
-    prom_build_info(buf, snap);
+                "1 if the running MPM publishes listener bucket data, else "
+                "0 with the reason: other-mpm or incompatible");
     if (!snap->available) {
+        /* Why, as a label of the 0: another MPM is the admin's choice,
+         * a layout the module cannot read is a fault. */
+        bs_buf_printf(buf, "httpd_bucket_data_available{reason=\"%s\"} 0\n",
+                      snap->unavailable == BS_UNAVAILABLE_INCOMPATIBLE
+                          ? "incompatible"
+                          : "other-mpm");
+        prom_build_info(buf, snap);
         return;
     }
+    buf_puts(buf, "httpd_bucket_data_available 1\n");
+    prom_build_info(buf, snap);
     prom_info(buf, snap);
     prom_family(buf, "httpd_bucket_generation", "gauge",
                 "The server's generation: graceful and full restarts since "

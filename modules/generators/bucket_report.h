@@ -77,10 +77,23 @@ typedef struct {
     unsigned long long accepted;
 } bs_child_t;
 
+/** Why there is no bucket data (bs_snapshot_t.available 0). */
+typedef enum {
+    /** The running MPM is another one (Debian's prefork, event...): the
+     *  admin switched back, as intended. */
+    BS_UNAVAILABLE_OTHER_MPM = 0,
+    /** This MPM runs, but its segment has a layout this module does not
+     *  read: the two come from different builds. */
+    BS_UNAVAILABLE_INCOMPATIBLE = 1
+} bs_unavailable_e;
+
 typedef struct {
-    int available;              /**< 0: no bucket data (other MPM) */
+    int available;              /**< 0: no bucket data (see unavailable) */
+    bs_unavailable_e unavailable; /**< why, when available is 0 */
     const char *mpm_name;       /**< the running MPM, for "unavailable" */
-    const char *server_version; /**< e.g. "Apache/2.4.62 (Debian)" */
+    /** httpd's banner as ServerTokens shapes it: "Apache" under Prod,
+     *  "Apache/2.4.62 (Debian)" under Full. */
+    const char *server_version;
     const char *mode;           /**< "reuseport", "per-listen", "single" */
     const char *reason;         /**< how the count was derived */
     const char *steering;       /**< ListenBucketSteering in force */
@@ -110,7 +123,10 @@ void bs_snapshot_balance(bs_snapshot_t *snap);
  * "none" (it does not differ), "one-bucket-per-listen" (there is nothing
  * to choose between, so hash is all there is: not a fault) or "refused"
  * (the kernel or the privileges refused the program: the error log's
- * warning says which step).
+ * warning says which step).  The ratio with idle or local steering that
+ * the kernel refuses runs one bucket for every Listen
+ * (idle-steering-unavailable): refused too, since the buckets asked for
+ * are gone because of it.
  */
 const char *bs_steering_fallback(const bs_snapshot_t *snap);
 

@@ -64,9 +64,19 @@ typedef struct {
     int num_slots;
     int *record_of_bucket;      /* the bucket table, copied */
     int *bucket_of_record;      /* its inverse, -1 for none */
+    int *record_index;          /* per bucket, its record's number */
     pfb_bucket_fields_t *records;   /* per bucket, its record copied */
+    apr_uint32_t *retire_seq;   /* per bucket, its record's sequence */
     unsigned long long *accepted;   /* per bucket, summed over slots */
 } reader_copy_t;
+
+/* Copies taken when a child's count moved between its slot and its
+ * bucket's total while we read: after that many the last one is used (a
+ * child that keeps writing the sequence makes a report wrong, no more).
+ * The move takes the parent a few stores; past the first retries the
+ * parent was descheduled inside it, so the reader waits a little. */
+#define READ_TRIES 16
+#define READ_RETRY_WAIT_US 100
 
 /* How many buckets and slots this reader will look at.  Both come from
  * this process: the segment's sizes (pfb_segment_t, set when the MPM made
@@ -104,10 +114,26 @@ static void copy_listener(char *out, apr_size_t len, const char *in)
     out[i] = '\0';
 }
 
+static void reader_alloc(reader_copy_t *rc, const pfb_segment_t *seg,
+                         apr_pool_t *p)
+{
+    int max_buckets, max_slots;
+    apr_size_t n;
+
+    reader_limits(seg, &max_buckets, &max_slots);
+    n = (apr_size_t)max_buckets + 1;
+    rc->record_of_bucket = apr_palloc(p, sizeof(int) * n);
+    rc->record_index = apr_palloc(p, sizeof(int) * n);
+    rc->records = apr_palloc(p, sizeof(*rc->records) * n);
+    rc->retire_seq = apr_palloc(p, sizeof(*rc->retire_seq) * n);
+    rc->accepted = apr_palloc(p, sizeof(*rc->accepted) * n);
+    rc->bucket_of_record = apr_palloc(p, sizeof(int)
+                                             * (apr_size_t)seg->num_records);
+}
+
 /* Copies the header, the bucket table and the current buckets' records,
  * once each, through the header's bounded accessors. */
-static void copy_buckets(reader_copy_t *rc, const pfb_segment_t *seg,
-                         apr_pool_t *p)
+static void copy_buckets(reader_copy_t *rc, const pfb_segment_t *seg)
 {
     int max_buckets, max_slots, b, r, n = 0;
 
@@ -119,15 +145,6 @@ static void copy_buckets(reader_copy_t *rc, const pfb_segment_t *seg,
     rc->num_slots = rc->header.slots_used < 0 ? 0
                     : rc->header.slots_used > max_slots ? max_slots
                                                         : rc->header.slots_used;
-    rc->record_of_bucket = apr_palloc(p, sizeof(int)
-                                             * (apr_size_t)(rc->num_buckets
-                                                            + 1));
-    rc->records = apr_pcalloc(p, sizeof(*rc->records)
-                                     * (apr_size_t)(rc->num_buckets + 1));
-    rc->accepted = apr_pcalloc(p, sizeof(*rc->accepted)
-                                      * (apr_size_t)(rc->num_buckets + 1));
-    rc->bucket_of_record = apr_palloc(p, sizeof(int)
-                                             * (apr_size_t)seg->num_records);
     for (r = 0; r < seg->num_records; r++) {
         rc->bucket_of_record[r] = -1;
     }
@@ -139,8 +156,10 @@ static void copy_buckets(reader_copy_t *rc, const pfb_segment_t *seg,
         if (rec == NULL || rc->bucket_of_record[r] >= 0) {
             continue;           /* no record, or one named twice */
         }
-        memcpy(&rc->records[n], &rec->f, sizeof(rc->records[n]));
+        rc->retire_seq[n] = pfb_retire_seq_begin(rec);
+        memcpy(&rc->records[n], (const void *)&rec->f, sizeof(rc->records[n]));
         rc->record_of_bucket[n] = b;
+        rc->record_index[n] = r;
         rc->bucket_of_record[r] = n;
         rc->accepted[n] = rc->records[n].retired;
         n++;
@@ -148,15 +167,15 @@ static void copy_buckets(reader_copy_t *rc, const pfb_segment_t *seg,
     rc->num_buckets = n;
 }
 
-/* One pass over the slots: each live child's counter goes to its bucket,
- * and the current generation's children are listed. */
+/* One pass over the slots: each child's counter goes to its bucket (a
+ * child that has exited counts until the parent has moved its count into
+ * the bucket's total), and the current generation's live children are
+ * listed. */
 static void copy_children(bs_snapshot_t *snap, reader_copy_t *rc,
-                          const pfb_segment_t *seg, apr_pool_t *p)
+                          const pfb_segment_t *seg)
 {
     int slot, n = 0;
 
-    snap->children = apr_pcalloc(p, sizeof(bs_child_t)
-                                        * (apr_size_t)(rc->num_slots + 1));
     for (slot = 0; slot < rc->num_slots; slot++) {
         const pfb_slot_fields_t *s = &pfb_segment_slot(seg, slot)->f;
         apr_int32_t pid = s->pid, record = s->record;
@@ -165,12 +184,12 @@ static void copy_children(bs_snapshot_t *snap, reader_copy_t *rc,
             apr_atomic_read64((volatile apr_uint64_t *)&s->accepted);
         int i;
 
-        if (pid == 0 || record < 0 || record >= seg->num_records
+        if (record < 0 || record >= seg->num_records
             || (i = rc->bucket_of_record[record]) < 0) {
             continue;
         }
         rc->accepted[i] = pfb_add_saturated(rc->accepted[i], accepted);
-        if (stopping || generation != rc->header.generation) {
+        if (pid == 0 || stopping || generation != rc->header.generation) {
             continue;
         }
         snap->children[n].slot = slot;
@@ -180,6 +199,45 @@ static void copy_children(bs_snapshot_t *snap, reader_copy_t *rc,
         n++;
     }
     snap->num_children = n;
+}
+
+/* Whether a count moved between a slot and its bucket's total while we
+ * copied them: then the sums may hold it twice or not at all. */
+static int counts_moved(const reader_copy_t *rc, const pfb_segment_t *seg)
+{
+    int i;
+
+    for (i = 0; i < rc->num_buckets; i++) {
+        const pfb_bucket_t *rec = pfb_segment_record(seg,
+                                                      rc->record_index[i]);
+
+        if (rec == NULL || pfb_retire_seq_changed(rec, rc->retire_seq[i])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The buckets and the children, copied again while a count moved. */
+static void copy_segment(bs_snapshot_t *snap, reader_copy_t *rc,
+                         const pfb_segment_t *seg, apr_pool_t *p)
+{
+    int max_buckets, max_slots, tries = 0;
+
+    reader_alloc(rc, seg, p);
+    reader_limits(seg, &max_buckets, &max_slots);
+    snap->children = apr_palloc(p, sizeof(bs_child_t)
+                                       * (apr_size_t)(max_slots + 1));
+    for (;;) {
+        copy_buckets(rc, seg);
+        copy_children(snap, rc, seg);
+        if (!counts_moved(rc, seg) || ++tries >= READ_TRIES) {
+            break;
+        }
+        if (tries > 2) {
+            apr_sleep(READ_RETRY_WAIT_US);
+        }
+    }
 }
 
 static void copy_bucket(bs_bucket_t *out, const reader_copy_t *rc, int i,
@@ -223,12 +281,19 @@ static void take_snapshot(bs_snapshot_t *snap, apr_pool_t *p)
 
     memset(snap, 0, sizeof(*snap));
     snap->mpm_name = ap_show_mpm();
-    snap->server_version = ap_get_server_description();
+    /* The banner, not the description: what the admin's ServerTokens
+     * lets the server say about itself. */
+    snap->server_version = ap_get_server_banner();
     if (!pfb_segment_usable(seg)) {
         snap->available = 0;
+        /* The optional function is this MPM's own: it runs, but writes a
+         * layout this module does not read. */
+        snap->unavailable = get_buckets_segment != NULL
+                                ? BS_UNAVAILABLE_INCOMPATIBLE
+                                : BS_UNAVAILABLE_OTHER_MPM;
         return;
     }
-    copy_buckets(&rc, seg, p);
+    copy_segment(snap, &rc, seg, p);
     h = &rc.header;
     snap->available = 1;
     snap->mode = pfb_mode_name(h->mode);
@@ -259,7 +324,6 @@ static void take_snapshot(bs_snapshot_t *snap, apr_pool_t *p)
      * have written anything there. */
     snap->uptime = ((double)now - (double)h->started) / APR_USEC_PER_SEC;
     snap->start_time = (double)h->started / APR_USEC_PER_SEC;
-    copy_children(snap, &rc, seg, p);
     snap->num_buckets = rc.num_buckets;
     snap->buckets = apr_pcalloc(p, sizeof(bs_bucket_t)
                                        * (apr_size_t)(rc.num_buckets + 1));

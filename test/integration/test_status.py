@@ -4,6 +4,7 @@ parses, other MPMs get "bucket data unavailable", bad queries get 400."""
 
 import html.parser
 import json
+import os
 import random
 import re
 import shutil
@@ -287,6 +288,52 @@ class BucketStatus(unittest.TestCase):
                 self.assertEqual("Bucket[1]SteeringIdle" in values,
                                  preload is None)
 
+    def test_the_recommended_setups_fallback_is_a_refusal(self):
+        # README's recommended lines where idle steering cannot run (no
+        # CAP_BPF: the shim makes bpf(2) fail): one bucket for every
+        # Listen, which the steering alert must see as refused.
+        extra = ("<IfDirective ListenBucketSteering>\n"
+                 "    ListenCoresBucketsRatio 1\n"
+                 "    ListenBucketSteering idle\n"
+                 "</IfDirective>\n")
+        several = len(os.sched_getaffinity(0)) > 1
+        with self.server(extra=extra, env={"LD_PRELOAD": NOBPF_SO},
+                         expect_log=("PFB00150",) if several else ()) as srv:
+            srv.start()
+            values = parse_auto(fetch(srv, "/bucket-status?auto")[2])
+            body = fetch(srv, "/bucket-status?prometheus=")[2]
+            check_prometheus(body)
+            if several:
+                self.assertEqual((values["BucketMode"],
+                                  values["BucketModeReason"],
+                                  values["BucketSteeringFallback"]),
+                                 ("single", "idle-steering-unavailable",
+                                  "refused"))
+                self.assertIn('mode="single",mode_reason="idle-steering-'
+                              'unavailable",', body)
+                self.assertIn('steering="hash",steering_wanted="idle",'
+                              'steering_fallback="refused"', body)
+            else:
+                # One usable CPU: one socket per Listen by the ratio, which
+                # is no fault.
+                self.assertEqual(values["BucketSteeringFallback"],
+                                 "one-bucket-per-listen")
+
+    def test_the_banner_follows_server_tokens(self):
+        # httpd_bucket_build_info's httpd label says what the server's
+        # own Server header says, no more.
+        for tokens, banner in (("Prod", "Apache"), ("Full", None)):
+            with self.server(extra="ServerTokens %s\n" % tokens) as srv:
+                srv.start()
+                with urllib.request.urlopen(srv.url("/"), timeout=30) as r:
+                    header = r.headers.get("Server")
+                if banner is not None:
+                    self.assertEqual(header, banner)
+                body = fetch(srv, "/bucket-status?prometheus=")[2]
+                self.assertIn(',httpd="%s",' % header, body)
+                self.assertEqual(bool(re.search(r'httpd="Apache/2\.4', body)),
+                                 tokens == "Full", body)
+
     def test_html_page_is_well_formed_and_refreshes(self):
         with self.server() as srv:
             srv.start()
@@ -334,7 +381,9 @@ class BucketStatus(unittest.TestCase):
         prom = fetch(srv, "/bucket-status?prometheus")[2]
         check_prometheus(prom)
         promtool_check(self, prom)
-        self.assertIn("httpd_bucket_data_available 0\n", prom)
+        # Another MPM is the admin's choice, told apart from a fault.
+        self.assertIn('httpd_bucket_data_available{reason="other-mpm"} 0\n',
+                      prom)
         self.assertIn('mpm="%s"} 1\n' % mpm_word, prom)
         self.assertIn(phrase, fetch(srv, "/server-status")[2])
 

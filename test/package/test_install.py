@@ -8,10 +8,13 @@ Steps, as an admin would take them:
   1. apt-get install ./libapache2-mod-mpm-prefork-buckets_*.deb
      ./libapache2-mod-bucket-status_*.deb: installed, nothing enabled, no
      service started or restarted, nor by a reinstall (an upgrade's
-     postinst);
+     postinst); the manual's pages link only files their package ships,
+     every alert's runbook_url opens the installed runbook at its
+     section, and systemd-analyze reads apache2.service with the drop-in;
   2. a2enmod mpm_prefork_buckets is refused while Debian's MPM is enabled;
      a2dismod mpm_event && a2enmod mpm_prefork_buckets bucket_status;
-  3. apache2ctl configtest; a reinstall now asks to restart apache2;
+  3. apache2ctl configtest; a reinstall of each set of the packages now
+     asks to restart apache2, once;
   4. apache2ctl start on a test port: serves, with one listening socket per
      bucket, and /bucket-status?json answers;
   5. apache2ctl graceful under load: no request fails, same parent;
@@ -22,11 +25,14 @@ Steps, as an admin would take them:
      stops with one line saying what to do; doing it (a2dismod
      mpm_prefork_buckets, apt-get install the -divert package) makes
      mpm_prefork this MPM: configtest, start, a PHP page served, bucket
-     data available; then switching back (apt-get purge of the -divert
-     package) puts Debian's mod_mpm_prefork.so back, byte for byte;
-  8. apt-get purge while this MPM is enabled: Debian's mpm_prefork is
-     enabled in its place (configtest passes, apache2 is asked to
-     restart); no file of the packages left, no a2enmod state;
+     data available; each set of the three packages upgraded together
+     asks for one restart; then switching back (apt-get purge of the
+     -divert package) puts Debian's mod_mpm_prefork.so back, byte for
+     byte;
+  8. apt-get purge while this MPM is enabled: the MPM enabled before it
+     (mpm_prefork, which step 7 switched from) is enabled in its place
+     (configtest passes, apache2 is asked to restart); no file of the
+     packages left, no a2enmod state;
   9. Debian's own MPM can be enabled again (a2enmod, configtest).
 
 CI runs on the developer's own machine, so everything is put back on every
@@ -50,6 +56,7 @@ import contextlib
 import fcntl
 import glob
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -94,6 +101,15 @@ INSTALLED_BY_TEST = os.path.join(STATE, "installed-packages")
 # alert, on every start.
 DEBIAN_ROUTINE_TAGS = ("AH00558",)
 PHP_DIR = os.path.join(STATE, "php")
+# The MPM package's systemd drop-in, its helpers.
+LIBEXEC = "/usr/libexec/libapache2-mod-mpm-prefork-buckets"
+DROPIN = ("/lib/systemd/system/apache2.service.d/"
+          "libapache2-mod-mpm-prefork-buckets.conf")
+STOP_HELPER = LIBEXEC + "/apache2-stop"
+PREVIOUS_MPM = LIBEXEC + "/previous-mpm"
+# What make install writes outside /etc/apache2 (test_lifecycle.py).
+MAKE_INSTALLED = ("/usr/lib/apache2/modules/mod_mpm_prefork_buckets.so",
+                  "/usr/lib/apache2/modules/mod_bucket_status.so")
 PHP_CONF = "/etc/apache2/conf-enabled/pfb-package-test-php.conf"
 
 results = {}
@@ -179,7 +195,14 @@ def restore_tree(top):
     shutil.rmtree(old, ignore_errors=True)
 
 
+# The policy-rc.d there was before the test (its content's hash, or
+# None), for check_restored().
+policy_before = None
+
+
 def save_machine():
+    global policy_before
+    policy_before = file_hash(POLICY)
     os.makedirs(STATE, mode=0o700)
     for top in TREES:
         # Copied under a temporary name first: a half-made copy is never
@@ -204,11 +227,15 @@ def restore_machine():
                           if package_state(p) != "not-installed"]
     if installed:
         sh(APT + ["purge"] + installed, timeout=900)
+    # What a make install of the tests left, where no package owns it.
+    for path in MAKE_INSTALLED:
+        if os.path.exists(path) and sh(["dpkg", "-S", path],
+                                       quiet=True)[0] != 0:
+            os.unlink(path)
     for top in TREES:
         if os.path.isdir(backup_name(top)):
             restore_tree(top)
-    if is_our_policy():
-        os.unlink(POLICY)
+    restore_policy()
 
 
 def hold_dpkg_lock(timeout=600):
@@ -246,17 +273,31 @@ def is_our_policy():
 def install_policy():
     """Maintainer scripts may ask for service starts; refuse and record
     them, so no system apache2 is ever started here.  A policy-rc.d that
-    someone else put there (tools/run.sh does, around its apt-get) is left
-    alone: it refuses too, and its owner will remove it.  Returns whether
-    ours is the one in place, i.e. whether service requests are recorded."""
+    someone else put there (a container image's, or tools/run.sh's around
+    its apt-get) is moved aside into the test's state and asked by ours,
+    which records every request and then gives the other one's answer; the
+    restore puts it back as it was (also after a killed run).  Returns
+    whether requests are recorded."""
+    foreign = os.path.join(STATE, "policy-rc.d.foreign")
     if os.path.lexists(POLICY) and not is_our_policy():
-        return False
+        os.rename(POLICY, foreign)
+    verdict = ('exec "%s" "$@"\n' % foreign) if os.path.lexists(foreign) \
+        else "exit 101\n"
     with open(POLICY + ".pfb-new", "w") as f:
-        f.write("#!/bin/sh\n# pfb package test: refuse and record\n"
-                "echo \"$*\" >> %s\nexit 101\n" % INVOKE_LOG)
+        f.write("#!/bin/sh\n# pfb package test: record, and refuse\n"
+                "echo \"$*\" >> %s\n%s" % (INVOKE_LOG, verdict))
     os.chmod(POLICY + ".pfb-new", 0o755)
     os.rename(POLICY + ".pfb-new", POLICY)
     return True
+
+
+def restore_policy():
+    """Ours goes; one that was there before comes back as it was."""
+    foreign = os.path.join(STATE, "policy-rc.d.foreign")
+    if os.path.lexists(foreign):
+        os.rename(foreign, POLICY)
+    elif is_our_policy():
+        os.unlink(POLICY)
 
 
 def invoke_rc_calls():
@@ -376,22 +417,27 @@ def step_install(debs, before):
         expected += ["/etc/apache2/mods-available/%s.%s" % (module, ext)
                      for ext in ("load", "conf")]
     expected += [readme_debian(p) for p in PACKAGES]
-    # The documents README.Debian points at: the log catalogue and the
-    # rendered manual (dh_compress compresses the larger ones).
+    # The documents README.Debian points at, uncompressed where the
+    # manual's pages link them: the log catalogue, the manual, the
+    # monitoring reference and the alerts' runbook.
     for package, doc in (
             (PACKAGES[0], "log-messages.md"),
-            (PACKAGES[0], "manual/prefork.md"),
-            (PACKAGES[0], "manual/mpm_common.md"),
-            (PACKAGES[1], "manual/mod_bucket_status.md")):
-        path = "/usr/share/doc/%s/%s" % (package, doc)
-        expected.append(path + ".gz" if os.path.exists(path + ".gz")
-                        else path)
+            (PACKAGES[0], "manual/mod/prefork_buckets.md"),
+            (PACKAGES[0], "manual/mod/prefork_buckets_common.md"),
+            (PACKAGES[1], "manual/mod/mod_bucket_status.md"),
+            (PACKAGES[1], "monitoring.md"),
+            (PACKAGES[1], "runbook.html")):
+        expected.append("/usr/share/doc/%s/%s" % (package, doc))
     expected += ["/usr/share/doc/libapache2-mod-bucket-status/examples/%s"
                  % f for f in ("prefork-buckets.json", "bucket-alerts.yml")]
+    expected += [DROPIN, PREVIOUS_MPM, STOP_HELPER]
     missing = [p for p in expected if not os.path.exists(p)]
-    check("installs the modules, .load/.conf, README.Debian, the manual and "
-          "the log catalogue",
+    check("installs the modules, .load/.conf, README.Debian, the manual, "
+          "the log catalogue, the runbook and the systemd drop-in",
           not missing, "missing %s" % missing)
+    check_manual_links()
+    check_runbook_links()
+    check_dropin()
     after = snapshot("/etc/apache2")
     changed = sorted(k for k in set(before) | set(after)
                      if k.startswith(("mods-enabled", "conf-enabled",
@@ -405,6 +451,79 @@ def step_install(debs, before):
               "invoke-rc.d asked for %s" % installing)
         check("an upgrade with the modules not enabled restarts nothing",
               not calls, "invoke-rc.d asked for %s" % calls)
+
+
+def package_files(package):
+    _, out = sh(["dpkg-query", "-L", package], quiet=True)
+    return {line for line in out.splitlines() if line.startswith("/")}
+
+
+def check_manual_links():
+    """Every relative link of an installed manual page opens a file of the
+    package that ships the page (not a .gz, not another package's)."""
+    for package in PACKAGES:
+        files = package_files(package)
+        for page in sorted(f for f in files
+                           if "/manual/" in f and f.endswith(".md")):
+            with open(page, encoding="utf-8") as f:
+                text = re.sub(r"```.*?```", "", f.read(), flags=re.S)
+            broken = []
+            for m in re.finditer(r"\]\(([^)\s]+)\)", text):
+                target = m.group(1).partition("#")[0]
+                if not target or re.match(r"[a-z]+:", target):
+                    continue
+                full = os.path.normpath(os.path.join(os.path.dirname(page),
+                                                     target))
+                if full not in files:
+                    broken.append(target)
+            check("%s links only what %s ships" % (page, package),
+                  not broken, "no %s in the package" % broken)
+
+
+def check_runbook_links():
+    """Every alert's runbook_url, as the installed rules file has it,
+    names the installed runbook and an anchor it has."""
+    import yaml
+    doc = "/usr/share/doc/libapache2-mod-bucket-status/"
+    with open(doc + "examples/bucket-alerts.yml") as f:
+        rules = yaml.safe_load(f)
+    with open(doc + "runbook.html", encoding="utf-8") as f:
+        ids = set(re.findall(r'id="([^"]+)"', f.read()))
+    bad = []
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            url = rule.get("annotations", {}).get("runbook_url")
+            if "alert" not in rule:
+                continue
+            m = re.fullmatch(r"file://(/[^#]+)#(.+)", url or "")
+            if not m or not os.path.exists(m.group(1)) \
+                    or m.group(2) not in ids:
+                bad.append((rule["alert"], url))
+    check("every alert's runbook_url opens the installed runbook at its "
+          "section", not bad, str(bad))
+
+
+def check_dropin():
+    """systemd reads apache2.service with the drop-in: its one ExecStop is
+    the helper, given the main pid.  systemd-analyze reads the units
+    without a running systemd (this machine's PID 1 may be another)."""
+    if shutil.which("systemd-analyze") is None:
+        print("  systemd-analyze is missing: the drop-in's syntax not "
+              "checked here")
+        return
+    run = subprocess.run(["systemd-analyze", "verify", "apache2.service"],
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, SYSTEMD_LOG_LEVEL="debug"))
+    out = run.stdout + run.stderr
+    stops = re.findall(r"-> ExecStop:\s*\n\s*Command Line: (.*)", out)
+    # /lib is /usr/lib on a merged-/usr system: either spelling.
+    dropins = [os.path.realpath(p) for p in
+               re.findall(r"DropIn Path: (\S+)", out)]
+    check("systemd reads apache2.service with the drop-in",
+          os.path.realpath(DROPIN) in dropins
+          and stops == ['%s "\\$MAINPID"' % STOP_HELPER]
+          and "not executable" not in out,
+          "drop-ins %s; ExecStop %s; %s" % (dropins, stops, out[-800:]))
 
 
 def recording():
@@ -424,6 +543,22 @@ def upgrade(debs):
                + debs, timeout=900)
     check("apt_reinstall", rc == 0, "exit %d" % rc)
     return invoke_rc_calls()[seen:]
+
+
+def one_restart_per_upgrade(debs):
+    """Every non-empty set of @a debs upgraded together asks apache2 for
+    one restart, not one per package."""
+    if not recording():
+        return
+    for n in range(1, len(debs) + 1):
+        for subset in itertools.combinations(debs, n):
+            calls = upgrade(list(subset))
+            names = " ".join(os.path.basename(d).split("_")[0]
+                             for d in subset)
+            check("an upgrade of %s asks apache2 for one restart" % names,
+                  len(calls) == 1
+                  and re.match(r"apache2\b.*\brestart\b", calls[0]),
+                  "invoke-rc.d asked for %s" % calls)
 
 
 def step_switch(debs, debian_mpms, dependents):
@@ -455,12 +590,7 @@ def step_switch(debs, debian_mpms, dependents):
     check("one MPM loaded, and the status module",
           rc == 0 and out.count("mpm_") == 1
           and "mpm_prefork_module" in out and "bucket_status_module" in out)
-    calls = upgrade(debs)
-    if recording():
-        check("an upgrade with the modules enabled restarts apache2",
-              calls and all(re.match(r"apache2\b.*\brestart\b", c)
-                            for c in calls),
-              "invoke-rc.d asked for %s" % calls)
+    one_restart_per_upgrade(debs)
 
 
 def step_serve(port):
@@ -595,7 +725,7 @@ def serve_php(port):
         lambda: server_pid() is None and port_refuses(port), 30))
 
 
-def step_php(divert_deb, port):
+def step_php(debs, divert_deb, port):
     """mod_php once this MPM is enabled, as an admin would do it."""
     prefork_hash = file_hash(PREFORK_SO)
     before = installed_packages()
@@ -640,6 +770,8 @@ def step_php(divert_deb, port):
     check("one MPM and mod_php loaded", rc == 0
           and out.count("mpm_") == 1 and "php_module" in out, out[-600:])
     serve_php(port)
+    # Any set of the three upgraded together: one restart.
+    one_restart_per_upgrade(debs + [divert_deb])
     # Switching back.
     rc, _ = sh(APT + ["purge", DIVERT], timeout=900)
     check("apt-get purge %s" % DIVERT, rc == 0, "exit %d" % rc)
@@ -679,7 +811,11 @@ def step_purge(debian_mpms):
         left += glob.glob("/var/lib/apache2/module/*/%s" % module)
     check("purge leaves no file of the packages", not left,
           "left %s" % left)
-    check("removing the enabled MPM enables Debian's mpm_prefork",
+    # Step 7 switched from Debian's mpm_prefork to this MPM (a2dismod
+    # mpm_prefork, recorded by a2dismod), so that one comes back;
+    # test_lifecycle.py takes the path from mpm_event.
+    check("removing the enabled MPM enables the one enabled before it "
+          "(mpm_prefork here)",
           enabled_mpms() == ["mpm_prefork"], str(enabled_mpms()))
     rc, out = sh(["apache2ctl", "configtest"], timeout=60)
     check("configtest with Debian's mpm_prefork after the purge",
@@ -721,7 +857,7 @@ def run(debs, divert_deb):
         if info is not None:
             step_graceful(port, info)
             step_stop(port)
-        step_php(divert_deb, port)
+        step_php(debs, divert_deb, port)
         step_purge(debian_mpms)
     finally:
         restore_machine()
@@ -738,6 +874,7 @@ def check_restored(before):
         check("%s restored exactly" % top, not diff,
               "differs: %s" % diff[:20])
     check("no system apache2 left running", server_pid() is None)
+    check("%s as it was" % POLICY, file_hash(POLICY) == policy_before)
     shutil.rmtree(STATE, ignore_errors=True)
 
 

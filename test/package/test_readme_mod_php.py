@@ -11,9 +11,14 @@ Debian's prefork:
 2. README's "With mod_php" commands, as README writes them (read from
    README.md, so they cannot drift): this MPM serves the PHP page, with
    bucket data, a2query -M says prefork, php8.2 is still enabled;
-3. README's "Switching back" commands for mod_php: the packages are gone,
-   Debian's mod_mpm_prefork.so is back byte for byte, and Debian's prefork
-   serves the PHP page again.
+3. README's recommended lines (its "Recommended settings" block) where
+   README puts them on such a host, Debian's mpm_prefork.conf: configtest,
+   the restart README asks for, the PHP page served with the buckets and
+   steering the lines ask for (where the host allows them);
+4. README's "Switching back" commands for mod_php, with those lines still
+   in mpm_prefork.conf: the packages are gone, Debian's mod_mpm_prefork.so
+   is back byte for byte, and Debian's prefork starts and serves the PHP
+   page again.
 
 The commands run with bash in the repository's top directory, where the
 packages are (DEB_DIR must be build/deb, as README says).  What differs from
@@ -42,6 +47,7 @@ from pfbtest.tally import report  # noqa: E402
 import test_install as machine  # noqa: E402
 
 README = os.path.join(TOP, "README.md")
+PREFORK_CONF = "/etc/apache2/mods-available/mpm_prefork.conf"
 SHIM_DIR = os.path.join(machine.STATE, "bin")
 APT_CONF = os.path.join(machine.STATE, "apt.conf")
 
@@ -66,6 +72,47 @@ def commands(block):
         if line and not line.startswith("#"):
             out.append(line)
     return out
+
+
+def readme_recommended():
+    text = open(README).read()
+    section = re.search(r"^## Recommended settings\n(.*?)^## ", text,
+                        re.M | re.S)
+    block = re.search(r"```apache\n(.*?)```", section.group(1), re.S) \
+        if section else None
+    return block.group(1) if block else None
+
+
+def place_recommended(port):
+    """README's recommended lines at the end of Debian's mpm_prefork.conf,
+    and the restart README's commands end with."""
+    block = readme_recommended()
+    if not machine.check("README has the recommended lines", block):
+        return False
+    with open(PREFORK_CONF, "a") as f:
+        f.write("\n# README's recommended lines, as README says\n" + block)
+    if not run_readme("apache2ctl configtest && systemctl restart apache2",
+                      "README's lines in mpm_prefork.conf"):
+        return False
+    php_served(port, "this MPM with README's lines")
+    several = len(os.sched_getaffinity(0)) > 1
+
+    def info():
+        status, body = machine.get(port, "/bucket-status?json")
+        return json.loads(body) if status == 200 else {}
+
+    # The programs are attached once the first children are up.
+    wait_for(lambda: not several or info().get("steering") == "idle", 30,
+             0.2)
+    now = info()
+    machine.check("README's lines in force: "
+                  + ("buckets under idle steering" if several
+                     else "idle steering asked for, one bucket (one CPU)"),
+                  now.get("steering_wanted") == "idle"
+                  and ((now.get("mode") == "reuseport"
+                        and now.get("steering") == "idle") if several
+                       else now.get("mode") == "single"), str(now)[:300])
+    return True
 
 
 def write_shims():
@@ -180,8 +227,13 @@ def run(install, back):
         machine.check("mod_mpm_prefork.so is this MPM",
                       os.path.realpath(machine.PREFORK_SO).endswith(
                           "mod_mpm_prefork_buckets.so"))
+        if not place_recommended(port):
+            return
         if not run_readme(back, "README, switching back with mod_php"):
             return
+        with open(PREFORK_CONF) as f:
+            machine.check("README's lines are still in mpm_prefork.conf",
+                          "ListenBucketSteering" in f.read())
         for name in machine.PACKAGES + (machine.DIVERT,):
             machine.check("%s removed" % name,
                           machine.package_state(name) != "installed",

@@ -250,11 +250,16 @@ START_TEST(the_publisher_writes_both_records_from_the_table)
     ck_assert_int_eq(segment[2].f.waiting, 1);
     /* Past the slots in use nothing is written. */
     ck_assert_int_eq(parents[5].pid, 1);
-    /* The reap: the slot is free for readers at once. */
+    /* The reap: the slot is free for readers at once, but keeps its
+     * record and count until the bucket set moves the count into its
+     * bucket's total (pf_segment_retire): never in neither place. */
     pf_children_forget(c, 2, NULL);
     ck_assert_int_eq(parents[2].pid, 0);
     ck_assert_int_eq(segment[2].f.pid, 0);
-    ck_assert_int_eq(segment[2].f.record, -1);
+    ck_assert_int_eq(segment[2].f.record, 3);
+    ck_assert_uint_eq(segment[2].f.accepted, 12);
+    pf_children_publish(c);
+    ck_assert_int_eq(segment[2].f.record, 3);
     /* Once the generation's pool is gone, nothing is written there. */
     apr_pool_destroy(gen);
     pf_children_started(c, 2, 4343, 7, 3);

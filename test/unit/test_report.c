@@ -324,9 +324,9 @@ START_TEST(steering_figures_in_every_format)
                 bs_format_prometheus(&buf, &snap);
                 ck_assert_ptr_nonnull(strstr(buf.data, idle
                     ? "steering=\"idle\",steering_wanted=\"idle\","
-                      "steering_fallback=\"none\",cpu_affinity=\"on\"} 1"
+                      "steering_fallback=\"none\",cpu_affinity=\"1\"} 1"
                     : "steering=\"hash\",steering_wanted=\"idle\","
-                      "steering_fallback=\"refused\",cpu_affinity=\"on\"} 1"));
+                      "steering_fallback=\"refused\",cpu_affinity=\"1\"} 1"));
                 ck_assert(!idle == !strstr(buf.data,
                     "httpd_bucket_steered_connections_total{bucket=\"0\","
                     "listener=\"127.0.0.1:8080\",how=\"kept\"} 250\n"));
@@ -525,8 +525,10 @@ START_TEST(every_format_says_when_data_is_unavailable)
             break;
         default:
             bs_format_prometheus(&buf, &snap);
+            /* Another MPM is the admin's choice: its own reason. */
             ck_assert_ptr_nonnull(strstr(buf.data,
-                                         "httpd_bucket_data_available 0\n"));
+                                         "httpd_bucket_data_available{"
+                                         "reason=\"other-mpm\"} 0\n"));
             ck_assert_ptr_null(strstr(buf.data, "httpd_bucket_info"));
             ck_assert_ptr_nonnull(strstr(buf.data,
                                          "httpd_bucket_build_info{version=\""
@@ -544,27 +546,61 @@ START_TEST(every_format_says_when_data_is_unavailable)
 }
 END_TEST
 
+/* This MPM runs, but its segment has a layout this module does not read:
+ * a fault, with its own reason and words. */
+START_TEST(an_incompatible_segment_is_told_apart_from_another_mpm)
+{
+    bs_snapshot_t snap;
+    bs_buf_t buf;
+
+    make_snapshot(&snap, 0);
+    snap.mpm_name = "prefork";
+    snap.unavailable = BS_UNAVAILABLE_INCOMPATIBLE;
+    bs_buf_init(&buf);
+    bs_format_prometheus(&buf, &snap);
+    ck_assert_ptr_nonnull(strstr(buf.data, "httpd_bucket_data_available{"
+                                           "reason=\"incompatible\"} 0\n"));
+    bs_buf_free(&buf);
+    bs_buf_init(&buf);
+    bs_format_auto(&buf, &snap);
+    ck_assert_ptr_nonnull(strstr(buf.data, "BucketDataUnavailableReason: "
+                                           "bucket data unavailable: the "
+                                           "running MPM writes its bucket "
+                                           "data in a layout"));
+    ck_assert_ptr_null(strstr(buf.data, "is prefork"));
+    bs_buf_free(&buf);
+}
+END_TEST
+
 typedef struct {
     const char *steering, *wanted, *mode;
     int per_listen;
     const char *fallback;
+    const char *reason;
 } fallback_row_t;
 
 static const fallback_row_t fallback_rows[] = {
-    { "idle", "idle", "reuseport", 4, "none" },
-    { "hash", "hash", "reuseport", 4, "none" },
-    { "cpu", "cpu", "reuseport", 2, "none" },
-    { "local", "local", "reuseport", 2, "none" },
-    { NULL, NULL, "single", 1, "none" },
+    { "idle", "idle", "reuseport", 4, "none", NULL },
+    { "hash", "hash", "reuseport", 4, "none", NULL },
+    { "cpu", "cpu", "reuseport", 2, "none", NULL },
+    { "local", "local", "reuseport", 2, "none", NULL },
+    { NULL, NULL, "single", 1, "none", NULL },
     /* The kernel or the privileges refused the program (PFB00043). */
-    { "hash", "idle", "reuseport", 4, "refused" },
-    { "hash", "cpu", "reuseport", 2, "refused" },
-    { "hash", "local", "reuseport", 2, "refused" },
+    { "hash", "idle", "reuseport", 4, "refused", NULL },
+    { "hash", "cpu", "reuseport", 2, "refused", NULL },
+    { "hash", "local", "reuseport", 2, "refused", NULL },
     /* Nothing to choose between (PFB00042): not a fault. */
-    { "hash", "idle", "reuseport", 1, "one-bucket-per-listen" },
-    { "hash", "idle", "per-listen", 1, "one-bucket-per-listen" },
-    { "hash", "cpu", "single", 1, "one-bucket-per-listen" },
-    { "hash", "idle", NULL, 4, "one-bucket-per-listen" },
+    { "hash", "idle", "reuseport", 1, "one-bucket-per-listen", NULL },
+    { "hash", "idle", "per-listen", 1, "one-bucket-per-listen", NULL },
+    { "hash", "cpu", "single", 1, "one-bucket-per-listen", NULL },
+    { "hash", "idle", NULL, 4, "one-bucket-per-listen", NULL },
+    /* The ratio with idle or local steering the kernel refuses: one
+     * bucket for every Listen instead of the ratio's (PFB00150), a fault
+     * the steering alert is for. */
+    { "hash", "idle", "single", 1, "refused", "idle-steering-unavailable" },
+    { "hash", "local", "single", 1, "refused", "idle-steering-unavailable" },
+    { "hash", "idle", "single", 1, "one-bucket-per-listen",
+      "ratio-one-per-listen" },
 };
 
 START_TEST(steering_fallback_follows_table)
@@ -577,6 +613,7 @@ START_TEST(steering_fallback_follows_table)
     snap.steering_wanted = row->wanted;
     snap.mode = row->mode;
     snap.buckets_per_listen = row->per_listen;
+    snap.reason = row->reason;
     ck_assert_str_eq(bs_steering_fallback(&snap), row->fallback);
 }
 END_TEST
@@ -628,9 +665,9 @@ START_TEST(prometheus_follows_the_conventions)
     ck_assert_ptr_nonnull(strstr(buf.data,
                                  "httpd_bucket_info{mode=\"reuseport\","
                                  "mode_reason=\"explicit\",so_reuseport="
-                                 "\"yes\",steering=\"hash\",steering_wanted="
+                                 "\"1\",steering=\"hash\",steering_wanted="
                                  "\"hash\",steering_fallback=\"none\","
-                                 "cpu_affinity=\"off\"} 1\n"));
+                                 "cpu_affinity=\"0\"} 1\n"));
     ck_assert_ptr_nonnull(strstr(buf.data,
                                  "httpd_bucket_max_request_workers 150\n"));
     ck_assert_ptr_nonnull(strstr(buf.data, "httpd_bucket_server_limit 256\n"));
@@ -676,6 +713,8 @@ Suite *report_suite(void)
     tcase_add_test(format, prometheus_families_have_help_and_type);
     tcase_add_test(format, html_page_escapes_and_refreshes);
     tcase_add_test(format, every_format_says_when_data_is_unavailable);
+    tcase_add_test(format,
+                   an_incompatible_segment_is_told_apart_from_another_mpm);
     tcase_add_loop_test(format, steering_fallback_follows_table, 0,
                         (int)(sizeof(fallback_rows)
                               / sizeof(fallback_rows[0])));

@@ -8,11 +8,13 @@
  * children accepted summed in the parent's memory (saturating); a child's
  * scribbles over any of it last until the next write, and the rate
  * samples' ring follows the parent's own index, not the one in the
- * segment; a record given to a new identity starts afresh.
+ * segment; a record given to a new identity starts afresh; an exited
+ * child's count moves into its record's total where readers can tell.
  */
 
 #include <string.h>
 
+#include "apr_atomic.h"
 #include "apr_general.h"
 #include "apr_pools.h"
 
@@ -162,6 +164,45 @@ START_TEST(what_the_writer_writes_the_accessors_read)
 }
 END_TEST
 
+/* An exited child's count moves from its slot into its record's total
+ * between two steps of the record's sequence: a reader that saw the
+ * sequence odd, or changed, reads again. */
+START_TEST(a_retire_moves_the_count_between_two_steps_readers_see)
+{
+    pf_segment_t *seg;
+    const pfb_bucket_t *rec;
+    apr_uint32_t seen;
+
+    ck_assert_int_eq(pf_segment_create(&seg, pool, RECORDS, SLOTS, 1),
+                     APR_SUCCESS);
+    pf_segment_write_identity(seg, 2, "127.0.0.1:80", 0, 0, 10, 1);
+    seg->slots[1].f.record = 2;
+    seg->slots[1].f.pid = 0;            /* reaped, not yet retired */
+    apr_atomic_set64(&seg->slots[1].f.accepted, 7);
+    rec = pfb_segment_record(&seg->view, 2);
+    seen = pfb_retire_seq_begin(rec);
+    ck_assert(!pfb_retire_seq_changed(rec, seen));
+    pf_segment_retire(seg, 1, 2, 17);
+    ck_assert(pfb_retire_seq_changed(rec, seen));
+    ck_assert_uint_eq(rec->f.retired, 17);
+    ck_assert_int_eq(seg->slots[1].f.record, -1);
+    ck_assert_uint_eq(seg->slots[1].f.accepted, 0);
+    /* Even again: a reader that starts now reads once. */
+    seen = pfb_retire_seq_begin(rec);
+    ck_assert_uint_eq(seen & 1u, 0);
+    ck_assert(!pfb_retire_seq_changed(rec, seen));
+    /* Caught in the middle (odd), a reader always reads again. */
+    seg->records[2].f.retire_seq++;
+    seen = pfb_retire_seq_begin(rec);
+    ck_assert(pfb_retire_seq_changed(rec, seen));
+    /* Out of range: nothing written. */
+    pf_segment_retire(seg, SLOTS, 2, 99);
+    pf_segment_retire(seg, 1, RECORDS, 99);
+    pf_segment_retire(seg, -1, -1, 99);
+    ck_assert_uint_eq(rec->f.retired, 17);
+}
+END_TEST
+
 Suite *segment_suite(void)
 {
     Suite *s = suite_create("segment");
@@ -169,6 +210,7 @@ Suite *segment_suite(void)
 
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, what_the_writer_writes_the_accessors_read);
+    tcase_add_test(tc, a_retire_moves_the_count_between_two_steps_readers_see);
     suite_add_tcase(s, tc);
     return s;
 }

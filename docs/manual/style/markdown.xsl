@@ -17,7 +17,7 @@
 <xsl:variable name="lower" select="'abcdefghijklmnopqrstuvwxyz'"/>
 <xsl:variable name="nl" select="'&#10;'"/>
 <!-- Modules this manual documents; any other links to httpd's manual. -->
-<xsl:variable name="local" select="' prefork mpm_common mod_bucket_status '"/>
+<xsl:variable name="local" select="' prefork_buckets prefork_buckets_common mod_bucket_status '"/>
 <xsl:variable name="httpd" select="'https://httpd.apache.org/docs/2.4/mod/'"/>
 
 <!-- ============================================================ page -->
@@ -25,7 +25,7 @@
 <xsl:template match="/modulesynopsis">
   <xsl:text># </xsl:text>
   <xsl:choose>
-    <xsl:when test="name = 'mpm_common'">Common MPM directives</xsl:when>
+    <xsl:when test="name = 'prefork_buckets_common'">Common MPM directives, as the prefork MPM with listener buckets implements them</xsl:when>
     <xsl:when test="status = 'MPM'">Apache MPM <xsl:value-of select="name"/></xsl:when>
     <xsl:otherwise>Apache module <xsl:value-of select="name"/></xsl:otherwise>
   </xsl:choose>

@@ -776,7 +776,6 @@ void pf_bucketset_child_gone(pf_bucketset_t *bs, int slot,
                              const pf_child_t *child)
 {
     pfb_slot_fields_t *f;
-    identity_t *id;
     int r = child->record, b;
 
     if (slot < 0 || slot >= bs->num_slots || r < 0 || r >= bs->num_records
@@ -784,18 +783,13 @@ void pf_bucketset_child_gone(pf_bucketset_t *bs, int slot,
         return;
     }
     f = &bs->seg->slots[slot].f;
-    id = &bs->ids[r];
     /* What the child wrote is only added up (saturating) or tested for
      * zero: a hostile value makes a report wrong and nothing else.  Its
-     * identity's total says so at once, since its slot is free for
-     * readers now. */
+     * count moves from its slot into its identity's total in one step
+     * that readers can tell. */
     bs->retired[r] = pfb_add_saturated(bs->retired[r],
                                        apr_atomic_read64(&f->accepted));
-    pf_segment_write_identity(bs->seg, r,
-                              id->listener ? id->listener
-                                           : bs->gen->bucket[0].address,
-                              id->shard, bs->gen->position[r],
-                              bs->retired[r], 0);
+    pf_segment_retire(bs->seg, slot, r, bs->retired[r]);
     /* A child that died while counted as waiting in accept() is never
      * advertised as idle: its count goes now, if it was made in the
      * bucket numbering in force (where its bucket is its identity's). */

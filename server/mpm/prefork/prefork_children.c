@@ -76,11 +76,17 @@ static void publish_slot(pf_children_t *c, int slot, int fresh)
         pfb_slot_fields_t *f = &c->segment[slot].f;
 
         if (fresh) {
+            f->record = -1;
             apr_atomic_set64(&f->accepted, 0);
             f->waiting = 0;
             f->lingering = 0;
         }
-        f->record = child->pid != 0 ? child->record : -1;
+        /* A child that has gone keeps its record, and so its count, for
+         * readers until the bucket set moves the count into its bucket's
+         * total (pf_segment_retire). */
+        if (child->pid != 0) {
+            f->record = child->record;
+        }
         f->pid = (apr_int32_t)child->pid;
         f->generation = child->generation;
         f->stopping = child->stopping;

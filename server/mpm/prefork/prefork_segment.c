@@ -17,6 +17,7 @@
 /* The shared segment's writer; see prefork_segment.h. */
 
 #include "apr.h"
+#include "apr_atomic.h"
 #include "apr_shm.h"
 #include "apr_strings.h"
 
@@ -72,6 +73,28 @@ void pf_segment_write_identity(pf_segment_t *seg, int record,
     f->shard = shard;
     f->retired = retired;
     apr_cpystrn(f->listener, listener ? listener : "", sizeof(f->listener));
+}
+
+void pf_segment_retire(pf_segment_t *seg, int slot, int record,
+                       apr_uint64_t retired)
+{
+    pfb_bucket_fields_t *f;
+    pfb_slot_fields_t *s;
+
+    if (record < 0 || record >= seg->view.num_records || slot < 0
+        || slot >= seg->view.num_slots) {
+        return;
+    }
+    f = &seg->records[record].f;
+    s = &seg->slots[slot].f;
+    /* The count leaves the slot and joins the total between two steps of
+     * the sequence (each a full barrier), so that a reader never keeps a
+     * sum that has it in neither place or in both. */
+    apr_atomic_inc32(&f->retire_seq);
+    f->retired = retired;
+    s->record = -1;
+    apr_atomic_set64(&s->accepted, 0);
+    apr_atomic_inc32(&f->retire_seq);
 }
 
 /* Bucket @a b's figures of the cycle, and a rate sample. */

@@ -84,6 +84,15 @@ void pf_segment_write_identity(pf_segment_t *seg, int record,
  * the ones that describe the segment (its magic, version, sizes and
  * counts, the first start, the time of this write) set here.
  */
+/**
+ * An exited child's count moves from slot @a slot into record @a record's
+ * total, which is now @a retired (the parent's own sum): the slot's record
+ * and counter are cleared, all between two steps of the record's
+ * retire_seq, so readers never see the count twice or not at all.
+ */
+void pf_segment_retire(pf_segment_t *seg, int slot, int record,
+                       apr_uint64_t retired);
+
 void pf_segment_write(pf_segment_t *seg, const pfb_shm_t *h,
                       const pf_generation_t *gen,
                       const apr_uint64_t *retired,
