@@ -38,6 +38,7 @@
 #include "pfb_log.h"
 #include "prefork_bucketset.h"
 #include "prefork_guard.h"
+#include "prefork_seccomp.h"
 #include "prefork_steering.h"
 
 APLOG_USE_MODULE(mpm_prefork);
@@ -862,7 +863,7 @@ int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket,
              lr = lr->next) {
             own[n++] = lr->sd;
         }
-        pf_guard_move_high(own, n, fds);
+        pf_seccomp_move_high(own, n, fds);
     }
     pf_steer_child_init(bs->steer, bucket, cpu_affinity, s);
     return n;

@@ -148,7 +148,7 @@ void pf_bucketset_child_gone(pf_bucketset_t *bs, int slot,
  * Child, right after fork: closes every listening socket but its own
  * bucket's and the steering maps' descriptors, moves its own bucket's
  * sockets to the descriptor numbers the system-call filter will refuse
- * setsockopt() on (pf_guard_move_high()), and pins itself to the
+ * setsockopt() on (pf_seccomp_move_high()), and pins itself to the
  * bucket's CPUs when BucketCPUAffinity is on.  With @a bucket -1 (a
  * process a module forks from the parent, mod_cgid's daemon) it closes
  * every bucket socket.

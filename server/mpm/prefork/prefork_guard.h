@@ -63,42 +63,6 @@
 #include "prefork_sockopts.h"
 
 /* ------------------------------------------------------------------ */
-/* The child's system-call filter                                      */
-
-/** Whether children can install the filter. */
-typedef enum {
-    PF_FILTER_READY = 0,        /**< they install it after fork */
-    PF_FILTER_NOT_BUILT,        /**< built without libseccomp */
-    PF_FILTER_NO_KERNEL,        /**< the kernel has no seccomp filters */
-    PF_FILTER_NO_PRIVILEGE      /**< the parent lacks CAP_SYS_ADMIN, so its
-                                     children could only install it with
-                                     no_new_privs, which would break setuid
-                                     helpers */
-} pf_filter_state_e;
-
-/** Parent, at start: whether children will be able to install the
- *  filter.  @param why A static phrase for the log when they cannot */
-pf_filter_state_e pf_guard_filter_probe(const char **why);
-
-/**
- * Child, after fork, while still root: installs the filter, which every
- * process it runs inherits.  no_new_privs stays off.
- * @param bucket_fds The descriptors of the child's bucket sockets, on
- *        which every setsockopt() is refused (see pf_guard_move_high())
- */
-apr_status_t pf_guard_install_filter(const int *bucket_fds, int num_fds);
-
-/**
- * Child, before it installs the filter: moves its bucket sockets to
- * descriptor numbers just under 1024 (or the descriptor limit, if lower),
- * where a program it runs will not open a socket of its own, since the
- * filter refuses setsockopt() on those numbers for the child's life and
- * every program it runs.
- * @param fds Set to each socket's descriptor afterwards
- */
-void pf_guard_move_high(apr_socket_t *const *sds, int n, int *fds);
-
-/* ------------------------------------------------------------------ */
 /* The parent's checks                                                 */
 
 /** What a bucket socket should look like. */
