@@ -875,21 +875,22 @@ int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket,
 /* Says once per bucket and episode what the parent found and put right,
  * or could not. */
 static void log_guard(pf_bucketset_t *bs, int b, int found, int unfixed,
-                      pf_sockopt_set_t options, pf_sockopt_set_t options_left,
+                      const pf_sockopt_set_t *options,
+                      const pf_sockopt_set_t *options_left,
                       server_rec *s)
 {
     identity_t *rec = &bs->ids[bs->gen->record[b]];
     char what[768], left[768], names[512];
 
     if ((found & ~rec->guard_logged) == 0
-        && (options & ~rec->options_logged) == 0) {
+        && !pf_sockopt_set_news(options, &rec->options_logged)) {
         return;                 /* said once for this episode */
     }
     rec->guard_logged |= found;
-    rec->options_logged |= options;
+    pf_sockopt_set_merge(&rec->options_logged, options);
     pf_sockopts_describe(options, names, sizeof(names));
     pf_guard_describe(found, names, what, sizeof(what));
-    if (unfixed == 0 && options_left == 0) {
+    if (unfixed == 0 && pf_sockopt_set_empty(options_left)) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      PFBLOGNO(00060) "bucket %d (%s): a child changed the "
                      "listening socket it shares (%s); put back as the "
@@ -897,7 +898,10 @@ static void log_guard(pf_bucketset_t *bs, int b, int found, int unfixed,
         return;
     }
     pf_sockopts_describe(options_left, names, sizeof(names));
-    pf_guard_describe(unfixed | (options_left ? PF_GUARD_OPTIONS : 0), names,
+    pf_guard_describe(unfixed | (pf_sockopt_set_empty(options_left)
+                                     ? 0
+                                     : PF_GUARD_OPTIONS),
+                      names,
                       left, sizeof(left));
     ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
                  PFBLOGNO(00061) "bucket %d (%s): a child changed the "
@@ -920,11 +924,11 @@ static int guard_bucket(pf_bucketset_t *bs, int b, const int *seen,
                                  bs->refusing_new, seen, &all);
     if ((all.fixed | all.failed) == 0) {
         rec->guard_logged = 0;
-        rec->options_logged = 0;
+        memset(&rec->options_logged, 0, sizeof(rec->options_logged));
         return 0;
     }
-    log_guard(bs, b, all.fixed | all.failed, all.failed, all.options_changed,
-              all.options_failed, s);
+    log_guard(bs, b, all.fixed | all.failed, all.failed, &all.options_changed,
+              &all.options_failed, s);
     return relistened;
 }
 

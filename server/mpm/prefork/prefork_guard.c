@@ -439,10 +439,10 @@ PF_UNIT_STATIC void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
     mine.backlog = rec != NULL ? rec->backlog : 0;
     found->fixed = pf_guard_check_socket(sd, &mine, &found->failed);
     if (rec != NULL && apr_os_sock_get(&fd, sd) == APR_SUCCESS && fd >= 0) {
-        found->options_changed = pf_sockopts_repair(fd, &rec->options,
-                                                    &found->options_failed);
+        pf_sockopts_repair(fd, &rec->options, &found->options_changed,
+                           &found->options_failed);
     }
-    if (found->options_changed) {
+    if (!pf_sockopt_set_empty(&found->options_changed)) {
         found->fixed |= PF_GUARD_OPTIONS;
     }
     /* At a graceful stop (keep_filter) the socket is draining: it keeps
@@ -450,7 +450,7 @@ PF_UNIT_STATIC void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
     replace = !want->keep_filter
               && ((found->failed & (PF_GUARD_NOT_LISTENING
                                     | PF_GUARD_FILTER_LOCKED))
-                  || found->options_failed
+                  || !pf_sockopt_set_empty(&found->options_failed)
                   || ((found->fixed & PF_GUARD_NOT_LISTENING)
                       && !on_its_port(sd, bind_addr)));
     if (!replace) {
@@ -461,7 +461,7 @@ PF_UNIT_STATIC void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
         book_rekey(book, rec, sd);
         found->fixed |= found->failed | PF_GUARD_REPLACED;
         found->failed = 0;
-        found->options_failed = 0;
+        memset(&found->options_failed, 0, sizeof(found->options_failed));
     }
     else if (found->fixed & PF_GUARD_NOT_LISTENING) {
         /* Listening again, but on a port of its own choosing. */
@@ -488,8 +488,8 @@ int pf_guard_bucket(pf_guard_book_t *book, const pf_bucket_t *bucket,
         pf_guard_socket(book, lr->sd, lr->bind_addr, &want, &got);
         all->fixed |= got.fixed;
         all->failed |= got.failed;
-        all->options_changed |= got.options_changed;
-        all->options_failed |= got.options_failed;
+        pf_sockopt_set_merge(&all->options_changed, &got.options_changed);
+        pf_sockopt_set_merge(&all->options_failed, &got.options_failed);
     }
     /* A socket that stopped listening left its reuseport group's socket
      * map; listening again (in place or replaced), it must go back. */

@@ -104,6 +104,7 @@ int pf_seccomp_build(uint32_t native, const int *bucket_fds, int num_fds,
 int pf_sockopts_count(void);
 const char *pf_sockopts_name(int i);
 int pf_sockopts_find(const char *name);
+const char *pf_sockopts_left_out(const char *name);
 void pf_sockopts_read(int fd, pf_sockopts_t *now);
 pf_sockopt_set_t pf_sockopts_compare(const pf_sockopts_t *want,
                                      const pf_sockopts_t *now);
