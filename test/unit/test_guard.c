@@ -114,7 +114,7 @@ static int accepts(int fd, int port)
     return a >= 0;
 }
 
-static const pf_guard_want_t usual = { 128, 0, 1, 0, 0 };
+static const pf_guard_want_t usual = { 128, 0, 1, 0, 0, 0 };
 
 START_TEST(a_healthy_socket_is_left_alone)
 {
@@ -219,13 +219,14 @@ END_TEST
 
 START_TEST(a_polled_socket_stays_non_blocking)
 {
-    pf_guard_want_t polled = { 128, 1, 0, 0, 0 };
+    pf_guard_want_t polled = { 128, 1, 0, 0, 0, 0 };
     int port, fd = listener(&port), failed;
 
-    /* SO_REUSEPORT not wanted (one bucket): left as it is. */
+    /* SO_REUSEPORT not wanted (one bucket): off, quietly, so that nothing
+     * joins the group. */
     ck_assert_int_eq(pf_guard_check_socket(wrap(fd), &polled, &failed),
                      PF_GUARD_NONBLOCK);
-    ck_assert_int_eq(int_option(fd, SOL_SOCKET, SO_REUSEPORT), 1);
+    ck_assert_int_eq(int_option(fd, SOL_SOCKET, SO_REUSEPORT), 0);
     ck_assert(fcntl(fd, F_GETFL) & O_NONBLOCK);
     ck_assert_int_eq(pf_guard_check_socket(wrap(fd), &polled, &failed), 0);
     close(fd);
@@ -330,6 +331,9 @@ START_TEST(a_bucket_is_checked_socket_by_socket)
     pf_guard_found_t all;
     int seen[2] = { 128, 128 };
 
+    /* Polled, as the bucket set opens them. */
+    fcntl(fd_a, F_SETFL, fcntl(fd_a, F_GETFL) | O_NONBLOCK);
+    fcntl(fd_b, F_SETFL, fcntl(fd_b, F_GETFL) | O_NONBLOCK);
     pf_guard_book_begin(book);
     ck_assert_ptr_nonnull(pf_guard_book_note(book, sd_a));
     ck_assert_ptr_nonnull(pf_guard_book_note(book, sd_b));
@@ -344,17 +348,33 @@ START_TEST(a_bucket_is_checked_socket_by_socket)
     memset(&bucket, 0, sizeof(bucket));
     bucket.listeners = &lr_a;
     bucket.num_listeners = 2;
-    ck_assert_int_eq(pf_guard_bucket(book, &bucket, 1, 0, seen, &all), 0);
+    ck_assert_int_eq(pf_guard_bucket(book, &bucket, 1, 0, seen, NULL, &all),
+                     0);
+    ck_assert_int_eq(all.fixed | all.failed, 0);
+    fcntl(fd_a, F_SETFL, fcntl(fd_a, F_GETFL) & ~O_NONBLOCK);
+    ck_assert_int_eq(pf_guard_bucket(book, &bucket, 1, 0, seen, NULL, &all),
+                     0);
     ck_assert_int_eq(all.fixed, PF_GUARD_NONBLOCK);
     ck_assert_int_eq(all.failed, 0);
     ck_assert(fcntl(fd_a, F_GETFL) & O_NONBLOCK);
     ck_assert(fcntl(fd_b, F_GETFL) & O_NONBLOCK);
     ck_assert_int_eq(shutdown(fd_b, SHUT_RD), 0);
-    ck_assert_int_eq(pf_guard_bucket(book, &bucket, 1, 0, NULL, &all), 1);
+    ck_assert_int_eq(pf_guard_bucket(book, &bucket, 1, 0, NULL, NULL, &all),
+                     1);
     ck_assert_int_eq(all.fixed, PF_GUARD_NOT_LISTENING);
     ck_assert_int_eq(int_option(fd_b, SOL_SOCKET, SO_ACCEPTCONN), 1);
-    ck_assert_int_eq(pf_guard_bucket(book, &bucket, 1, 0, NULL, &all), 0);
+    ck_assert_int_eq(pf_guard_bucket(book, &bucket, 1, 0, NULL, NULL, &all),
+                     0);
     ck_assert_int_eq(all.fixed | all.failed, 0);
+    /* Stopped listening a second time: replaced, polled as before. */
+    ck_assert_int_eq(shutdown(fd_b, SHUT_RD), 0);
+    ck_assert_int_eq(pf_guard_bucket(book, &bucket, 1, 0, NULL, NULL, &all),
+                     1);
+    ck_assert_int_eq(all.fixed, PF_GUARD_NOT_LISTENING | PF_GUARD_REPLACED
+                                    | PF_GUARD_TWICE);
+    pf_guard_retired_all(book);
+    ck_assert_int_eq(int_option(fd_b, SOL_SOCKET, SO_ACCEPTCONN), 1);
+    ck_assert(fcntl(fd_b, F_GETFL) & O_NONBLOCK);
     close(fd_a);
     close(fd_b);
 }
@@ -396,6 +416,10 @@ START_TEST(a_socket_that_cannot_be_put_right_in_place_is_replaced)
         ck_assert(pf_sockopt_set_empty(&found.options_failed));
         ck_assert(inode_of(fd) != before);
         ck_assert_int_eq(int_option(fd, SOL_SOCKET, SO_ACCEPTCONN), 1);
+        /* The old one listens until it is retired, in its group with the
+         * new one: its queue can be handed over then. */
+        ck_assert_int_eq(int_option(held, SOL_SOCKET, SO_ACCEPTCONN), 1);
+        pf_guard_retired_all(book);
         ck_assert_int_eq(int_option(held, SOL_SOCKET, SO_ACCEPTCONN), 0);
         ck_assert_int_eq(int_option(held, SOL_SOCKET, SO_REUSEPORT), 0);
         ck_assert_int_ne(listen(held, 1), 0);
@@ -410,6 +434,84 @@ START_TEST(a_socket_that_cannot_be_put_right_in_place_is_replaced)
         close(held);
         close(fd);
     }
+}
+END_TEST
+
+/* Put right in place once, the socket is trusted again; put right a
+ * second time, it is replaced: whoever changes it back a millisecond
+ * after each repair loses it.  A socket shut down twice the same way. */
+START_TEST(a_socket_put_right_twice_is_replaced)
+{
+    struct linger reset = { 1, 0 };
+    int port, fd = listener(&port), held = dup(fd);
+    apr_socket_t *sd = wrap(fd);
+    pf_guard_book_t *book = book_of(sd);
+    apr_ino_t before = inode_of(fd);
+    pf_guard_found_t found;
+
+    ck_assert_int_eq(setsockopt(held, SOL_SOCKET, SO_LINGER, &reset,
+                                sizeof(reset)), 0);
+    pf_guard_socket(book, sd, loopback(port), &usual, &found);
+    ck_assert_int_eq(found.fixed, PF_GUARD_OPTIONS);
+    ck_assert(inode_of(fd) == before);
+    /* Nothing changed: nothing counted. */
+    pf_guard_socket(book, sd, loopback(port), &usual, &found);
+    ck_assert_int_eq(found.fixed | found.failed, 0);
+    ck_assert_int_eq(shutdown(held, SHUT_RDWR), 0);
+    pf_guard_socket(book, sd, loopback(port), &usual, &found);
+    ck_assert(found.fixed & PF_GUARD_NOT_LISTENING);
+    ck_assert(found.fixed & PF_GUARD_REPLACED);
+    ck_assert(found.fixed & PF_GUARD_TWICE);
+    ck_assert(inode_of(fd) != before);
+    pf_guard_retired_all(book);
+    ck_assert(accepts(fd, port));
+    ck_assert_int_eq(int_option(held, SOL_SOCKET, SO_ACCEPTCONN), 0);
+    /* The new socket starts with a clean slate. */
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset,
+                                sizeof(reset)), 0);
+    pf_guard_socket(book, sd, loopback(port), &usual, &found);
+    ck_assert_int_eq(found.fixed, PF_GUARD_OPTIONS);
+    close(held);
+    close(fd);
+}
+END_TEST
+
+/* Asked to (another process holds it, a restart), the guard replaces a
+ * healthy socket: the old one keeps its queue until it is retired. */
+START_TEST(a_socket_held_elsewhere_is_replaced_on_request)
+{
+    pf_guard_want_t held_elsewhere = usual;
+    int port, fd = listener(&port), held = dup(fd), n;
+    apr_socket_t *sd = wrap(fd);
+    pf_guard_book_t *book = book_of(sd);
+    apr_ino_t before = inode_of(fd);
+    pf_guard_retiring_t *list;
+    pf_guard_found_t found;
+
+    held_elsewhere.replace = 1;
+    pf_guard_socket(book, sd, loopback(port), &held_elsewhere, &found);
+    ck_assert_int_eq(found.fixed, PF_GUARD_REPLACED);
+    ck_assert(inode_of(fd) != before);
+    n = pf_guard_retiring(book, &list);
+    ck_assert_int_eq(n, 1);
+    ck_assert(list[0].fresh == sd);
+    ck_assert(inode_of(list[0].old_fd) == before);
+    ck_assert_int_eq(int_option(held, SOL_SOCKET, SO_ACCEPTCONN), 1);
+    pf_guard_retired_all(book);
+    ck_assert_int_eq(pf_guard_retiring(book, &list), 0);
+    ck_assert_int_eq(int_option(held, SOL_SOCKET, SO_ACCEPTCONN), 0);
+    ck_assert(accepts(fd, port));
+    /* A restart's replacement, the same way. */
+    before = inode_of(fd);
+    ck_assert_int_eq(pf_guard_replace(book, sd, loopback(port), 0),
+                     APR_SUCCESS);
+    ck_assert(inode_of(fd) != before);
+    pf_guard_retired_all(book);
+    ck_assert(accepts(fd, port));
+    pf_guard_socket(book, sd, loopback(port), &usual, &found);
+    ck_assert_int_eq(found.fixed | found.failed, 0);
+    close(held);
+    close(fd);
 }
 END_TEST
 
@@ -521,6 +623,8 @@ Suite *guard_suite(void)
     tcase_add_test(checks, a_bucket_is_checked_socket_by_socket);
     tcase_add_test(checks,
                    a_socket_that_cannot_be_put_right_in_place_is_replaced);
+    tcase_add_test(checks, a_socket_put_right_twice_is_replaced);
+    tcase_add_test(checks, a_socket_held_elsewhere_is_replaced_on_request);
     tcase_add_test(checks,
                    the_book_keeps_records_across_restarts_and_drops_the_rest);
     tcase_add_test(checks, a_child_moves_its_bucket_sockets_out_of_reach);

@@ -23,6 +23,7 @@
 #include "apr.h"
 #include "apr_network_io.h"
 #include "apr_hash.h"
+#include "apr_tables.h"
 #include "apr_portable.h"
 #include "apr_strings.h"
 
@@ -92,15 +93,21 @@ PF_UNIT_STATIC int pf_guard_local_port(apr_socket_t *sd)
 }
 
 /* SO_REUSEPORT goes first: listen() again joins the group only with it.
- * Only ever set: a socket kept from a generation that ran buckets may
- * carry it where the present one does not, and nothing a child does with
- * it there matters (only root can join a root's group). */
+ * Where the bucket wants none (one bucket, or one socket per Listen that
+ * no steering program guards), it goes off, quietly: a socket kept from a
+ * generation that had it, or one that a handover gave it for a moment,
+ * must let nothing else join its group. */
 static int check_reuseport(int fd, const pf_guard_want_t *want)
 {
 #ifdef SO_REUSEPORT
-    if (want->reuseport && int_option(fd, SOL_SOCKET, SO_REUSEPORT) == 0
+    int on = int_option(fd, SOL_SOCKET, SO_REUSEPORT);
+
+    if (want->reuseport && on == 0
         && set_int_option(fd, SOL_SOCKET, SO_REUSEPORT, 1) == 0) {
         return PF_GUARD_REUSEPORT;
+    }
+    if (!want->reuseport && on > 0) {
+        set_int_option(fd, SOL_SOCKET, SO_REUSEPORT, 0);
     }
 #else
     (void)fd;
@@ -249,6 +256,9 @@ struct pf_guard_book_s {
     apr_hash_t *records;        /* inode -> pf_guard_record_t */
     apr_pool_t *old_pool;       /* during a (re)start: the last */
     apr_hash_t *old_records;    /* generation's */
+    /* Sockets replaced and not yet stopped (pf_guard_retiring_t): grows
+     * to the most replaced at once, emptied by every retirement. */
+    apr_array_header_t *retiring;
 };
 
 pf_guard_book_t *pf_guard_book_create(apr_pool_t *pool)
@@ -259,6 +269,7 @@ pf_guard_book_t *pf_guard_book_create(apr_pool_t *pool)
     apr_pool_create(&book->pool, pool);
     apr_pool_tag(book->pool, "prefork_guard_book");
     book->records = apr_hash_make(book->pool);
+    book->retiring = apr_array_make(pool, 4, sizeof(pf_guard_retiring_t));
     return book;
 }
 
@@ -366,65 +377,80 @@ static int on_its_port(apr_socket_t *sd, apr_sockaddr_t *bind_addr)
     return pf_guard_local_port(sd) == (int)bind_addr->port;
 }
 
-/* A new socket for a bucket whose own cannot be put right in place: same
- * address, the record's options and backlog, under the old descriptor
+/* A new socket for a bucket whose own cannot be trusted any more: same
+ * address, the record's options and backlog, in the old one's reuseport
+ * group (SO_REUSEPORT goes on the old one for that, even where the bucket
+ * wants none: a handover needs the group), under the old descriptor
  * number, so that every record of it in the parent (core's listener, the
- * bucket's) holds the new one.  The old socket stops listening first: it
- * leaves its reuseport group and every child still holding it gets EINVAL
- * from accept() and is replaced, whatever that child did to it (a filter
- * locked on it stays on it, but it takes no connection).  Connections it
- * had queued are reset.  Its SO_REUSEPORT goes too, so that a child
- * listening on it again finds the port taken. */
-static apr_status_t replace_socket(pf_guard_record_t *rec, apr_socket_t *sd,
+ * bucket's) holds the new one.  The old socket is kept, listening, on the
+ * book's list of sockets to retire: once the steering programs choose the
+ * new one (pf_guard_retiring()), it stops listening and its queue is
+ * handed over. */
+static apr_status_t replace_socket(pf_guard_book_t *book,
+                                   pf_guard_record_t *rec, apr_socket_t *sd,
                                    apr_sockaddr_t *bind_addr,
-                                   const pf_guard_want_t *want,
-                                   apr_pool_t *pool)
+                                   const pf_guard_want_t *want)
 {
-    apr_os_sock_t old_fd, new_fd;
+    apr_os_sock_t old_fd, new_fd, kept;
+    pf_guard_retiring_t *retiring;
     apr_socket_t *fresh;
     apr_pool_t *tmp;
     apr_status_t rv;
-    int off = 0;
 
     if (apr_os_sock_get(&old_fd, sd) != APR_SUCCESS || old_fd < 0) {
         return APR_EBADF;
     }
-    apr_pool_create(&tmp, pool);
+#ifdef SO_REUSEPORT
+    set_int_option(old_fd, SOL_SOCKET, SO_REUSEPORT, 1);
+#endif
+    apr_pool_create(&tmp, book->parent);
     rv = pf_os_duplicate_listener(&fresh, sd, bind_addr,
-                                  want->backlog > 0 ? want->backlog
-                                                    : DEFAULT_LISTENBACKLOG,
+                                  rec != NULL && rec->backlog > 0
+                                      ? rec->backlog
+                                      : DEFAULT_LISTENBACKLOG,
                                   rec != NULL ? &rec->options : NULL, tmp);
+    kept = -1;
     if (rv == APR_SUCCESS) {
         apr_os_sock_get(&new_fd, fresh);
-#ifdef SO_REUSEPORT
-        if (!want->reuseport) {
-            /* Joined nothing, and now nothing can join it. */
-            setsockopt(new_fd, SOL_SOCKET, SO_REUSEPORT, &off, sizeof(off));
-        }
-#endif
         if (want->nonblock) {
             fcntl(new_fd, F_SETFL, fcntl(new_fd, F_GETFL) | O_NONBLOCK);
         }
-        shutdown(old_fd, SHUT_RDWR);
-#ifdef SO_REUSEPORT
-        setsockopt(old_fd, SOL_SOCKET, SO_REUSEPORT, &off, sizeof(off));
-#endif
-        if (dup3(new_fd, old_fd, O_CLOEXEC) < 0) {
+        kept = fcntl(old_fd, F_DUPFD_CLOEXEC, 0);
+        if (kept < 0 || dup3(new_fd, old_fd, O_CLOEXEC) < 0) {
             rv = errno;
         }
+    }
+    if (rv == APR_SUCCESS) {
+        retiring = apr_array_push(book->retiring);
+        retiring->old_fd = kept;
+        retiring->fresh = sd;
+    }
+    else if (kept >= 0) {
+        close(kept);
     }
     /* Closes the new socket's first descriptor; the old number keeps it. */
     apr_pool_destroy(tmp);
     return rv;
 }
 
+/* Whether the record says the socket was put right in place before: a
+ * second time, it is not trusted to stay right. */
+static int put_right_before(pf_guard_record_t *rec, int fixed_in_place)
+{
+    if (rec == NULL || !fixed_in_place) {
+        return 0;
+    }
+    return ++rec->repairs >= 2;
+}
+
 /*
  * Checks a bucket socket against its record and @a want (backlog from
  * the record), puts back what it can, and replaces the socket when it
- * cannot be put right in place: a new socket on @a bind_addr with the
- * record's options and backlog takes its descriptor number, after the
- * old one has stopped listening (shutdown()) and left its reuseport
- * group, so that no child still holding it takes a connection on it.
+ * cannot be put right in place, when it was put right in place once
+ * before, or when @a want says so (another process holds it): a new
+ * socket on @a bind_addr with the record's options and backlog takes its
+ * descriptor number, and the old one waits on the book's list to stop
+ * listening.
  */
 PF_UNIT_STATIC void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
                                     apr_sockaddr_t *bind_addr,
@@ -433,7 +459,7 @@ PF_UNIT_STATIC void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
 {
     pf_guard_record_t *rec = book_find(book, sd);
     pf_guard_want_t mine = *want;
-    int fd, replace;
+    int fd, replace, twice;
 
     memset(found, 0, sizeof(*found));
     mine.backlog = rec != NULL ? rec->backlog : 0;
@@ -447,19 +473,26 @@ PF_UNIT_STATIC void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
     }
     /* At a graceful stop (keep_filter) the socket is draining: it keeps
      * its place whatever is wrong with it. */
-    replace = !want->keep_filter
-              && ((found->failed & (PF_GUARD_NOT_LISTENING
-                                    | PF_GUARD_FILTER_LOCKED))
-                  || !pf_sockopt_set_empty(&found->options_failed)
-                  || ((found->fixed & PF_GUARD_NOT_LISTENING)
-                      && !on_its_port(sd, bind_addr)));
+    if (want->keep_filter) {
+        return;
+    }
+    twice = put_right_before(rec, found->fixed != 0);
+    replace = want->replace || twice
+              || (found->failed & (PF_GUARD_NOT_LISTENING
+                                   | PF_GUARD_FILTER_LOCKED))
+              || !pf_sockopt_set_empty(&found->options_failed)
+              || ((found->fixed & PF_GUARD_NOT_LISTENING)
+                  && !on_its_port(sd, bind_addr));
     if (!replace) {
         return;
     }
-    if (replace_socket(rec, sd, bind_addr, &mine, book->parent)
-        == APR_SUCCESS) {
+    if (replace_socket(book, rec, sd, bind_addr, &mine) == APR_SUCCESS) {
         book_rekey(book, rec, sd);
-        found->fixed |= found->failed | PF_GUARD_REPLACED;
+        if (rec != NULL) {
+            rec->repairs = 0;
+        }
+        found->fixed |= found->failed | PF_GUARD_REPLACED
+                        | (twice ? PF_GUARD_TWICE : 0);
         found->failed = 0;
         memset(&found->options_failed, 0, sizeof(found->options_failed));
     }
@@ -469,9 +502,74 @@ PF_UNIT_STATIC void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
     }
 }
 
+apr_status_t pf_guard_replace(pf_guard_book_t *book, apr_socket_t *sd,
+                              apr_sockaddr_t *bind_addr, int nonblock)
+{
+    pf_guard_record_t *rec = book_find(book, sd);
+    pf_guard_want_t want;
+    apr_status_t rv;
+
+    memset(&want, 0, sizeof(want));
+    want.nonblock = nonblock;
+    rv = replace_socket(book, rec, sd, bind_addr, &want);
+    if (rv == APR_SUCCESS) {
+        book_rekey(book, rec, sd);
+        if (rec != NULL) {
+            rec->repairs = 0;
+        }
+    }
+    return rv;
+}
+
+int pf_guard_retiring(pf_guard_book_t *book, pf_guard_retiring_t **list)
+{
+    *list = (pf_guard_retiring_t *)book->retiring->elts;
+    return book->retiring->nelts;
+}
+
+/* The old socket stops listening, if it still does (its queue goes where
+ * the group's program chooses, or is reset), and nothing can listen on it
+ * in its group again without setting SO_REUSEPORT first. */
+void pf_guard_retire(pf_guard_retiring_t *r)
+{
+    if (r->old_fd < 0) {
+        return;
+    }
+    shutdown(r->old_fd, SHUT_RDWR);
+#ifdef SO_REUSEPORT
+    set_int_option(r->old_fd, SOL_SOCKET, SO_REUSEPORT, 0);
+#endif
+    close(r->old_fd);
+    r->old_fd = -1;
+}
+
+void pf_guard_retired_all(pf_guard_book_t *book)
+{
+    pf_guard_retiring_t *list;
+    int i, n = pf_guard_retiring(book, &list);
+
+    for (i = 0; i < n; i++) {
+        pf_guard_retire(&list[i]);
+    }
+    apr_array_clear(book->retiring);
+}
+
+void pf_guard_close_retiring(pf_guard_book_t *book)
+{
+    pf_guard_retiring_t *list;
+    int i, n = pf_guard_retiring(book, &list);
+
+    for (i = 0; i < n; i++) {
+        if (list[i].old_fd >= 0) {
+            close(list[i].old_fd);
+        }
+    }
+    apr_array_clear(book->retiring);
+}
+
 int pf_guard_bucket(pf_guard_book_t *book, const pf_bucket_t *bucket,
                     int reuseport, int keep_filter, const int *seen,
-                    pf_guard_found_t *all)
+                    const int *replace, pf_guard_found_t *all)
 {
     pf_guard_want_t want;
     pf_guard_found_t got;
@@ -479,12 +577,14 @@ int pf_guard_bucket(pf_guard_book_t *book, const pf_bucket_t *bucket,
     int i;
 
     memset(all, 0, sizeof(*all));
+    memset(&want, 0, sizeof(want));
     want.backlog = 0;           /* each socket's own, from the book */
     want.nonblock = bucket->num_listeners > 1;
     want.reuseport = reuseport;
     want.keep_filter = keep_filter;
     for (lr = bucket->listeners, i = 0; lr; lr = lr->next, i++) {
         want.backlog_seen = seen != NULL ? seen[i] : 0;
+        want.replace = replace != NULL ? replace[i] : 0;
         pf_guard_socket(book, lr->sd, lr->bind_addr, &want, &got);
         all->fixed |= got.fixed;
         all->failed |= got.failed;
@@ -513,6 +613,8 @@ char *pf_guard_describe(int bits, const char *options, char *buf,
         { PF_GUARD_FILTER_LOCKED, "socket filters locked" },
         { PF_GUARD_REUSEPORT, "SO_REUSEPORT turned off" },
         { PF_GUARD_OPTIONS, "options connections inherit changed" },
+        { PF_GUARD_TWICE, "put right before" },
+        { PF_GUARD_HELD, "held by a process that is no child" },
         { PF_GUARD_REPLACED, "could not be put right in place and was "
                              "replaced" },
     };

@@ -76,6 +76,8 @@ typedef struct {
     /** The accept queue's limit as the maintenance cycle read it
      *  (TCP_INFO), or 0: read it now. */
     int backlog_seen;
+    int replace;                /**< replace it, whatever it looks like:
+                                     another process holds it */
 } pf_guard_want_t;
 
 /** What a check found changed (bits). */
@@ -91,6 +93,10 @@ typedef struct {
 #define PF_GUARD_FILTER_LOCKED  0x80
 /** Options connections inherit changed (see pf_guard_found_t). */
 #define PF_GUARD_OPTIONS        0x100
+/** Put right in place before: replaced, not trusted twice. */
+#define PF_GUARD_TWICE          0x200
+/** Held by a process that is not a child of the server: replaced. */
+#define PF_GUARD_HELD           0x400
 
 /* ------------------------------------------------------------------ */
 /* The parent's record of its bucket sockets                           */
@@ -100,8 +106,17 @@ typedef struct {
 typedef struct {
     apr_ino_t inode;            /**< the socket's: the record's key */
     int backlog;                /**< accept-queue limit (0: unknown) */
-    pf_sockopts_t options;      /**< what connections inherit */
+    int repairs;                /**< times put right in place: a second
+                                     time, the socket is replaced */
+    pf_sockopts_t options;      /**< its whole state */
 } pf_guard_record_t;
+
+/** A socket replaced by a new one under its descriptor number, still
+ *  listening until it is retired. */
+typedef struct {
+    int old_fd;                 /**< the old socket (-1: retired) */
+    apr_socket_t *fresh;        /**< the bucket's socket: the new one */
+} pf_guard_retiring_t;
 
 /** The records of the sockets in service, kept across restarts. */
 typedef struct pf_guard_book_s pf_guard_book_t;
@@ -133,24 +148,53 @@ typedef struct {
 
 /**
  * Checks every socket of @a bucket against its record and puts back what
- * a child changed, replacing a socket that cannot be put right in place
- * (a new socket on its address with the record's options and backlog
- * takes its descriptor number, after the old one has stopped listening
- * and left its reuseport group, so that no child still holding it takes
- * a connection on it).  What the bucket wants: O_NONBLOCK where its
- * children poll several sockets, SO_REUSEPORT where buckets share a port
- * (@a reuseport), the parent's own socket filter left on at a graceful
- * stop (@a keep_filter), and the backlog of the record.
+ * a holder changed.  A socket is replaced (a new socket on its address
+ * with the record's options and backlog, in its reuseport group, takes
+ * its descriptor number; the old one waits on the book's list of sockets
+ * to retire) when it cannot be put right in place, when it was put right
+ * in place once before (not trusted twice), or when @a replace says so.
+ * What the bucket wants: O_NONBLOCK where its children poll several
+ * sockets, SO_REUSEPORT where buckets share a port (@a reuseport), the
+ * parent's own socket filter left on at a graceful stop (@a keep_filter:
+ * nothing is replaced then), and the backlog of the record.
  * @param seen Each socket's accept-queue limit as the maintenance cycle
  *        read it, in the bucket's order; NULL: read now
+ * @param replace Per socket, in the bucket's order: replace it (another
+ *        process holds it); NULL: none
  * @param all Set to what the checks found, over the bucket's sockets
  * @return whether a socket of the bucket listens again, in place or
  *         replaced: it left its reuseport group's socket map when it
- *         stopped, and must go back
+ *         stopped, or a new one took its place, and the map must have it
  */
 int pf_guard_bucket(pf_guard_book_t *book, const pf_bucket_t *bucket,
                     int reuseport, int keep_filter, const int *seen,
-                    pf_guard_found_t *all);
+                    const int *replace, pf_guard_found_t *all);
+
+/**
+ * Replaces @a sd now, whatever it looks like (a restart: whoever keeps a
+ * copy of the old one loses it): a new socket in its group under its
+ * descriptor number, the old one on the book's list to retire.
+ */
+apr_status_t pf_guard_replace(pf_guard_book_t *book, apr_socket_t *sd,
+                              apr_sockaddr_t *bind_addr, int nonblock);
+
+/** The sockets replaced and not retired yet.  @return how many */
+int pf_guard_retiring(pf_guard_book_t *book, pf_guard_retiring_t **list);
+
+/**
+ * Retires one: the old socket stops listening if it still does (where a
+ * program of its group chooses for handed-over connections, its queue
+ * goes to the new socket; otherwise it is reset), leaves its group, and
+ * the parent's descriptor of it is closed.
+ */
+void pf_guard_retire(pf_guard_retiring_t *r);
+
+/** Retires every socket on the list, and empties it. */
+void pf_guard_retired_all(pf_guard_book_t *book);
+
+/** Child, right after fork: closes the descriptors of the sockets on the
+ *  list (the parent retires them), and empties it. */
+void pf_guard_close_retiring(pf_guard_book_t *book);
 
 /**
  * Describes @a bits for the log: "stopped listening, backlog changed";
