@@ -83,7 +83,7 @@ typedef struct {
     int generation;             /**< the generation being built */
     /** The children still running, whose identities the build keeps
      *  (NULL: none). */
-    const pf_children_t *children;
+    pf_children_t *children;
 } pf_bucketset_config_t;
 
 /**

@@ -225,6 +225,31 @@ int pf_children_holds(const pf_children_t *c, pid_t pid)
     return pid > 0 && pf_children_find(c, pid) >= 0;
 }
 
+int pf_children_stop_bucket(pf_children_t *c, const pf_generation_t *gen,
+                            int bucket)
+{
+    int slot, n = 0;
+
+    for (slot = 0; slot < c->used; slot++) {
+        if (c->slot[slot].pid > 0
+            && pf_generation_bucket_of(gen, c->slot[slot].record) == bucket) {
+            n += pf_children_tell_to_stop(c, slot);
+        }
+    }
+    return n;
+}
+
+void pf_children_continue(const pf_children_t *c)
+{
+    int slot;
+
+    for (slot = 0; slot < c->used; slot++) {
+        if (c->slot[slot].pid > 0) {
+            kill(c->slot[slot].pid, SIGCONT);
+        }
+    }
+}
+
 void pf_children_count_record(const pf_children_t *c, int record,
                               ap_generation_t gen, int *current, int *old)
 {

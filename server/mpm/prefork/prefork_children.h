@@ -158,6 +158,17 @@ int pf_children_live(const pf_children_t *c);
 /** Whether @a pid is a live child of ours (of any generation). */
 int pf_children_holds(const pf_children_t *c, pid_t pid);
 
+/** Tells every child of bucket @a bucket of @a gen not told already to
+ *  stop (AP_SIG_GRACEFUL): its socket is being replaced, and the old one
+ *  must not keep a child.  @return how many */
+int pf_children_stop_bucket(pf_children_t *c, const pf_generation_t *gen,
+                            int bucket);
+
+/** Sends SIGCONT to every live child: a sibling may have had them
+ *  stopped (SIGSTOP through a shared socket's owner and signal), which
+ *  nothing else would undo.  Harmless to a child that runs. */
+void pf_children_continue(const pf_children_t *c);
+
 /** Children forked for the bucket identity @a record: of generation
  *  @a gen and not told to stop (*current), and of older generations
  *  (*old). */

@@ -527,18 +527,35 @@ int pf_guard_retiring(pf_guard_book_t *book, pf_guard_retiring_t **list)
     return book->retiring->nelts;
 }
 
+/* The owner a retired socket gets: the kernel lets a socket join a
+ * reuseport group only where its owner is the group's, and this MPM's
+ * sockets are root's. */
+#define NOBODY_UID 65534
+#define NOBODY_GID 65534
+
+void pf_guard_disown(int fd)
+{
+    shutdown(fd, SHUT_RDWR);
+#ifdef SO_REUSEPORT
+    set_int_option(fd, SOL_SOCKET, SO_REUSEPORT, 0);
+#endif
+    /* Whoever keeps a copy could otherwise listen on it again, setting
+     * SO_REUSEPORT, and join the group (or, clearing the option after,
+     * sit first in the kernel's list of the port's listeners, where a
+     * socket without SO_REUSEPORT takes every handshake). */
+    if (fchown(fd, NOBODY_UID, NOBODY_GID) != 0) {
+        /* Not root: nothing else can join a group of ours either. */
+    }
+}
+
 /* The old socket stops listening, if it still does (its queue goes where
- * the group's program chooses, or is reset), and nothing can listen on it
- * in its group again without setting SO_REUSEPORT first. */
+ * the group's program chooses, or is reset), and is disowned. */
 void pf_guard_retire(pf_guard_retiring_t *r)
 {
     if (r->old_fd < 0) {
         return;
     }
-    shutdown(r->old_fd, SHUT_RDWR);
-#ifdef SO_REUSEPORT
-    set_int_option(r->old_fd, SOL_SOCKET, SO_REUSEPORT, 0);
-#endif
+    pf_guard_disown(r->old_fd);
     close(r->old_fd);
     r->old_fd = -1;
 }

@@ -189,6 +189,15 @@ int pf_guard_retiring(pf_guard_book_t *book, pf_guard_retiring_t **list);
  */
 void pf_guard_retire(pf_guard_retiring_t *r);
 
+/**
+ * A listening socket the parent lets go of for good (retired, or at a
+ * stop): it stops listening (its queue is handed over or reset), leaves
+ * SO_REUSEPORT off, and is given to an unprivileged owner, so that no
+ * copy anyone keeps can listen on it again beside a socket of the server
+ * (the kernel joins reuseport groups of one owner only).
+ */
+void pf_guard_disown(int fd);
+
 /** Retires every socket on the list, and empties it. */
 void pf_guard_retired_all(pf_guard_book_t *book);
 

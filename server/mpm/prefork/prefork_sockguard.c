@@ -53,7 +53,7 @@ struct pf_sockguard_s {
     pf_generation_t *gen;
     pf_steer_t *steer;
     pf_guard_book_t *book;      /* each socket as the parent opened it */
-    const pf_children_t *children;
+    pf_children_t *children;
     pf_holders_t *holders;
 
     /* Per bucket identity: what the log has said about its sockets in the
@@ -62,9 +62,11 @@ struct pf_sockguard_s {
     int *logged;
     pf_sockopt_set_t *options_logged;
 
-    /* Per socket of the generation, in bucket order: replace it.  Grows
-     * by doubling to the most sockets a generation had. */
+    /* Per socket of the generation, in bucket order: replace it; per
+     * bucket: a socket of it was replaced this cycle.  Grow by doubling
+     * to the most a generation had. */
     int *replace;
+    int *replaced;
     apr_ino_t *inodes;
     apr_ino_t *sorted;
     int room;
@@ -98,7 +100,7 @@ pf_guard_book_t *pf_sockguard_book(pf_sockguard_t *g)
     return g->book;
 }
 
-void pf_sockguard_set_children(pf_sockguard_t *g, const pf_children_t *c)
+void pf_sockguard_set_children(pf_sockguard_t *g, pf_children_t *c)
 {
     g->children = c;
 }
@@ -134,6 +136,7 @@ static void make_room(pf_sockguard_t *g, int n)
         room *= 2;
     }
     g->replace = apr_pcalloc(g->pool, sizeof(int) * (apr_size_t)room);
+    g->replaced = apr_pcalloc(g->pool, sizeof(int) * (apr_size_t)room);
     g->inodes = apr_pcalloc(g->pool, sizeof(apr_ino_t) * (apr_size_t)room);
     g->sorted = apr_pcalloc(g->pool, sizeof(apr_ino_t) * (apr_size_t)room);
     g->room = room;
@@ -272,9 +275,15 @@ static int check_bucket(pf_sockguard_t *g, int b, const int *seen,
     relistened = pf_guard_bucket(g->book, &g->gen->bucket[b],
                                  wants_reuseport(g), g->refusing_new, seen,
                                  replace, &all);
+    g->replaced[b] = (all.fixed & PF_GUARD_REPLACED) != 0;
     if (held) {
         /* Said by PFB00176; a change found as well is said below. */
         all.fixed &= ~PF_GUARD_REPLACED;
+    }
+    if (pf_sockopts_touch_file(&all.options_changed) && g->children) {
+        /* The file's owner and signal made each connection signal the
+         * children: those it stopped run again. */
+        pf_children_continue(g->children);
     }
     if ((all.fixed | all.failed) == 0) {
         if (!held && r >= 0 && r < g->num_records) {
@@ -355,8 +364,9 @@ void pf_sockguard_check(pf_sockguard_t *g, int bucket,
     if (bucket >= g->gen->num_buckets) {
         return;
     }
-    make_room(g, n);
+    make_room(g, n > g->gen->num_buckets ? n : g->gen->num_buckets);
     memset(g->replace, 0, sizeof(int) * (apr_size_t)n);
+    memset(g->replaced, 0, sizeof(int) * (apr_size_t)g->gen->num_buckets);
     if (bucket < 0 && !g->refusing_new) {
         look_for_holders(g, n, s);
     }
@@ -374,6 +384,14 @@ void pf_sockguard_check(pf_sockguard_t *g, int bucket,
          * number, the connections steered there go to the others. */
         pf_steer_refill(g->steer, g->gen, s);
     }
+    /* The children of a bucket whose socket was replaced hold the old
+     * one, which someone may make listen again: they are told to go
+     * before it stops, and new ones take the new socket. */
+    for (b = 0; g->children != NULL && b < g->gen->num_buckets; b++) {
+        if (g->replaced[b]) {
+            pf_children_stop_bucket(g->children, g->gen, b);
+        }
+    }
     retire_replaced(g, s);
 }
 
@@ -390,9 +408,16 @@ void pf_sockguard_renew(pf_sockguard_t *g, int first_start, server_rec *s)
                                                   sizeof(g->hand_over_why));
     }
     if (first_start) {
-        return;
+        /* One socket per Listen: core's own, which got SO_REUSEPORT after
+         * it listened, is in no reuseport group until another socket
+         * joins, and steering's map takes no socket outside a group.  A
+         * new one, made with SO_REUSEPORT, takes its place. */
+        if (g->gen->plan.mode != PFB_MODE_REUSEPORT
+            || g->gen->plan.buckets_per_listen != 1 || !g->can_hand_over) {
+            return;
+        }
     }
-    if (!g->can_hand_over) {
+    else if (!g->can_hand_over) {
         if (!g->kept_logged) {
             ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
                          PFBLOGNO(00177) "restarts keep the bucket sockets "
@@ -418,8 +443,8 @@ void pf_sockguard_renew(pf_sockguard_t *g, int first_start, server_rec *s)
         }
     }
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
-                 PFBLOGNO(00178) "restart: %d bucket socket(s) replaced by "
-                 "new ones in their reuseport groups, %d kept (no new "
+                 PFBLOGNO(00178) "bucket sockets: %d replaced by new ones "
+                 "in their reuseport groups, %d kept (no new "
                  "socket could be opened); the old ones hand their queues "
                  "over once the new children run", replaced, failed);
 }
@@ -474,14 +499,12 @@ void pf_sockguard_stop(pf_sockguard_t *g)
 {
     ap_listen_rec *lr;
     apr_os_sock_t fd;
-    int b, none = 0;
+    int b;
 
     for (b = 0; b < g->gen->num_buckets; b++) {
         for (lr = g->gen->bucket[b].listeners; lr; lr = lr->next) {
             if (apr_os_sock_get(&fd, lr->sd) == APR_SUCCESS && fd >= 0) {
-                shutdown(fd, SHUT_RDWR);
-                setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &none,
-                           sizeof(none));
+                pf_guard_disown(fd);
             }
         }
     }

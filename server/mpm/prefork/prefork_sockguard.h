@@ -63,7 +63,7 @@ pf_guard_book_t *pf_sockguard_book(pf_sockguard_t *g);
 
 /** The children table, whose live children hold the sockets by right
  *  (NULL: none yet). */
-void pf_sockguard_set_children(pf_sockguard_t *g, const pf_children_t *c);
+void pf_sockguard_set_children(pf_sockguard_t *g, pf_children_t *c);
 
 /**
  * Checks the sockets of bucket @a bucket (every bucket when -1, which

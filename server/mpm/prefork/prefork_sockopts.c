@@ -781,6 +781,18 @@ void pf_sockopts_repair(int fd, const pf_sockopts_t *want,
     free(now);
 }
 
+int pf_sockopts_touch_file(const pf_sockopt_set_t *set)
+{
+    int i;
+
+    for (i = 0; i < NUM_OPTIONS; i++) {
+        if (options[i].level == LEVEL_FILE && has(set, i)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 char *pf_sockopts_describe(const pf_sockopt_set_t *set, char *buf,
                            apr_size_t len)
 {

@@ -102,6 +102,10 @@ void pf_sockopts_record(int fd, pf_sockopts_t *rec);
 void pf_sockopts_repair(int fd, const pf_sockopts_t *want,
                         pf_sockopt_set_t *changed, pf_sockopt_set_t *failed);
 
+/** Whether @a set holds an item of the open file description (its flags,
+ *  owner or signal). */
+int pf_sockopts_touch_file(const pf_sockopt_set_t *set);
+
 /**
  * Names the items of @a set for the log: "SO_LINGER, IP_TTL, F_GETFL".
  * @return buf
