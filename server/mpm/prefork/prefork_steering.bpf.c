@@ -93,6 +93,9 @@ static __always_inline int select_shard(struct sk_reuseport_md *md,
     if (try_shard(md, shard) == 0) {
         return 0;
     }
+    /* Unrolled: no loop for the verifier, so no kernel newer than the
+     * programs' other needs (bounded loops came in 5.3). */
+#pragma unroll
     for (i = 1; i < PF_STEER_FALLBACK_TRIES; i++) {
         if (i >= pf_listen.per_listen) {
             break;

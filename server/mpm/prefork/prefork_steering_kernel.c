@@ -71,8 +71,10 @@ apr_status_t pf_steer_kernel_detach(apr_socket_t *sd)
     apr_status_t rv;
 
     rv = set_option(sd, SO_DETACH_REUSEPORT_BPF, &unused, sizeof(unused));
-    /* ENOENT: no program was attached, which is what we want. */
-    return rv == ENOENT ? APR_SUCCESS : rv;
+    /* ENOENT: no program was attached; EINVAL: the socket is in no
+     * reuseport group (SO_REUSEPORT off), so none can be.  Either is what
+     * we want. */
+    return rv == ENOENT || rv == EINVAL ? APR_SUCCESS : rv;
 #else
     (void)sd;
     (void)set_option;
