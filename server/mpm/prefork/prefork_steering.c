@@ -793,8 +793,8 @@ static void refill_socket_map(pf_steer_t *st, const pf_generation_t *gen,
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
                      PFBLOGNO(00103) "ListenBucketSteering %s: couldn't put "
                      "the socket of bucket %d (%s) back in the socket map; "
-                     "connections sent there go by the kernel's hash until "
-                     "it can", pfb_steer_name(st->active), bad,
+                     "connections steered there go to another socket of "
+                     "its Listen in the map until it can", pfb_steer_name(st->active), bad,
                      name_of(gen, bad));
     }
     st->refill_logged = rv != APR_SUCCESS;

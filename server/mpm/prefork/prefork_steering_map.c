@@ -91,6 +91,21 @@ static apr_socket_t *socket_of(const pf_generation_t *gen, int k)
     return gen->bucket[k].listeners->sd;
 }
 
+/* Whether @a sd listens now.  One that does not (a child shut it down
+ * since the parent's last look) is not hashed, so the kernel takes it in
+ * no socket map: the guard's next check, which the child's exit or the
+ * next cycle brings, puts it right and refills the map. */
+static int listening_now(apr_socket_t *sd)
+{
+    apr_os_sock_t fd;
+    int on = 0;
+    socklen_t len = sizeof(on);
+
+    return apr_os_sock_get(&fd, sd) == APR_SUCCESS && fd >= 0
+           && getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0
+           && on != 0;
+}
+
 /* Whether @a cookie is wanted under a key other than @a key. */
 static int wanted_elsewhere(const pf_steer_map_t *m, apr_uint64_t cookie,
                             int key)
@@ -143,7 +158,7 @@ apr_status_t pf_steer_map_sync(pf_steer_map_t *m, const pf_generation_t *gen,
         if (rv == APR_SUCCESS) {
             (*changed)++;
         }
-        else if (first == APR_SUCCESS) {
+        else if (first == APR_SUCCESS && listening_now(socket_of(gen, key))) {
             first = rv;
             *bad = key;
         }

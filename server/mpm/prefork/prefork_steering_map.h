@@ -69,7 +69,9 @@ apr_status_t pf_steer_map_ensure(pf_steer_map_t *m, int needed,
  * in the map, which the client sees refused); only a socket that moves to
  * another key leaves its old key empty for a moment.
  * @param changed Set to the number of keys filled again
- * @param bad Set to the first bucket whose socket would not go in
+ * @param bad Set to the first bucket whose socket would not go in and
+ *            listens (one that does not is the guard's to put right,
+ *            which refills the map then)
  */
 apr_status_t pf_steer_map_sync(pf_steer_map_t *m, const pf_generation_t *gen,
                                int *changed, int *bad);
