@@ -535,17 +535,19 @@ int pf_guard_retiring(pf_guard_book_t *book, pf_guard_retiring_t **list)
 
 void pf_guard_disown(int fd)
 {
-    shutdown(fd, SHUT_RDWR);
-#ifdef SO_REUSEPORT
-    set_int_option(fd, SOL_SOCKET, SO_REUSEPORT, 0);
-#endif
     /* Whoever keeps a copy could otherwise listen on it again, setting
      * SO_REUSEPORT, and join the group (or, clearing the option after,
      * sit first in the kernel's list of the port's listeners, where a
-     * socket without SO_REUSEPORT takes every handshake). */
+     * socket without SO_REUSEPORT takes every handshake).  The owner
+     * changes first: a holder that sees the socket stop listening and
+     * listens again at once finds it owned by another user already. */
     if (fchown(fd, NOBODY_UID, NOBODY_GID) != 0) {
         /* Not root: nothing else can join a group of ours either. */
     }
+#ifdef SO_REUSEPORT
+    set_int_option(fd, SOL_SOCKET, SO_REUSEPORT, 0);
+#endif
+    shutdown(fd, SHUT_RDWR);
 }
 
 /* The old socket stops listening, if it still does (its queue goes where
