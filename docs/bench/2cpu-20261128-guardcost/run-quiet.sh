@@ -6,7 +6,10 @@ cd "$(dirname "$0")"
 BEFORE=${BEFORE:-/tmp/i35-base/build/mod_mpm_prefork.so}
 AFTER=${AFTER:-../../../build/mod_mpm_prefork.so}
 for run in "after 64" "before 4" "after 4" "before 64"; do
-    set -- $run
-    so=$BEFORE; [ "$1" = after ] && so=$(readlink -f "$AFTER")
-    python3 measure.py "$so" "$1" "$2" 15 quiet
+    read -r label buckets <<< "$run"
+    so=$BEFORE
+    if [ "$label" = after ]; then
+        so=$(readlink -f "$AFTER")
+    fi
+    python3 measure.py "$so" "$label" "$buckets" 15 quiet
 done
