@@ -49,7 +49,8 @@
  *     steering (counted per bucket, so at most one per slot), and a
  *     reaped child's once (its idle count goes); only tested for zero;
  *   - `lingering`: every live child's, each maintenance cycle; only tested
- *     for zero (a child that lingers is not retired as idle).
+ *     for zero (a child that lingers is not retired as idle, for at most
+ *     httpd's lingering bound, 32 s, after which it is idle like any).
  * A hostile value there makes a report or an idle count wrong until the
  * next cycle, or spares that child a retirement another idle child gets,
  * and nothing else.  Readers get the segment through the optional

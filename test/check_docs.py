@@ -50,6 +50,8 @@ KERNEL_RELEASES = {
     "BPF_F_MMAPABLE": "5.5",
     "SO_DETACH_REUSEPORT_BPF": "5.8",
     "CAP_BPF": "5.8",
+    # A program that also chooses where a closing socket's connections go.
+    "BPF_SK_REUSEPORT_SELECT_OR_MIGRATE": "5.14",
 }
 # How documents name the interfaces.
 INTERFACE_WORDS = {
@@ -61,6 +63,8 @@ INTERFACE_WORDS = {
     "BPF_F_MMAPABLE": r"BPF_F_MMAPABLE|mmap-able",
     "SO_DETACH_REUSEPORT_BPF": r"SO_DETACH_REUSEPORT_BPF",
     "CAP_BPF": r"\bCAP_BPF\b|\bCAP_SYS_ADMIN\b",
+    "BPF_SK_REUSEPORT_SELECT_OR_MIGRATE":
+        r"BPF_SK_REUSEPORT_SELECT_OR_MIGRATE|handed over|hand(?:s)? (?:its|their) queues? over",
 }
 # How documents name each feature of the table.
 FEATURE_WORDS = {
@@ -77,6 +81,8 @@ FEATURE_WORDS = {
     "steering local": r"`local`|\blocal steering|[Ss]teering local\b"
                       r"|\blocal (?:and|or) (?:idle|cpu)\b"
                       r"|\b(?:idle|cpu) (?:and|or) local\b",
+    "socket handover": r"[Hh]andover|handed over|hand(?:s)? (?:its|their) "
+                       r"queues? over",
     "steering detach": r"\bdetach|SO_DETACH_REUSEPORT_BPF|[Ss]witching "
                        r"back to `?hash|[Tt]urning steering off",
 }
@@ -206,8 +212,12 @@ def derive_steering():
                                  r"\s*=", bpf, re.M))
     attach = set(re.findall(r"\b(SO_ATTACH_REUSEPORT_[CE]BPF)\b", kernel))
     programs = {}
-    for m in re.finditer(r'SEC\("(\w+)"\)\s*int\s+pf_steer_(\w+)\s*\(', bpf):
-        section, mode = m.group(1), m.group(2)
+    for m in re.finditer(r'SEC\("([\w/]+)"\)\s*int\s+pf_steer_(\w+)\s*\(',
+                         bpf):
+        # "sk_reuseport/migrate" loads as plain sk_reuseport where the
+        # kernel lacks the handover (prefork_steering_kernel.c): the
+        # handover is a row of its own.
+        section, mode = m.group(1).split("/")[0], m.group(2)
         seen, todo, used = set(), ["pf_steer_" + mode], {section}
         while todo:
             name = todo.pop()
@@ -220,7 +230,9 @@ def derive_steering():
                     used |= found
             if any(re.search(r"\b%s\b" % g, body) for g in global_data):
                 used.add("global-data")
-            if re.search(r"\b(for|while)\s*\(", body):
+            # A loop the compiler unrolls leaves the verifier none.
+            looped = re.sub(r"#pragma unroll\s*\n\s*for\s*\(", "", body)
+            if re.search(r"\b(for|while)\s*\(", looped):
                 used.add("bounded-loops")
             todo += [f for f in functions if re.search(r"\b%s\s*\(" % f,
                                                        body)]
@@ -236,6 +248,10 @@ def derive_rows():
     kernel = read(os.path.join(MPM, "prefork_steering_kernel.c"))
     if re.search(r"\bSO_DETACH_REUSEPORT_BPF\b", kernel):
         rows["steering detach"] = {"SO_DETACH_REUSEPORT_BPF"}
+    bpf = read(os.path.join(MPM, "prefork_steering.bpf.c"))
+    if re.search(r'SEC\("sk_reuseport/migrate"\)', bpf):
+        rows["socket handover"] = {"sk_reuseport",
+                                   "BPF_SK_REUSEPORT_SELECT_OR_MIGRATE"}
     return rows
 
 

@@ -129,23 +129,32 @@ class ListenerBuckets(unittest.TestCase):
             self.assertEqual(load.errors, {})
             self.assertEqual(load.ok, 200)
 
-    def test_graceful_restart_keeps_bucket_sockets_and_loses_nothing(self):
+    def test_graceful_restart_renews_bucket_sockets_and_loses_nothing(self):
+        """Each graceful restart puts new sockets in the buckets' places
+        (whoever kept a copy of an old one loses it), in the same
+        reuseport group, and the old ones hand their queued connections
+        over: under load, no request fails."""
         extra = "ListenBuckets 4\nStartServers 4\n"
         with Server(extra=extra, daemon=True) as srv:
             srv.start()
-            # The same sockets (kernel inodes), not new ones on the port.
-            before = set(listening_inodes(srv.ports[0]))
-            self.assertEqual(len(before), 4)
+            seen = set(listening_inodes(srv.ports[0]))
+            self.assertEqual(len(seen), 4)
             load = Load("127.0.0.1", srv.ports[0], concurrency=8).start()
             try:
                 for _ in range(5):
                     self.assertTrue(load.wait_served(100), load.errors)
                     srv.restart_gracefully()
+                    # The old sockets stop once the new children run.
+                    now = srv.wait_for(lambda: (lambda i: i if len(i) == 4
+                                                else None)(
+                        set(listening_inodes(srv.ports[0]))))
+                    self.assertTrue(now, listening_inodes(srv.ports[0]))
+                    self.assertFalse(now & seen, "an old socket listens")
+                    seen |= now
                 self.assertTrue(load.wait_served(100), load.errors)
             finally:
                 load.stop()
             self.assertEqual(load.errors, {})
-            self.assertEqual(set(listening_inodes(srv.ports[0])), before)
 
     def test_bucket_count_change_waits_for_full_restart(self):
         with Server(extra="ListenBuckets 4\n", daemon=True) as srv:

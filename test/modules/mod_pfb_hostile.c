@@ -33,6 +33,7 @@
  *                    children read the segment for status pages
  *   segment=huge     every count in the header at its largest, the table
  *                    and every slot pointing at valid records
+ *   segment=linger   every slot's lingering count at 1, again and again
  *   segment=ctrl     every bucket's listener name with control
  *                    characters and "?auto" lines in it
  *   kill=KILL|TERM|HUP|USR1
@@ -71,10 +72,29 @@
  *                    2048), usertimeout, congestion (reno), rcvlowat,
  *                    minttl (IP_MINTTL 255), dontroute, pacing
  *                    (SO_MAX_PACING_RATE 1000)
+ *                    (pfb_hostile_socket.c has the list), and the fourth
+ *                    round's: buflock (SO_BUF_LOCK 3), busypoll,
+ *                    incomingcpu, zerocopy, timestamping, recverr,
+ *                    freebind, pktinfo, quickack, inq
+ *   sock=async       sig=IO|STOP: F_SETOWN to the process group, F_SETSIG
+ *                    and O_ASYNC, so that each connection signals every
+ *                    child; sock=asyncioctl: SIOCSPGRP and FIOASYNC
  *   via=dup          make each call through a dup() of the descriptor
  *   high=1           make each setsockopt() a raw system call with bits
  *                    32 to 63 of the descriptor, the level and the option
  *                    set (the kernel reads the low 32 bits only)
+ *
+ * A process that outlives the child, holding a copy of its bucket socket
+ * (answers "grandchild pid P" at once, and runs until the stop file):
+ *
+ *   grandchild=hold      keeps the copy
+ *   grandchild=linger    SO_LINGER {1, 0} on it every 2 ms
+ *   grandchild=shutdown  shutdown() on it every 2 ms
+ *   grandchild=steal     accepts on it and answers "stolen"; listens on
+ *                        it again (with SO_REUSEPORT) when it stops
+ *
+ *   report=conn      the options of the connection the request came on:
+ *                    "buf_lock N sndbuf N linger N ttl N"
  *
  * "PfbHostileChildInit fatal" makes every child exit with
  * APEXIT_CHILDFATAL from its child_init hook, before it serves anything.
@@ -112,6 +132,7 @@
 
 #include "pfb_log.h"
 #include "prefork_buckets.h"
+#include "pfb_hostile.h"
 
 module AP_MODULE_DECLARE_DATA pfb_hostile_module;
 
@@ -248,13 +269,10 @@ static int try_bpf_descriptors(int *changes)
 /* ------------------------------------------------------------------ */
 /* Attacks that last                                                   */
 
-/* The longest an attack runs, whatever the test does. */
-#define ATTACK_MAX_SECONDS 60
-
 static int time_is_up(const char *stop_file, time_t started)
 {
-    return (stop_file != NULL && access(stop_file, F_OK) == 0)
-           || time(NULL) - started > ATTACK_MAX_SECONDS;
+    return pfb_hostile_time_is_up(stop_file, started,
+                                  PFB_HOSTILE_MAX_SECONDS);
 }
 
 /* Busy for about @a n loop turns, without a system call. */
@@ -324,6 +342,21 @@ static void control_listeners(const pfb_segment_t *seg)
     }
 }
 
+/* Every slot says its child still lingers on closed connections, as if
+ * no idle child could be retired. */
+static void lingering_slots(const pfb_segment_t *seg)
+{
+    pfb_layout_t layout;
+    pfb_slot_t *slots;
+    int slot;
+
+    pfb_layout(seg->num_records, seg->num_slots, &layout);
+    slots = (pfb_slot_t *)((char *)writable_header(seg) + layout.slots);
+    for (slot = 0; slot < seg->num_slots; slot++) {
+        slots[slot].f.lingering = 1;
+    }
+}
+
 /* Rewrites the segment the way @a how says until told to stop; returns
  * how many times. */
 static long segment_attack(const pfb_segment_t *seg, const char *how,
@@ -365,6 +398,9 @@ static long segment_attack(const pfb_segment_t *seg, const char *how,
         }
         else if (strcmp(how, "ctrl") == 0) {
             control_listeners(seg);
+        }
+        else if (strcmp(how, "linger") == 0) {
+            lingering_slots(seg);
         }
         else {
             break;
@@ -451,182 +487,6 @@ static long kill_attack(const char *which, const char *stop_file,
 }
 
 /* ------------------------------------------------------------------ */
-/* Attacks on the bucket socket                                        */
-
-static int is_listening(int fd)
-{
-    int on = 0;
-    socklen_t len = sizeof(on);
-
-    return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on;
-}
-
-/* high=1: every setsockopt() with the high bits of its ints set. */
-static int high_bits;
-
-static int set_option(int fd, int level, int name, const void *value,
-                      socklen_t len)
-{
-    long high = high_bits ? 1L << 32 : 0;
-
-    return (int)syscall(SYS_setsockopt, (long)fd | high, (long)level | high,
-                        (long)name | high, value, (long)len);
-}
-
-/* sock=opt: what every connection accepted from the socket inherits. */
-static int option_attack(int fd, const char *name)
-{
-    static const struct {
-        const char *name;
-        int level, option, value;
-    } ints[] = {
-        { "ttl", IPPROTO_IP, IP_TTL, 1 },
-        { "tos", IPPROTO_IP, IP_TOS, 0x10 },
-        { "minttl", IPPROTO_IP, IP_MINTTL, 255 },
-        { "sndbuf", SOL_SOCKET, SO_SNDBUF, 2304 },
-        { "rcvbuf", SOL_SOCKET, SO_RCVBUF, 2304 },
-        { "keepalive", SOL_SOCKET, SO_KEEPALIVE, 0 },
-        { "priority", SOL_SOCKET, SO_PRIORITY, 6 },
-        { "dontroute", SOL_SOCKET, SO_DONTROUTE, 1 },
-        { "rcvlowat", SOL_SOCKET, SO_RCVLOWAT, 100 },
-        { "pacing", SOL_SOCKET, SO_MAX_PACING_RATE, 1000 },
-        { "maxseg", IPPROTO_TCP, TCP_MAXSEG, 88 },
-        { "nodelay", IPPROTO_TCP, TCP_NODELAY, 0 },
-        { "cork", IPPROTO_TCP, TCP_CORK, 1 },
-        { "keepidle", IPPROTO_TCP, TCP_KEEPIDLE, 1 },
-        { "defer", IPPROTO_TCP, TCP_DEFER_ACCEPT, 5 },
-        { "clamp", IPPROTO_TCP, TCP_WINDOW_CLAMP, 2048 },
-        { "usertimeout", IPPROTO_TCP, TCP_USER_TIMEOUT, 1 },
-    };
-    struct linger reset = { 1, 0 };
-    size_t i;
-
-    if (strcmp(name, "linger") == 0) {
-        return set_option(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
-    }
-    if (strcmp(name, "congestion") == 0) {
-        return set_option(fd, IPPROTO_TCP, TCP_CONGESTION, "reno", 4);
-    }
-    for (i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
-        if (strcmp(name, ints[i].name) == 0) {
-            return set_option(fd, ints[i].level, ints[i].option,
-                              &ints[i].value, sizeof(int));
-        }
-    }
-    errno = EINVAL;
-    return -1;
-}
-
-/* One attack on one listening socket: 0 or an errno. */
-static int socket_attack(int fd, const char *how, const char *opt)
-{
-    struct sock_filter pick_two[] = { BPF_STMT(BPF_RET | BPF_K, 2) };
-    struct sock_filter drop_all[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
-    struct sock_fprog prog;
-    struct timeval tv = { 0, 1 };
-    struct sockaddr_storage addr;
-    socklen_t addr_len = sizeof(addr);
-    int zero = 0, one = 1, rc = -1;
-
-    memset(&prog, 0, sizeof(prog));
-    prog.len = 1;
-    if (strcmp(how, "cbpf") == 0) {
-        prog.filter = pick_two;
-        rc = set_option(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog,
-                        sizeof(prog));
-    }
-    else if (strcmp(how, "ebpf") == 0) {
-        /* No program to give (loading one needs privileges a child has
-         * not): the kernel says EBADF, a filter EPERM first. */
-        int no_program = -1;
-
-        rc = set_option(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_EBPF,
-                        &no_program, sizeof(no_program));
-    }
-    else if (strcmp(how, "detach") == 0) {
-        rc = set_option(fd, SOL_SOCKET, SO_DETACH_REUSEPORT_BPF, &zero,
-                        sizeof(zero));
-    }
-    else if (strcmp(how, "shutdown") == 0) {
-        rc = shutdown(fd, SHUT_RDWR);
-    }
-    else if (strcmp(how, "connect") == 0) {
-        rc = getsockname(fd, (struct sockaddr *)&addr, &addr_len);
-        if (rc == 0) {
-            rc = shutdown(fd, SHUT_RD);
-        }
-        if (rc == 0) {
-            /* To the same port: another bucket answers the handshake. */
-            rc = connect(fd, (struct sockaddr *)&addr, addr_len);
-        }
-    }
-    else if (strcmp(how, "backlog") == 0) {
-        rc = listen(fd, 1);
-    }
-    else if (strcmp(how, "nonblock") == 0) {
-        rc = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    }
-    else if (strcmp(how, "fionbio") == 0) {
-        rc = ioctl(fd, FIONBIO, &one);
-    }
-    else if (strcmp(how, "rcvtimeo") == 0) {
-        rc = set_option(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    }
-    else if (strcmp(how, "filter") == 0) {
-        prog.filter = drop_all;
-        rc = set_option(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog,
-                        sizeof(prog));
-    }
-    else if (strcmp(how, "lock") == 0) {
-        /* With or without a filter: locked, no filter can be attached or
-         * removed for the socket's life, not even by root. */
-        rc = set_option(fd, SOL_SOCKET, SO_LOCK_FILTER, &one, sizeof(one));
-    }
-    else if (strcmp(how, "opt") == 0 && opt != NULL) {
-        rc = option_attack(fd, opt);
-    }
-    else if (strcmp(how, "noreuseport") == 0) {
-        rc = set_option(fd, SOL_SOCKET, SO_REUSEPORT, &zero, sizeof(zero));
-    }
-    else {
-        errno = EINVAL;
-    }
-    return rc == 0 ? 0 : errno;
-}
-
-/* Every listening socket this child holds: its bucket's. */
-static void bucket_socket_attack(request_rec *r, const char *how,
-                                 const char *opt, int dup_it)
-{
-    int fd, found = 0, ok = 0, last_errno = 0, err;
-
-    for (fd = 0; fd < 1024; fd++) {
-        int target = fd;
-
-        if (!is_listening(fd)) {
-            continue;
-        }
-        found++;
-        if (dup_it && (target = dup(fd)) < 0) {
-            last_errno = errno;
-            continue;
-        }
-        err = socket_attack(target, how, opt);
-        if (err == 0) {
-            ok++;
-        }
-        else {
-            last_errno = err;
-        }
-        if (target != fd) {
-            close(target);
-        }
-    }
-    ap_rprintf(r, "sockets %d ok %d errno %d pid %ld\n", found, ok,
-               last_errno, (long)getpid());
-}
-
-/* ------------------------------------------------------------------ */
 /* The handler                                                         */
 
 static int child_init_fatal;
@@ -659,17 +519,16 @@ static int pfb_hostile_handler(request_rec *r)
     unsigned int seed = 1;
     const char *then = "", *segment_how = NULL, *kill_how = NULL;
     const char *sock_how = NULL, *stop_file = NULL, *ignore_how = NULL;
-    const char *opt = NULL;
+    const char *opt = NULL, *sig = NULL, *grandchild = NULL;
     long kill_rounds = 0;
     char *args, *word, *state;
     size_t seg_bytes = 0, bpf_bytes = 0;
     int slots = 0, mappings = 0, fds, changes, own_quiescing = 0;
-    int via_dup = 0, hold = 0;
+    int via_dup = 0, hold = 0, high = 0, report = 0;
 
     if (strcmp(r->handler, "pfb-hostile") != 0) {
         return DECLINED;
     }
-    high_bits = 0;
     args = apr_pstrdup(r->pool, r->args ? r->args : "");
     for (word = apr_strtok(args, "&", &state); word;
          word = apr_strtok(NULL, "&", &state)) {
@@ -707,7 +566,16 @@ static int pfb_hostile_handler(request_rec *r)
             opt = word + 4;
         }
         else if (strcmp(word, "high=1") == 0) {
-            high_bits = 1;
+            high = 1;
+        }
+        else if (strncmp(word, "sig=", 4) == 0) {
+            sig = word + 4;
+        }
+        else if (strncmp(word, "grandchild=", 11) == 0) {
+            grandchild = word + 11;
+        }
+        else if (strcmp(word, "report=conn") == 0) {
+            report = 1;
         }
         else if (strcmp(word, "hold=1") == 0) {
             hold = 1;
@@ -717,6 +585,14 @@ static int pfb_hostile_handler(request_rec *r)
         }
     }
     ap_set_content_type(r, "text/plain");
+    if (report) {
+        pfb_hostile_report_connection(r);
+        return OK;
+    }
+    if (grandchild) {
+        pfb_hostile_grandchild(r, grandchild, stop_file);
+        return OK;
+    }
     if (hold) {
         time_t started = time(NULL);
 
@@ -751,7 +627,7 @@ static int pfb_hostile_handler(request_rec *r)
         return OK;
     }
     if (sock_how) {
-        bucket_socket_attack(r, sock_how, opt, via_dup);
+        pfb_hostile_socket_attack(r, sock_how, opt, sig, via_dup, high);
         ap_rflush(r);
         leave(then);
         return OK;

@@ -408,6 +408,15 @@ class Server:
                     raise StartupError("server started, failure expected")
             return rc
         return rc if self.proc else 1
+    def start_again(self, timeout=DEADLINE):
+        """A stopped daemon started again with the same configuration and
+        ports, as an admin's `apachectl start` after `apachectl stop`;
+        returns the launcher's status, 0 once the server serves again."""
+        rc = self._start_daemon(False, timeout)
+        if rc == 0 and not self._wait_up(timeout):
+            return 1
+        return rc
+
     def _wait_up(self, timeout):
         deadline = time.time() + timeout
         while time.time() < deadline:

@@ -29,6 +29,7 @@ int main(void)
     srunner_add_suite(runner, respawn_suite());
     srunner_add_suite(runner, guard_suite());
     srunner_add_suite(runner, sockopts_suite());
+    srunner_add_suite(runner, seccomp_suite());
     srunner_add_suite(runner, ready_suite());
     srunner_add_suite(runner, topology_suite());
     srunner_add_suite(runner, children_suite());
@@ -36,12 +37,13 @@ int main(void)
     if (geteuid() == 0) {
         srunner_add_suite(runner, steer_kernel_suite());
         srunner_add_suite(runner, guard_kernel_suite());
+        srunner_add_suite(runner, seccomp_kernel_suite());
     }
     else {
         /* bpf(2) and the programs' attachment need root (CAP_BPF and
          * CAP_NET_ADMIN), and so does a seccomp filter without
          * no_new_privs; these tests are left out, not passed. */
-        printf("steer-kernel and guard-kernel suites NOT RUN: need root "
+        printf("steer-kernel, guard-kernel and seccomp-kernel suites NOT RUN: need root "
                "(euid %d)\n", (int)geteuid());
     }
     if (tap != NULL && *tap != '\0') {

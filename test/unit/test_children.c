@@ -30,6 +30,7 @@
 
 #include "unit.h"
 #include "prefork_children.h"
+#include "prefork_linger.h"
 #include "prefork_unit.h"
 
 #define SLOTS 8
@@ -528,11 +529,41 @@ START_TEST(retirement_picks_the_child_idle_longest_and_not_lingering)
     ck_assert_int_eq(pf_children_coldest_idle(c, obs, 0), 0);
     /* Nobody idle in bucket 1. */
     ck_assert_int_eq(pf_children_coldest_idle(c, obs, 1), -1);
+    /* Slot 3 has said it lingers for longer than httpd lingers (a child
+     * may set the mark in every slot): a hint no more, and it is the
+     * idlest child again. */
+    obs->when = t0 + apr_time_from_sec(2) + PF_LINGERING_HINT_BOUND;
+    pf_children_observe(c, &n.gen, 4, servers, obs);
+    ck_assert_int_eq(pf_children_coldest_idle(c, obs, 0), 0);
+    obs->when += 1;
+    pf_children_observe(c, &n.gen, 4, servers, obs);
+    ck_assert_int_eq(pf_children_coldest_idle(c, obs, 0), 3);
+    /* Cleared, then set again: the bound starts again. */
+    segment[3].f.lingering = 0;
+    pf_children_observe(c, &n.gen, 4, servers, obs);
+    segment[3].f.lingering = 1;
+    obs->when += 1;
+    pf_children_observe(c, &n.gen, 4, servers, obs);
+    ck_assert_int_eq(pf_children_coldest_idle(c, obs, 0), 0);
     for (slot = 0; slot < 4; slot++) {
         kill(c->slot[slot].pid, SIGTERM);
         ck_assert_int_eq(waitpid(c->slot[slot].pid, &status, 0),
                          c->slot[slot].pid);
     }
+}
+END_TEST
+
+START_TEST(a_lingering_mark_counts_within_httpds_bound)
+{
+    apr_time_t t = apr_time_from_sec(500);
+
+    ck_assert(!pf_children_lingering_counts(0, t, t));
+    ck_assert(pf_children_lingering_counts(1, t, t));
+    ck_assert(pf_children_lingering_counts(1, t, t + PF_LINGERING_HINT_BOUND));
+    ck_assert(!pf_children_lingering_counts(1, t,
+                                            t + PF_LINGERING_HINT_BOUND + 1));
+    ck_assert_int_eq(PF_LINGERING_HINT_BOUND,
+                     PF_LINGER_MAX_USEC + PF_LINGER_QUIET_USEC);
 }
 END_TEST
 
@@ -623,6 +654,7 @@ Suite *children_suite(void)
                    a_cycle_counts_each_child_in_the_bucket_of_its_identity);
     tcase_add_test(procs,
                    retirement_picks_the_child_idle_longest_and_not_lingering);
+    tcase_add_test(procs, a_lingering_mark_counts_within_httpds_bound);
     tcase_add_test(procs, the_reap_frees_only_slots_whose_child_has_exited);
     tcase_add_test(procs, the_wait_reaps_one_exit_and_says_what_it_was);
     tcase_add_test(procs, the_reclaim_ends_obedient_children_without_a_step);

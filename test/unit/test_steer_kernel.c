@@ -28,6 +28,7 @@
 #include "prefork_cpus.h"
 #include "prefork_os.h"
 #include "prefork_steering_kernel.h"
+#include "prefork_steering_map.h"
 
 #ifdef HAVE_BPF_STEERING
 
@@ -148,7 +149,7 @@ static int load(group_t *g, int mode, int first, int per_listen,
 {
     pf_steer_program_t spec;
     char line[512];
-    int prog_fd = -1;
+    int prog_fd = -1, hands_over = 0;
     apr_status_t rv;
 
     memset(&spec, 0, sizeof(spec));
@@ -160,7 +161,8 @@ static int load(group_t *g, int mode, int first, int per_listen,
     spec.socks_fd = map_fd;
     spec.idle_fd = idle_fd;
     spec.cpu_fd = cpu_fd;
-    rv = pf_steer_kernel_load(&spec, &prog_fd, line, sizeof(line));
+    rv = pf_steer_kernel_load(&spec, &prog_fd, &hands_over, line,
+                              sizeof(line));
     ck_assert_msg(rv == APR_SUCCESS, "the kernel refused the %s program "
                   "for %d buckets from %d (%s): %s", pfb_steer_name(mode),
                   per_listen, first, strerror(rv), line);
@@ -344,6 +346,113 @@ START_TEST(test_kernel_runs_hash_program)
 }
 END_TEST
 
+/* A key left empty (a bucket socket being replaced) sends its
+ * connections to the next shard with a socket, never to the kernel's
+ * hash, which would give the outsider a share; with every key empty,
+ * nothing is chosen and the SYN is dropped. */
+START_TEST(test_kernel_never_falls_back_to_the_kernels_hash)
+{
+    int prog_fd, i, got, seen[4], c, k, a, tries, taken = 0;
+    group_t g;
+
+    open_group(&g, 5, 2);
+    prog_fd = load(&g, PFB_STEER_HASH, 0, 4, g.map_fd, -1, MAP_CAPACITY, -1);
+    ck_assert_int_eq(pf_steer_kernel_clear_socket(g.map_fd, 1), APR_SUCCESS);
+    ck_assert_int_eq(pf_steer_kernel_clear_socket(g.map_fd, 3), APR_SUCCESS);
+    memset(seen, 0, sizeof(seen));
+    for (i = 0; i < 100; i++) {
+        got = connect_and_find(&g);
+        ck_assert_msg(got == 0 || got == 2, "connection %d went to %d", i,
+                      got);
+        seen[got]++;
+    }
+    ck_assert_int_gt(seen[0], 0);
+    ck_assert_int_gt(seen[2], 0);
+    for (k = 0; k < 4; k++) {
+        pf_steer_kernel_clear_socket(g.map_fd, k);
+    }
+    c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    connect(c, (struct sockaddr *)&g.addr, sizeof(g.addr));
+    for (tries = 0; tries < 100; tries++) {
+        for (k = 0; k < g.n; k++) {
+            if ((a = accept(g.fds[k], NULL, NULL)) >= 0) {
+                close(a);
+                taken++;
+            }
+        }
+        usleep(2000);
+    }
+    ck_assert_int_eq(taken, 0);
+    close(c);
+    pf_steer_kernel_close(prog_fd);
+    close_group(&g);
+}
+END_TEST
+
+/* Connections queued on a socket that stops listening go to the socket
+ * the group's program chooses, where the kernel can (5.14): the guard's
+ * replacement of a bucket socket loses nothing.  Both ways: steering's
+ * own program with the new socket under the old one's key, and a
+ * handover's program on a group that has none. */
+START_TEST(test_kernel_hands_a_closing_sockets_queue_over)
+{
+    char why[256];
+    int prog_fd, clients[6], i, got, fd, one = 1, way;
+    apr_socket_t *fresh = NULL;
+    group_t g;
+
+    if (!pf_steer_can_hand_over(why, sizeof(why))) {
+        printf("steer-kernel: no handover on this kernel (%s)\n", why);
+        return;
+    }
+    for (way = 0; way < 2; way++) {
+        open_group(&g, 1, -1);
+        prog_fd = -1;
+        if (way == 0) {
+            prog_fd = load(&g, PFB_STEER_HASH, 0, 1, g.map_fd, -1,
+                           MAP_CAPACITY, -1);
+        }
+        for (i = 0; i < 6; i++) {
+            clients[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            ck_assert_int_eq(connect(clients[i], (struct sockaddr *)&g.addr,
+                                     sizeof(g.addr)), 0);
+        }
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&g.addr, sizeof(g.addr)),
+                         0);
+        ck_assert_int_eq(listen(fd, 64), 0);
+        fcntl(fd, F_SETFL, O_NONBLOCK);
+        ck_assert_int_eq(apr_os_sock_put(&fresh, &fd, g.pool), APR_SUCCESS);
+        if (way == 0) {
+            ck_assert_int_eq(pf_steer_kernel_put_socket(g.map_fd, 0, fresh),
+                             APR_SUCCESS);
+            ck_assert_int_eq(shutdown(g.fds[0], SHUT_RDWR), 0);
+        }
+        else {
+            ck_assert_int_eq(pf_steer_handover(fresh, g.fds[0]),
+                             APR_SUCCESS);
+        }
+        for (i = 0, got = 0; i < 6; i++) {
+            int a = accept(fd, NULL, NULL);
+
+            if (a >= 0) {
+                got++;
+                close(a);
+            }
+        }
+        ck_assert_msg(got == 6, "way %d: %d of 6 handed over", way, got);
+        for (i = 0; i < 6; i++) {
+            close(clients[i]);
+        }
+        close(fd);
+        fresh = NULL;
+        pf_steer_kernel_close(prog_fd);
+        close_group(&g);
+    }
+}
+END_TEST
+
 /* cpu on a real group: a connection made from CPU c lands in the shard
  * the layout gives c, through the map, with an outsider in the group at
  * the position the classic program used to return for shard 2. */
@@ -396,6 +505,8 @@ Suite *steer_kernel_suite(void)
     tcase_add_test(tc, test_kernel_socket_map_steps);
     tcase_add_test(tc, test_kernel_runs_idle_program);
     tcase_add_test(tc, test_kernel_runs_hash_program);
+    tcase_add_test(tc, test_kernel_never_falls_back_to_the_kernels_hash);
+    tcase_add_test(tc, test_kernel_hands_a_closing_sockets_queue_over);
     tcase_add_test(tc, test_kernel_runs_cpu_program);
     suite_add_tcase(s, tc);
     return s;
@@ -409,13 +520,15 @@ START_TEST(test_kernel_steps_refuse_without_programs)
 {
     pf_steer_program_t spec;
     char line[16] = "x";
-    int fd = -1;
+    int fd = -1, hands_over = 1;
 
     memset(&spec, 0, sizeof(spec));
     ck_assert_int_eq(pf_steer_kernel_built(), 0);
     ck_assert_int_eq(pf_steer_kernel_socket_map(16, &fd), APR_ENOTIMPL);
-    ck_assert_int_eq(pf_steer_kernel_load(&spec, &fd, line, sizeof(line)),
+    ck_assert_int_eq(pf_steer_kernel_load(&spec, &fd, &hands_over, line,
+                                          sizeof(line)),
                      APR_ENOTIMPL);
+    ck_assert_int_eq(hands_over, 0);
     ck_assert_str_eq(line, "");
 }
 END_TEST

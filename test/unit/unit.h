@@ -19,6 +19,8 @@ Suite *respawn_suite(void);
 Suite *guard_suite(void);
 Suite *guard_kernel_suite(void);
 Suite *sockopts_suite(void);
+Suite *seccomp_suite(void);
+Suite *seccomp_kernel_suite(void);
 Suite *ready_suite(void);
 Suite *topology_suite(void);
 Suite *children_suite(void);

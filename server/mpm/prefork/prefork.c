@@ -1191,8 +1191,9 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
                     conf.cpu_affinity, pconf, s);
     startup_children(s);
     /* The new generation is accepting; now let the old one go, so that
-     * no bucket is ever left without a child. */
+     * no bucket is ever left without a child, then the sockets it held. */
     pf_children_stop(retained->children, retained->mpm->my_generation, 0);
+    pf_bucketset_retire(retained->buckets, s);
     obs = observe();
     pf_steer_cycle(retained->steer, &retained->gen, obs, s);
     publish(obs);

@@ -38,6 +38,8 @@
 #include "pfb_log.h"
 #include "prefork_bucketset.h"
 #include "prefork_guard.h"
+#include "prefork_seccomp.h"
+#include "prefork_sockguard.h"
 #include "prefork_steering.h"
 
 APLOG_USE_MODULE(mpm_prefork);
@@ -51,9 +53,6 @@ typedef struct {
     int used;                   /* the record belongs to this identity */
     apr_pool_t *dup_pool;       /* holds the duplicate socket below */
     apr_socket_t *dup;          /* shard > 0: kept for the server's life */
-    int guard_logged;           /* what pf_bucketset_guard() has said about
-                                   its sockets in the present episode... */
-    pf_sockopt_set_t options_logged;    /* ...and of their options */
 } identity_t;
 
 struct pf_bucketset_s {
@@ -75,7 +74,9 @@ struct pf_bucketset_s {
                                    for it still alive */
 
     pf_steer_t *steer;          /* ListenBucketSteering */
-    pf_guard_book_t *book;      /* each socket as the parent opened it */
+    pf_sockguard_t *guard;      /* the sockets children hold */
+    pf_guard_book_t *book;      /* each socket as the parent opened it
+                                   (the guard's) */
 
     /* What the count was made from. */
     int reuseport_usable;       /* -1 not probed, 0 no, 1 yes */
@@ -91,9 +92,6 @@ struct pf_bucketset_s {
     pf_warm_t warm;
     int change_deferred;        /* a graceful restart kept the old plan */
     int duplicate_failed;       /* fell back to one bucket per Listen */
-
-    /* A graceful stop's filter is on the sockets: leave it there. */
-    int refusing_new;
 };
 
 /* ------------------------------------------------------------------ */
@@ -129,7 +127,8 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
                                         * (apr_size_t)bs->num_records);
     bs->started = started;
     bs->steer = steer;
-    bs->book = pf_guard_book_create(pool);
+    bs->guard = pf_sockguard_create(pool, bs->num_records, gen, steer);
+    bs->book = pf_sockguard_book(bs->guard);
     bs->reuseport_usable = -1;
     return bs;
 }
@@ -759,6 +758,11 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
         return rv;
     }
     pf_guard_book_end(bs->book);
+    pf_sockguard_set_children(bs->guard, cfg->children);
+    /* Whoever kept a copy of a socket of the last generation loses it.
+     * Not before the first generation has run: httpd reads the
+     * configuration twice at start-up, and nobody held a socket yet. */
+    pf_sockguard_renew(bs->guard, cfg->generation == 0, s);
     bs->change_deferred = out.change_deferred;
     rv = create_accept_mutexes(bs, pconf, s);
     if (rv != APR_SUCCESS) {
@@ -856,135 +860,38 @@ int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket,
              lr = lr->next) {
             own[n++] = lr->sd;
         }
-        pf_guard_move_high(own, n, fds);
+        pf_seccomp_move_high(own, n, fds);
     }
+    pf_sockguard_child_init(bs->guard);
     pf_steer_child_init(bs->steer, bucket, cpu_affinity, s);
     return n;
 }
 
 /* ------------------------------------------------------------------ */
-/* Guarding the sockets children hold                                  */
-
-/* Says once per bucket and episode what the parent found and put right,
- * or could not. */
-static void log_guard(pf_bucketset_t *bs, int b, int found, int unfixed,
-                      pf_sockopt_set_t options, pf_sockopt_set_t options_left,
-                      server_rec *s)
-{
-    identity_t *rec = &bs->ids[bs->gen->record[b]];
-    char what[768], left[768], names[512];
-
-    if ((found & ~rec->guard_logged) == 0
-        && (options & ~rec->options_logged) == 0) {
-        return;                 /* said once for this episode */
-    }
-    rec->guard_logged |= found;
-    rec->options_logged |= options;
-    pf_sockopts_describe(options, names, sizeof(names));
-    pf_guard_describe(found, names, what, sizeof(what));
-    if (unfixed == 0 && options_left == 0) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
-                     PFBLOGNO(00060) "bucket %d (%s): a child changed the "
-                     "listening socket it shares (%s); put back as the "
-                     "parent had it", b, bs->gen->bucket[b].address, what);
-        return;
-    }
-    pf_sockopts_describe(options_left, names, sizeof(names));
-    pf_guard_describe(unfixed | (options_left ? PF_GUARD_OPTIONS : 0), names,
-                      left, sizeof(left));
-    ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
-                 PFBLOGNO(00061) "bucket %d (%s): a child changed the "
-                 "listening socket it shares (%s); could not put back: %s; "
-                 "the parent tries again at every maintenance cycle",
-                 b, bs->gen->bucket[b].address, what, left);
-}
-
-/* Checks bucket @a b's sockets (with @a seen, the queue limits the cycle
- * read) and says what was found; returns whether a socket listens again. */
-static int guard_bucket(pf_bucketset_t *bs, int b, const int *seen,
-                        server_rec *s)
-{
-    identity_t *rec = &bs->ids[bs->gen->record[b]];
-    pf_guard_found_t all;
-    int relistened;
-
-    relistened = pf_guard_bucket(bs->book, &bs->gen->bucket[b],
-                                 bs->gen->plan.mode == PFB_MODE_REUSEPORT,
-                                 bs->refusing_new, seen, &all);
-    if ((all.fixed | all.failed) == 0) {
-        rec->guard_logged = 0;
-        rec->options_logged = 0;
-        return 0;
-    }
-    log_guard(bs, b, all.fixed | all.failed, all.failed, all.options_changed,
-              all.options_failed, s);
-    return relistened;
-}
+/* The sockets children hold: prefork_sockguard.c                      */
 
 void pf_bucketset_guard(pf_bucketset_t *bs, int bucket,
                         const pf_observation_t *obs, server_rec *s)
 {
-    int b, k = 0, relistened = 0;
-
-    if (bucket >= bs->gen->num_buckets) {
-        return;
-    }
-    if (bucket >= 0) {
-        relistened = guard_bucket(bs, bucket, NULL, s);
-    }
-    for (b = 0; bucket < 0 && b < bs->gen->num_buckets; b++) {
-        relistened |= guard_bucket(bs, b, obs ? &obs->socket_backlog[k]
-                                              : NULL, s);
-        k += bs->gen->bucket[b].num_listeners;
-    }
-    if (relistened) {
-        /* The kernel took a socket that stopped listening out of the
-         * steering's socket map; until it is back under its bucket
-         * number, the connections steered there go to the others. */
-        pf_steer_refill(bs->steer, bs->gen, s);
-    }
+    pf_sockguard_check(bs->guard, bucket, obs, s);
 }
 
-/* ------------------------------------------------------------------ */
-/* Stopping                                                            */
+void pf_bucketset_retire(pf_bucketset_t *bs, server_rec *s)
+{
+    pf_sockguard_retire(bs->guard, s);
+}
 
-/* A socket whose filters a child locked takes no filter of the parent's
- * either: it goes on taking handshakes while the others drain, and those
- * it holds when it closes are reset.  Said for each such bucket; any other
- * failure ends the refusal. */
 apr_status_t pf_bucketset_refuse_new(pf_bucketset_t *bs, server_rec *s)
 {
-    apr_status_t rv = APR_SUCCESS, failed;
-    ap_listen_rec *lr;
-    int b;
-
-    bs->refusing_new = 1;
-    for (b = 0; b < bs->gen->num_buckets && rv == APR_SUCCESS; b++) {
-        for (lr = bs->gen->bucket[b].listeners; lr && rv == APR_SUCCESS;
-             lr = lr->next) {
-            failed = pf_os_refuse_new_connections(lr->sd);
-            if (failed == EPERM) {
-                ap_log_error(APLOG_MARK, APLOG_WARNING, failed, s,
-                             PFBLOGNO(00171) "graceful stop: bucket %d "
-                             "(%s): a child locked the socket filters of "
-                             "its listening socket %pI, so it goes on "
-                             "taking new handshakes while the other "
-                             "sockets drain; connections still queued on "
-                             "it when it closes are reset",
-                             b, bs->gen->bucket[b].address, lr->bind_addr);
-            }
-            else {
-                rv = failed;
-            }
-        }
-    }
-    return rv;
+    return pf_sockguard_refuse_new(bs->guard, s);
 }
 
 void pf_bucketset_close(pf_bucketset_t *bs)
 {
     int r;
 
+    /* Whoever keeps a copy of a socket must not hold the port. */
+    pf_sockguard_stop(bs->guard);
     ap_close_listeners();
     for (r = 0; r < bs->num_records; r++) {
         drop_duplicate(&bs->ids[r]);

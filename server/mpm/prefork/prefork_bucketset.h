@@ -40,6 +40,7 @@
  *
  *   parent, each generation:  pf_bucketset_build  pf_bucketset_log_plan
  *   parent, each cycle:       pf_bucketset_guard  pf_bucketset_publish
+ *   parent, after a restart's children started:  pf_bucketset_retire
  *   parent, per child:        pf_bucketset_child_gone
  *   child:                    pf_bucketset_child_init
  *   stop:                     pf_bucketset_refuse_new  pf_bucketset_close
@@ -82,7 +83,7 @@ typedef struct {
     int generation;             /**< the generation being built */
     /** The children still running, whose identities the build keeps
      *  (NULL: none). */
-    const pf_children_t *children;
+    pf_children_t *children;
 } pf_bucketset_config_t;
 
 /**
@@ -148,7 +149,7 @@ void pf_bucketset_child_gone(pf_bucketset_t *bs, int slot,
  * Child, right after fork: closes every listening socket but its own
  * bucket's and the steering maps' descriptors, moves its own bucket's
  * sockets to the descriptor numbers the system-call filter will refuse
- * setsockopt() on (pf_guard_move_high()), and pins itself to the
+ * setsockopt() on (pf_seccomp_move_high()), and pins itself to the
  * bucket's CPUs when BucketCPUAffinity is on.  With @a bucket -1 (a
  * process a module forks from the parent, mod_cgid's daemon) it closes
  * every bucket socket.
@@ -162,20 +163,29 @@ int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket,
 
 /**
  * Parent: checks the listening sockets of bucket @a bucket (every bucket
- * when -1), which its children hold and can change, and puts back what a
- * child changed (prefork_guard.h): a socket that stopped listening
- * listens again in place; the backlog, O_NONBLOCK, SO_RCVTIMEO and
- * SO_REUSEPORT go back to what the parent set; a socket filter it did not
- * attach goes; the options connections inherit go back to what the
- * parent recorded when it put the socket in service; a socket that
- * cannot be put right in place (connected elsewhere, filters locked, an
- * option the kernel will not take back) is replaced under the same
- * descriptor.  One log line per bucket and episode.  Run each maintenance
- * cycle, with the backlogs @a obs read (no second TCP_INFO), and when a
- * child of the bucket exits (@a obs NULL).
+ * when -1, which also looks for processes that hold one and are neither
+ * the parent nor a live child), which children hold and can change, and
+ * puts back what a holder changed (prefork_sockguard.h): a socket that
+ * stopped listening listens again in place; its backlog, blocking mode,
+ * file flags, owner and signal, and every option the kernel lets the
+ * parent read, go back to what the parent recorded when it put the socket
+ * in service; a socket filter it did not attach goes.  A socket that
+ * cannot be put right in place, that was put right in place once before,
+ * or that another process holds is replaced by a new one in its group,
+ * under the same descriptor, its queue handed over.  One log line per
+ * bucket and episode.  Run each maintenance cycle, with the backlogs
+ * @a obs read (no second TCP_INFO), and when a child of the bucket exits
+ * (@a obs NULL).
  */
 void pf_bucketset_guard(pf_bucketset_t *bs, int bucket,
                         const pf_observation_t *obs, server_rec *s);
+
+/**
+ * Parent, at a restart, once the new generation's children run and the
+ * old ones were told to stop: the sockets the build replaced stop
+ * listening, their queues handed to the new ones.
+ */
+void pf_bucketset_retire(pf_bucketset_t *bs, server_rec *s);
 
 /**
  * Graceful stop: every bucket socket drops new handshakes from now on,
@@ -186,7 +196,8 @@ void pf_bucketset_guard(pf_bucketset_t *bs, int bucket,
  */
 apr_status_t pf_bucketset_refuse_new(pf_bucketset_t *bs, server_rec *s);
 
-/** Stop: closes every bucket socket, core's listeners included. */
+/** Stop: every bucket socket stops listening and closes, core's listeners
+ *  included, so that a copy another process keeps holds no port. */
 void pf_bucketset_close(pf_bucketset_t *bs);
 
 #endif /* PREFORK_BUCKETSET_H */

@@ -172,6 +172,7 @@ void pf_children_started(pf_children_t *c, int slot, pid_t pid,
     child->ready = 0;
     child->accepted_seen = 0;
     child->quiet_since = child->started;
+    child->lingering_since = 0;
     if (slot + 1 > c->used) {
         c->used = slot + 1;
     }
@@ -223,6 +224,36 @@ int pf_children_live(const pf_children_t *c)
         n += c->slot[slot].pid != 0;
     }
     return n;
+}
+
+int pf_children_holds(const pf_children_t *c, pid_t pid)
+{
+    return pid > 0 && pf_children_find(c, pid) >= 0;
+}
+
+int pf_children_stop_bucket(pf_children_t *c, const pf_generation_t *gen,
+                            int bucket)
+{
+    int slot, n = 0;
+
+    for (slot = 0; slot < c->used; slot++) {
+        if (c->slot[slot].pid > 0
+            && pf_generation_bucket_of(gen, c->slot[slot].record) == bucket) {
+            n += pf_children_tell_to_stop(c, slot);
+        }
+    }
+    return n;
+}
+
+void pf_children_continue(const pf_children_t *c)
+{
+    int slot;
+
+    for (slot = 0; slot < c->used; slot++) {
+        if (c->slot[slot].pid > 0) {
+            kill(c->slot[slot].pid, SIGCONT);
+        }
+    }
 }
 
 void pf_children_count_record(const pf_children_t *c, int record,
@@ -286,13 +317,15 @@ static void start_observing(const pf_generation_t *gen, pf_observation_t *obs)
 
 /* What the child of @a slot, of bucket @a b, wrote in its segment slot:
  * each field read once, only added up, compared with what the parent saw
- * before, or tested for zero.  @return 1 if it says it lingers. */
+ * before, or tested for zero.  @return 1 if it says it lingers, and has
+ * not said so for longer than httpd lingers. */
 static int note_written(const pf_children_t *c, int slot, pf_child_t *child,
                         const pf_generation_t *gen, int b,
                         pf_observation_t *obs)
 {
     pfb_slot_fields_t *f;
     apr_uint64_t accepted;
+    apr_int32_t lingering;
 
     if (c->segment == NULL) {
         return 0;
@@ -309,7 +342,21 @@ static int note_written(const pf_children_t *c, int slot, pf_child_t *child,
     if (child->generation >= gen->layout && f->waiting != 0) {
         obs->waiting[b]++;
     }
-    return f->lingering != 0;
+    lingering = f->lingering;       /* read once */
+    if (lingering == 0) {
+        child->lingering_since = 0;
+        return 0;
+    }
+    if (child->lingering_since == 0) {
+        child->lingering_since = obs->when;
+    }
+    return pf_children_lingering_counts(1, child->lingering_since, obs->when);
+}
+
+int pf_children_lingering_counts(int marked, apr_time_t since,
+                                 apr_time_t now)
+{
+    return marked && now - since <= PF_LINGERING_HINT_BOUND;
 }
 
 void pf_children_observe(pf_children_t *c, const pf_generation_t *gen,

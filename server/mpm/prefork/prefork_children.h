@@ -69,7 +69,24 @@ typedef struct {
      *  the child has gone without a connection. */
     apr_uint64_t accepted_seen;
     apr_time_t quiet_since;
+    /** Since when the child's lingering mark has been set, as the cycles
+     *  saw it (0: not set at the last cycle). */
+    apr_time_t lingering_since;
 } pf_child_t;
+
+/** How long a child's word that it lingers is taken: httpd's bound on a
+ *  lingering close (a read of at most 30 s, and 2 s of quiet), after which
+ *  a child still saying so is idle like any other. */
+#define PF_LINGERING_HINT_BOUND apr_time_from_sec(32)
+
+/**
+ * Whether a child's lingering mark still counts: set (@a marked) and set
+ * at every cycle since @a since, no longer than PF_LINGERING_HINT_BOUND
+ * before @a now.  A child could set it in every slot; past the bound it is
+ * a hint no more.  Pure.
+ */
+int pf_children_lingering_counts(int marked, apr_time_t since,
+                                 apr_time_t now);
 
 typedef struct pf_children_s {
     pf_child_t *slot;           /**< num_slots entries */
@@ -137,6 +154,20 @@ int pf_children_tell_to_stop(pf_children_t *c, int slot);
 
 /** Children alive. */
 int pf_children_live(const pf_children_t *c);
+
+/** Whether @a pid is a live child of ours (of any generation). */
+int pf_children_holds(const pf_children_t *c, pid_t pid);
+
+/** Tells every child of bucket @a bucket of @a gen not told already to
+ *  stop (AP_SIG_GRACEFUL): its socket is being replaced, and the old one
+ *  must not keep a child.  @return how many */
+int pf_children_stop_bucket(pf_children_t *c, const pf_generation_t *gen,
+                            int bucket);
+
+/** Sends SIGCONT to every live child: a sibling may have had them
+ *  stopped (SIGSTOP through a shared socket's owner and signal), which
+ *  nothing else would undo.  Harmless to a child that runs. */
+void pf_children_continue(const pf_children_t *c);
 
 /** Children forked for the bucket identity @a record: of generation
  *  @a gen and not told to stop (*current), and of older generations

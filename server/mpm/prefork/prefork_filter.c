@@ -39,24 +39,27 @@ void pf_filter_probe(pf_filter_retained_t *r, int wanted, server_rec *s)
         return;
     }
     r->probed = 1;
-    r->state = pf_guard_filter_probe(&why);
+    r->state = pf_seccomp_probe(&why);
     if (r->state == PF_FILTER_READY) {
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
                      PFBLOGNO(00063) "system-call filter on: children, and "
-                     "every program they run, may not set options on the "
-                     "bucket sockets they hold, attach, replace or detach "
-                     "a reuseport group's program, lock a socket filter "
-                     "or set TCP MD5 or AO keys, and get ENOSYS from "
-                     "io_uring; the parent checks each bucket socket every "
-                     "cycle");
+                     "every program they run, may use only the fcntl() "
+                     "commands, ioctl() requests and socket options that "
+                     "modules need (no O_ASYNC, owner or signal on a file, "
+                     "no steering program, socket filter or TCP key), "
+                     "none at all on the bucket sockets they hold, and get "
+                     "ENOSYS from io_uring; the parent checks each bucket "
+                     "socket every cycle");
     }
     else {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      PFBLOGNO(00064) "system-call filter unavailable (%s): "
-                     "a child, or a program it runs, can attach, replace "
-                     "or detach the steering program of its Listen's "
-                     "reuseport group; the parent still checks and puts "
-                     "right each bucket socket every cycle", why);
+                     "a child, or a program it runs, can make its bucket "
+                     "socket signal every sibling, attach, replace or "
+                     "detach the steering program of its Listen's "
+                     "reuseport group, or set any option on it; the parent "
+                     "still checks and puts right each bucket socket every "
+                     "cycle", why);
     }
 }
 
@@ -68,15 +71,16 @@ void pf_filter_log_off(int wanted, int startup, server_rec *s)
     ap_log_error(APLOG_MARK, APLOG_WARNING | (startup ? APLOG_STARTUP : 0), 0,
                  startup ? NULL : s,
                  PFBLOGNO(00174) "%sChildSyscallFilter off: children, and "
-                 "every program they run, may set options on the bucket "
-                 "sockets, attach, replace or detach their Listen's "
-                 "steering program, lock socket filters and set TCP MD5 or "
-                 "AO keys; still guarding the bucket sockets: the parent's "
-                 "check of each one every maintenance cycle and whenever a "
-                 "child exits, which puts back their listening state, "
-                 "backlog, blocking mode, SO_REUSEPORT and the options "
-                 "connections inherit, removes socket filters, replaces a "
-                 "socket whose filters are locked and attaches its "
+                 "every program they run, may use any fcntl() command, "
+                 "ioctl() request and socket option on the bucket sockets, "
+                 "attach, replace or detach their Listen's steering "
+                 "program, lock socket filters and set TCP MD5 or AO keys; "
+                 "still guarding the bucket sockets: the parent's check of "
+                 "each one every maintenance cycle and whenever a child "
+                 "exits, which puts back their listening state, backlog, "
+                 "file flags, owner and signal, and every option the "
+                 "kernel lets it read, replaces a socket it cannot put "
+                 "right or that was put right twice, and attaches its "
                  "steering programs again (keys it cannot see)",
                  startup ? "WARNING: " : "");
 }
@@ -90,7 +94,7 @@ void pf_filter_child(const pf_filter_retained_t *r, int wanted,
     if (!wanted || !r->probed || r->state != PF_FILTER_READY) {
         return;
     }
-    rv = pf_guard_install_filter(bucket_fds, num_fds);
+    rv = pf_seccomp_install(bucket_fds, num_fds);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
                      PFBLOGNO(00065) "couldn't install the system-call "
@@ -104,10 +108,10 @@ void pf_filter_helper(int wanted, server_rec *s)
     const char *why;
     apr_status_t rv;
 
-    if (!wanted || pf_guard_filter_probe(&why) != PF_FILTER_READY) {
+    if (!wanted || pf_seccomp_probe(&why) != PF_FILTER_READY) {
         return;
     }
-    rv = pf_guard_install_filter(NULL, 0);
+    rv = pf_seccomp_install(NULL, 0);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
                      PFBLOGNO(00175) "couldn't install the system-call "

@@ -17,7 +17,7 @@
 /**
  * @file  prefork_filter.h
  * @brief The httpd side of the children's system-call filter
- *        (prefork_guard.h has its rules): whether it can be used, which
+ *        (prefork_seccomp.h has its rules): whether it can be used, which
  *        processes install it, and what the log says about it.
  *        ChildSyscallFilter turns it off.
  */
@@ -27,7 +27,7 @@
 
 #include "httpd.h"
 
-#include "prefork_guard.h"
+#include "prefork_seccomp.h"
 
 /** What the server found out about the filter, once for its life (the
  *  MPM keeps it in its retained data). */

@@ -23,6 +23,7 @@
 #include "apr.h"
 #include "apr_network_io.h"
 #include "apr_hash.h"
+#include "apr_tables.h"
 #include "apr_portable.h"
 #include "apr_strings.h"
 
@@ -30,7 +31,6 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <netinet/in.h>
@@ -39,281 +39,10 @@
 #if APR_HAVE_UNISTD_H
 #include <unistd.h>
 #endif
-#ifdef __linux__
-#include <sys/syscall.h>
-#include <linux/capability.h>
-#include <linux/net.h>
-#endif
-#ifdef HAVE_LIBSECCOMP
-#include <seccomp.h>
-#endif
 
 #include "prefork_guard.h"
 #include "prefork_os.h"
 #include "prefork_unit.h"
-
-/* ------------------------------------------------------------------ */
-/* The child's system-call filter                                      */
-
-#ifdef HAVE_LIBSECCOMP
-
-/* Linux's numbers for the TCP-AO options, newer than Debian 12's C
- * library headers. */
-#ifndef TCP_AO_ADD_KEY
-#define TCP_AO_ADD_KEY 38
-#endif
-#ifndef TCP_AO_INFO
-#define TCP_AO_INFO 40
-#endif
-
-/* Options no process but a reuseport server's owner, or a router's
- * routing daemon, has a use for, refused on every descriptor: a rule by
- * descriptor number alone would not hold (dup(), F_DUPFD and SCM_RIGHTS
- * renumber a socket). */
-static const struct {
-    int level;
-    int name;
-} refused_options[] = {
-#ifdef SO_ATTACH_REUSEPORT_CBPF
-    { SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF },
-#endif
-#ifdef SO_ATTACH_REUSEPORT_EBPF
-    { SOL_SOCKET, SO_ATTACH_REUSEPORT_EBPF },
-#endif
-#ifdef SO_DETACH_REUSEPORT_BPF
-    { SOL_SOCKET, SO_DETACH_REUSEPORT_BPF },
-#endif
-#ifdef SO_LOCK_FILTER
-    /* A locked socket filter cannot be removed, even by root. */
-    { SOL_SOCKET, SO_LOCK_FILTER },
-#endif
-    /* Keys on a listener apply to every handshake it takes (one for every
-     * address drops every client that does not sign), and the parent
-     * cannot read them back to undo them. */
-#ifdef TCP_MD5SIG
-    { IPPROTO_TCP, TCP_MD5SIG },
-#endif
-#ifdef TCP_MD5SIG_EXT
-    { IPPROTO_TCP, TCP_MD5SIG_EXT },
-#endif
-    { IPPROTO_TCP, TCP_AO_ADD_KEY },
-    { IPPROTO_TCP, TCP_AO_INFO },
-};
-
-/* io_uring runs socket operations (setsockopt among them, since Linux
- * 6.7) where no seccomp filter sees them.  ENOSYS is what programs that
- * can do without it expect from a kernel without it. */
-static const char *const refused_syscalls[] = {
-    "io_uring_setup", "io_uring_enter", "io_uring_register",
-};
-
-/* The kernel reads setsockopt()'s descriptor, level and option, and
- * socketcall()'s call number, as 32-bit ints: only the low 32 bits of the
- * 64-bit argument count, and a caller is free to set the others.  Every
- * comparison masks them off, or a caller that set them would walk past
- * the rule. */
-#define LOW32 0xffffffffULL
-#define ARG_IS(n, value) \
-    SCMP_CMP((n), SCMP_CMP_MASKED_EQ, LOW32, (scmp_datum_t)(apr_uint32_t)(value))
-
-/* The ABIs a process of the native one can also call the kernel through:
- * without them in the filter their calls would meet the filter's
- * bad-architecture action and kill the caller (a 32-bit program run from
- * PHP); with them, they get the same rules. */
-static void add_compat_arches(scmp_filter_ctx ctx)
-{
-    uint32_t native = seccomp_arch_native();
-
-    if (native == SCMP_ARCH_X86_64) {
-        seccomp_arch_add(ctx, SCMP_ARCH_X86);
-        seccomp_arch_add(ctx, SCMP_ARCH_X32);
-    }
-    else if (native == SCMP_ARCH_AARCH64) {
-        seccomp_arch_add(ctx, SCMP_ARCH_ARM);
-    }
-}
-
-static int add_rules(scmp_filter_ctx ctx, const int *bucket_fds,
-                     int num_fds)
-{
-    apr_size_t i;
-    int rc = 0, nr;
-
-    /* The child's own bucket sockets: it has no option to set on them,
-     * and a copy of one under another number is the parent's to check.
-     * These go first: libseccomp 2.5.4 loses track of part of its rule
-     * tree (a leak) when a rule on the descriptor alone follows rules on
-     * the level and the option of the same call. */
-    for (i = 0; rc == 0 && (int)i < num_fds; i++) {
-        if (bucket_fds[i] >= 0) {
-            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
-                                  SCMP_SYS(setsockopt), 1,
-                                  ARG_IS(0, bucket_fds[i]));
-        }
-    }
-    for (i = 0; rc == 0 && i < sizeof(refused_options)
-                                   / sizeof(refused_options[0]); i++) {
-        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setsockopt),
-                              2, ARG_IS(1, refused_options[i].level),
-                              ARG_IS(2, refused_options[i].name));
-    }
-#ifdef SYS_SETSOCKOPT
-    /* Through socketcall() (32-bit x86) the level and the option are in
-     * memory the filter cannot read: every setsockopt() that way is
-     * refused.  Where the ABI has no socketcall, libseccomp adds
-     * nothing. */
-    if (rc == 0) {
-        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socketcall),
-                              1, ARG_IS(0, SYS_SETSOCKOPT));
-    }
-#endif
-    for (i = 0; rc == 0 && i < sizeof(refused_syscalls)
-                                   / sizeof(refused_syscalls[0]); i++) {
-        nr = seccomp_syscall_resolve_name(refused_syscalls[i]);
-        if (nr != __NR_SCMP_ERROR) {
-            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
-        }
-    }
-    return rc;
-}
-
-/* The filter, built and not loaded; NULL on failure (*rc says why). */
-static scmp_filter_ctx build_filter(const int *bucket_fds, int num_fds,
-                                    int *rc)
-{
-    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-
-    if (ctx == NULL) {
-        *rc = -ENOMEM;
-        return NULL;
-    }
-    /* no_new_privs off: we are root, and setuid and setgid programs the
-     * child runs must keep their privileges. */
-    *rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
-    if (*rc == 0) {
-        add_compat_arches(ctx);
-        *rc = add_rules(ctx, bucket_fds, num_fds);
-    }
-    if (*rc != 0) {
-        seccomp_release(ctx);
-        return NULL;
-    }
-    return ctx;
-}
-
-#ifdef PF_UNIT_TEST
-/* Writes the filter as libseccomp's pseudo filter code, for the unit
- * tests to read what it compares. */
-int pf_guard_filter_export(int out_fd, const int *bucket_fds, int num_fds)
-{
-    int rc;
-    scmp_filter_ctx ctx = build_filter(bucket_fds, num_fds, &rc);
-
-    if (ctx == NULL) {
-        return rc;
-    }
-    rc = seccomp_export_pfc(ctx, out_fd);
-    seccomp_release(ctx);
-    return rc;
-}
-#endif /* PF_UNIT_TEST */
-
-/* CAP_SYS_ADMIN in our effective set: what installing a filter without
- * no_new_privs takes. */
-static int have_sys_admin(void)
-{
-    struct __user_cap_header_struct header;
-    struct __user_cap_data_struct data[2];
-
-    memset(&header, 0, sizeof(header));
-    memset(data, 0, sizeof(data));
-    header.version = _LINUX_CAPABILITY_VERSION_3;
-    if (syscall(SYS_capget, &header, data) != 0) {
-        return 0;
-    }
-    return (data[CAP_SYS_ADMIN / 32].effective
-            & (1u << (CAP_SYS_ADMIN % 32))) != 0;
-}
-
-pf_filter_state_e pf_guard_filter_probe(const char **why)
-{
-    if (seccomp_api_get() < 1) {
-        *why = "the kernel has no seccomp filters";
-        return PF_FILTER_NO_KERNEL;
-    }
-    if (!have_sys_admin()) {
-        *why = "the server does not run with CAP_SYS_ADMIN, and children "
-               "could only install the filter with no_new_privs, which "
-               "setuid helpers do not survive";
-        return PF_FILTER_NO_PRIVILEGE;
-    }
-    *why = NULL;
-    return PF_FILTER_READY;
-}
-
-apr_status_t pf_guard_install_filter(const int *bucket_fds, int num_fds)
-{
-    int rc;
-    scmp_filter_ctx ctx = build_filter(bucket_fds, num_fds, &rc);
-
-    if (ctx == NULL) {
-        return -rc;
-    }
-    rc = seccomp_load(ctx);
-    seccomp_release(ctx);
-    return rc == 0 ? APR_SUCCESS : -rc;
-}
-
-#else /* !HAVE_LIBSECCOMP */
-
-pf_filter_state_e pf_guard_filter_probe(const char **why)
-{
-    *why = "built without libseccomp";
-    return PF_FILTER_NOT_BUILT;
-}
-
-apr_status_t pf_guard_install_filter(const int *bucket_fds, int num_fds)
-{
-    (void)bucket_fds;
-    (void)num_fds;
-    return APR_ENOTIMPL;
-}
-
-#endif /* HAVE_LIBSECCOMP */
-
-/* Numbers a program the child runs would have to open a thousand
- * descriptors to reach, and below 1024, where select() still works and
- * the kernel's table of descriptors stays small. */
-void pf_guard_move_high(apr_socket_t *const *sds, int n, int *fds)
-{
-    struct rlimit limit;
-    apr_sockaddr_t *addr;
-    apr_os_sock_t fd, moved;
-    apr_socket_t *sd;
-    int top = 1024, i;
-
-    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < 1024) {
-        top = (int)limit.rlim_cur;
-    }
-    for (i = 0; i < n; i++) {
-        fds[i] = -1;
-        sd = sds[i];
-        if (sd == NULL || apr_os_sock_get(&fd, sd) != APR_SUCCESS || fd < 0) {
-            continue;
-        }
-        fds[i] = fd;
-        if (top - n <= fd
-            || (moved = fcntl(fd, F_DUPFD_CLOEXEC, top - n)) < 0) {
-            continue;
-        }
-        close(fd);
-        apr_os_sock_put(&sd, &moved, NULL);
-        /* apr_os_sock_put() forgets the local address; asking for it once
-         * here spares a getsockname() for every connection accepted. */
-        apr_socket_addr_get(&addr, APR_LOCAL, sd);
-        fds[i] = moved;
-    }
-}
 
 /* ------------------------------------------------------------------ */
 /* The parent's checks                                                 */
@@ -364,15 +93,21 @@ PF_UNIT_STATIC int pf_guard_local_port(apr_socket_t *sd)
 }
 
 /* SO_REUSEPORT goes first: listen() again joins the group only with it.
- * Only ever set: a socket kept from a generation that ran buckets may
- * carry it where the present one does not, and nothing a child does with
- * it there matters (only root can join a root's group). */
+ * Where the bucket wants none (one bucket, or one socket per Listen that
+ * no steering program guards), it goes off, quietly: a socket kept from a
+ * generation that had it, or one that a handover gave it for a moment,
+ * must let nothing else join its group. */
 static int check_reuseport(int fd, const pf_guard_want_t *want)
 {
 #ifdef SO_REUSEPORT
-    if (want->reuseport && int_option(fd, SOL_SOCKET, SO_REUSEPORT) == 0
+    int on = int_option(fd, SOL_SOCKET, SO_REUSEPORT);
+
+    if (want->reuseport && on == 0
         && set_int_option(fd, SOL_SOCKET, SO_REUSEPORT, 1) == 0) {
         return PF_GUARD_REUSEPORT;
+    }
+    if (!want->reuseport && on > 0) {
+        set_int_option(fd, SOL_SOCKET, SO_REUSEPORT, 0);
     }
 #else
     (void)fd;
@@ -521,6 +256,9 @@ struct pf_guard_book_s {
     apr_hash_t *records;        /* inode -> pf_guard_record_t */
     apr_pool_t *old_pool;       /* during a (re)start: the last */
     apr_hash_t *old_records;    /* generation's */
+    /* Sockets replaced and not yet stopped (pf_guard_retiring_t): grows
+     * to the most replaced at once, emptied by every retirement. */
+    apr_array_header_t *retiring;
 };
 
 pf_guard_book_t *pf_guard_book_create(apr_pool_t *pool)
@@ -531,6 +269,7 @@ pf_guard_book_t *pf_guard_book_create(apr_pool_t *pool)
     apr_pool_create(&book->pool, pool);
     apr_pool_tag(book->pool, "prefork_guard_book");
     book->records = apr_hash_make(book->pool);
+    book->retiring = apr_array_make(pool, 4, sizeof(pf_guard_retiring_t));
     return book;
 }
 
@@ -638,65 +377,80 @@ static int on_its_port(apr_socket_t *sd, apr_sockaddr_t *bind_addr)
     return pf_guard_local_port(sd) == (int)bind_addr->port;
 }
 
-/* A new socket for a bucket whose own cannot be put right in place: same
- * address, the record's options and backlog, under the old descriptor
+/* A new socket for a bucket whose own cannot be trusted any more: same
+ * address, the record's options and backlog, in the old one's reuseport
+ * group (SO_REUSEPORT goes on the old one for that, even where the bucket
+ * wants none: a handover needs the group), under the old descriptor
  * number, so that every record of it in the parent (core's listener, the
- * bucket's) holds the new one.  The old socket stops listening first: it
- * leaves its reuseport group and every child still holding it gets EINVAL
- * from accept() and is replaced, whatever that child did to it (a filter
- * locked on it stays on it, but it takes no connection).  Connections it
- * had queued are reset.  Its SO_REUSEPORT goes too, so that a child
- * listening on it again finds the port taken. */
-static apr_status_t replace_socket(pf_guard_record_t *rec, apr_socket_t *sd,
+ * bucket's) holds the new one.  The old socket is kept, listening, on the
+ * book's list of sockets to retire: once the steering programs choose the
+ * new one (pf_guard_retiring()), it stops listening and its queue is
+ * handed over. */
+static apr_status_t replace_socket(pf_guard_book_t *book,
+                                   pf_guard_record_t *rec, apr_socket_t *sd,
                                    apr_sockaddr_t *bind_addr,
-                                   const pf_guard_want_t *want,
-                                   apr_pool_t *pool)
+                                   const pf_guard_want_t *want)
 {
-    apr_os_sock_t old_fd, new_fd;
+    apr_os_sock_t old_fd, new_fd, kept;
+    pf_guard_retiring_t *retiring;
     apr_socket_t *fresh;
     apr_pool_t *tmp;
     apr_status_t rv;
-    int off = 0;
 
     if (apr_os_sock_get(&old_fd, sd) != APR_SUCCESS || old_fd < 0) {
         return APR_EBADF;
     }
-    apr_pool_create(&tmp, pool);
+#ifdef SO_REUSEPORT
+    set_int_option(old_fd, SOL_SOCKET, SO_REUSEPORT, 1);
+#endif
+    apr_pool_create(&tmp, book->parent);
     rv = pf_os_duplicate_listener(&fresh, sd, bind_addr,
-                                  want->backlog > 0 ? want->backlog
-                                                    : DEFAULT_LISTENBACKLOG,
+                                  rec != NULL && rec->backlog > 0
+                                      ? rec->backlog
+                                      : DEFAULT_LISTENBACKLOG,
                                   rec != NULL ? &rec->options : NULL, tmp);
+    kept = -1;
     if (rv == APR_SUCCESS) {
         apr_os_sock_get(&new_fd, fresh);
-#ifdef SO_REUSEPORT
-        if (!want->reuseport) {
-            /* Joined nothing, and now nothing can join it. */
-            setsockopt(new_fd, SOL_SOCKET, SO_REUSEPORT, &off, sizeof(off));
-        }
-#endif
         if (want->nonblock) {
             fcntl(new_fd, F_SETFL, fcntl(new_fd, F_GETFL) | O_NONBLOCK);
         }
-        shutdown(old_fd, SHUT_RDWR);
-#ifdef SO_REUSEPORT
-        setsockopt(old_fd, SOL_SOCKET, SO_REUSEPORT, &off, sizeof(off));
-#endif
-        if (dup3(new_fd, old_fd, O_CLOEXEC) < 0) {
+        kept = fcntl(old_fd, F_DUPFD_CLOEXEC, 0);
+        if (kept < 0 || dup3(new_fd, old_fd, O_CLOEXEC) < 0) {
             rv = errno;
         }
+    }
+    if (rv == APR_SUCCESS) {
+        retiring = apr_array_push(book->retiring);
+        retiring->old_fd = kept;
+        retiring->fresh = sd;
+    }
+    else if (kept >= 0) {
+        close(kept);
     }
     /* Closes the new socket's first descriptor; the old number keeps it. */
     apr_pool_destroy(tmp);
     return rv;
 }
 
+/* Whether the record says the socket was put right in place before: a
+ * second time, it is not trusted to stay right. */
+static int put_right_before(pf_guard_record_t *rec, int fixed_in_place)
+{
+    if (rec == NULL || !fixed_in_place) {
+        return 0;
+    }
+    return ++rec->repairs >= 2;
+}
+
 /*
  * Checks a bucket socket against its record and @a want (backlog from
  * the record), puts back what it can, and replaces the socket when it
- * cannot be put right in place: a new socket on @a bind_addr with the
- * record's options and backlog takes its descriptor number, after the
- * old one has stopped listening (shutdown()) and left its reuseport
- * group, so that no child still holding it takes a connection on it.
+ * cannot be put right in place, when it was put right in place once
+ * before, or when @a want says so (another process holds it): a new
+ * socket on @a bind_addr with the record's options and backlog takes its
+ * descriptor number, and the old one waits on the book's list to stop
+ * listening.
  */
 PF_UNIT_STATIC void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
                                     apr_sockaddr_t *bind_addr,
@@ -705,35 +459,42 @@ PF_UNIT_STATIC void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
 {
     pf_guard_record_t *rec = book_find(book, sd);
     pf_guard_want_t mine = *want;
-    int fd, replace;
+    int fd, replace, twice;
 
     memset(found, 0, sizeof(*found));
     mine.backlog = rec != NULL ? rec->backlog : 0;
     found->fixed = pf_guard_check_socket(sd, &mine, &found->failed);
     if (rec != NULL && apr_os_sock_get(&fd, sd) == APR_SUCCESS && fd >= 0) {
-        found->options_changed = pf_sockopts_repair(fd, &rec->options,
-                                                    &found->options_failed);
+        pf_sockopts_repair(fd, &rec->options, &found->options_changed,
+                           &found->options_failed);
     }
-    if (found->options_changed) {
+    if (!pf_sockopt_set_empty(&found->options_changed)) {
         found->fixed |= PF_GUARD_OPTIONS;
     }
     /* At a graceful stop (keep_filter) the socket is draining: it keeps
      * its place whatever is wrong with it. */
-    replace = !want->keep_filter
-              && ((found->failed & (PF_GUARD_NOT_LISTENING
-                                    | PF_GUARD_FILTER_LOCKED))
-                  || found->options_failed
-                  || ((found->fixed & PF_GUARD_NOT_LISTENING)
-                      && !on_its_port(sd, bind_addr)));
+    if (want->keep_filter) {
+        return;
+    }
+    twice = put_right_before(rec, found->fixed != 0);
+    replace = want->replace || twice
+              || (found->failed & (PF_GUARD_NOT_LISTENING
+                                   | PF_GUARD_FILTER_LOCKED))
+              || !pf_sockopt_set_empty(&found->options_failed)
+              || ((found->fixed & PF_GUARD_NOT_LISTENING)
+                  && !on_its_port(sd, bind_addr));
     if (!replace) {
         return;
     }
-    if (replace_socket(rec, sd, bind_addr, &mine, book->parent)
-        == APR_SUCCESS) {
+    if (replace_socket(book, rec, sd, bind_addr, &mine) == APR_SUCCESS) {
         book_rekey(book, rec, sd);
-        found->fixed |= found->failed | PF_GUARD_REPLACED;
+        if (rec != NULL) {
+            rec->repairs = 0;
+        }
+        found->fixed |= found->failed | PF_GUARD_REPLACED
+                        | (twice ? PF_GUARD_TWICE : 0);
         found->failed = 0;
-        found->options_failed = 0;
+        memset(&found->options_failed, 0, sizeof(found->options_failed));
     }
     else if (found->fixed & PF_GUARD_NOT_LISTENING) {
         /* Listening again, but on a port of its own choosing. */
@@ -741,9 +502,93 @@ PF_UNIT_STATIC void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
     }
 }
 
+apr_status_t pf_guard_replace(pf_guard_book_t *book, apr_socket_t *sd,
+                              apr_sockaddr_t *bind_addr, int nonblock)
+{
+    pf_guard_record_t *rec = book_find(book, sd);
+    pf_guard_want_t want;
+    apr_status_t rv;
+
+    memset(&want, 0, sizeof(want));
+    want.nonblock = nonblock;
+    rv = replace_socket(book, rec, sd, bind_addr, &want);
+    if (rv == APR_SUCCESS) {
+        book_rekey(book, rec, sd);
+        if (rec != NULL) {
+            rec->repairs = 0;
+        }
+    }
+    return rv;
+}
+
+int pf_guard_retiring(pf_guard_book_t *book, pf_guard_retiring_t **list)
+{
+    *list = (pf_guard_retiring_t *)book->retiring->elts;
+    return book->retiring->nelts;
+}
+
+/* The owner a retired socket gets: the kernel lets a socket join a
+ * reuseport group only where its owner is the group's, and this MPM's
+ * sockets are root's. */
+#define NOBODY_UID 65534
+#define NOBODY_GID 65534
+
+void pf_guard_disown(int fd)
+{
+    /* Whoever keeps a copy could otherwise listen on it again, setting
+     * SO_REUSEPORT, and join the group (or, clearing the option after,
+     * sit first in the kernel's list of the port's listeners, where a
+     * socket without SO_REUSEPORT takes every handshake).  The owner
+     * changes first: a holder that sees the socket stop listening and
+     * listens again at once finds it owned by another user already. */
+    if (fchown(fd, NOBODY_UID, NOBODY_GID) != 0) {
+        /* Not root: nothing else can join a group of ours either. */
+    }
+#ifdef SO_REUSEPORT
+    set_int_option(fd, SOL_SOCKET, SO_REUSEPORT, 0);
+#endif
+    shutdown(fd, SHUT_RDWR);
+}
+
+/* The old socket stops listening, if it still does (its queue goes where
+ * the group's program chooses, or is reset), and is disowned. */
+void pf_guard_retire(pf_guard_retiring_t *r)
+{
+    if (r->old_fd < 0) {
+        return;
+    }
+    pf_guard_disown(r->old_fd);
+    close(r->old_fd);
+    r->old_fd = -1;
+}
+
+void pf_guard_retired_all(pf_guard_book_t *book)
+{
+    pf_guard_retiring_t *list;
+    int i, n = pf_guard_retiring(book, &list);
+
+    for (i = 0; i < n; i++) {
+        pf_guard_retire(&list[i]);
+    }
+    apr_array_clear(book->retiring);
+}
+
+void pf_guard_close_retiring(pf_guard_book_t *book)
+{
+    pf_guard_retiring_t *list;
+    int i, n = pf_guard_retiring(book, &list);
+
+    for (i = 0; i < n; i++) {
+        if (list[i].old_fd >= 0) {
+            close(list[i].old_fd);
+        }
+    }
+    apr_array_clear(book->retiring);
+}
+
 int pf_guard_bucket(pf_guard_book_t *book, const pf_bucket_t *bucket,
                     int reuseport, int keep_filter, const int *seen,
-                    pf_guard_found_t *all)
+                    const int *replace, pf_guard_found_t *all)
 {
     pf_guard_want_t want;
     pf_guard_found_t got;
@@ -751,17 +596,19 @@ int pf_guard_bucket(pf_guard_book_t *book, const pf_bucket_t *bucket,
     int i;
 
     memset(all, 0, sizeof(*all));
+    memset(&want, 0, sizeof(want));
     want.backlog = 0;           /* each socket's own, from the book */
     want.nonblock = bucket->num_listeners > 1;
     want.reuseport = reuseport;
     want.keep_filter = keep_filter;
     for (lr = bucket->listeners, i = 0; lr; lr = lr->next, i++) {
         want.backlog_seen = seen != NULL ? seen[i] : 0;
+        want.replace = replace != NULL ? replace[i] : 0;
         pf_guard_socket(book, lr->sd, lr->bind_addr, &want, &got);
         all->fixed |= got.fixed;
         all->failed |= got.failed;
-        all->options_changed |= got.options_changed;
-        all->options_failed |= got.options_failed;
+        pf_sockopt_set_merge(&all->options_changed, &got.options_changed);
+        pf_sockopt_set_merge(&all->options_failed, &got.options_failed);
     }
     /* A socket that stopped listening left its reuseport group's socket
      * map; listening again (in place or replaced), it must go back. */
@@ -785,6 +632,8 @@ char *pf_guard_describe(int bits, const char *options, char *buf,
         { PF_GUARD_FILTER_LOCKED, "socket filters locked" },
         { PF_GUARD_REUSEPORT, "SO_REUSEPORT turned off" },
         { PF_GUARD_OPTIONS, "options connections inherit changed" },
+        { PF_GUARD_TWICE, "put right before" },
+        { PF_GUARD_HELD, "held by a process that is no child" },
         { PF_GUARD_REPLACED, "could not be put right in place and was "
                              "replaced" },
     };

@@ -63,42 +63,6 @@
 #include "prefork_sockopts.h"
 
 /* ------------------------------------------------------------------ */
-/* The child's system-call filter                                      */
-
-/** Whether children can install the filter. */
-typedef enum {
-    PF_FILTER_READY = 0,        /**< they install it after fork */
-    PF_FILTER_NOT_BUILT,        /**< built without libseccomp */
-    PF_FILTER_NO_KERNEL,        /**< the kernel has no seccomp filters */
-    PF_FILTER_NO_PRIVILEGE      /**< the parent lacks CAP_SYS_ADMIN, so its
-                                     children could only install it with
-                                     no_new_privs, which would break setuid
-                                     helpers */
-} pf_filter_state_e;
-
-/** Parent, at start: whether children will be able to install the
- *  filter.  @param why A static phrase for the log when they cannot */
-pf_filter_state_e pf_guard_filter_probe(const char **why);
-
-/**
- * Child, after fork, while still root: installs the filter, which every
- * process it runs inherits.  no_new_privs stays off.
- * @param bucket_fds The descriptors of the child's bucket sockets, on
- *        which every setsockopt() is refused (see pf_guard_move_high())
- */
-apr_status_t pf_guard_install_filter(const int *bucket_fds, int num_fds);
-
-/**
- * Child, before it installs the filter: moves its bucket sockets to
- * descriptor numbers just under 1024 (or the descriptor limit, if lower),
- * where a program it runs will not open a socket of its own, since the
- * filter refuses setsockopt() on those numbers for the child's life and
- * every program it runs.
- * @param fds Set to each socket's descriptor afterwards
- */
-void pf_guard_move_high(apr_socket_t *const *sds, int n, int *fds);
-
-/* ------------------------------------------------------------------ */
 /* The parent's checks                                                 */
 
 /** What a bucket socket should look like. */
@@ -112,6 +76,8 @@ typedef struct {
     /** The accept queue's limit as the maintenance cycle read it
      *  (TCP_INFO), or 0: read it now. */
     int backlog_seen;
+    int replace;                /**< replace it, whatever it looks like:
+                                     another process holds it */
 } pf_guard_want_t;
 
 /** What a check found changed (bits). */
@@ -127,6 +93,10 @@ typedef struct {
 #define PF_GUARD_FILTER_LOCKED  0x80
 /** Options connections inherit changed (see pf_guard_found_t). */
 #define PF_GUARD_OPTIONS        0x100
+/** Put right in place before: replaced, not trusted twice. */
+#define PF_GUARD_TWICE          0x200
+/** Held by a process that is not a child of the server: replaced. */
+#define PF_GUARD_HELD           0x400
 
 /* ------------------------------------------------------------------ */
 /* The parent's record of its bucket sockets                           */
@@ -136,8 +106,17 @@ typedef struct {
 typedef struct {
     apr_ino_t inode;            /**< the socket's: the record's key */
     int backlog;                /**< accept-queue limit (0: unknown) */
-    pf_sockopts_t options;      /**< what connections inherit */
+    int repairs;                /**< times put right in place: a second
+                                     time, the socket is replaced */
+    pf_sockopts_t options;      /**< its whole state */
 } pf_guard_record_t;
+
+/** A socket replaced by a new one under its descriptor number, still
+ *  listening until it is retired. */
+typedef struct {
+    int old_fd;                 /**< the old socket (-1: retired) */
+    apr_socket_t *fresh;        /**< the bucket's socket: the new one */
+} pf_guard_retiring_t;
 
 /** The records of the sockets in service, kept across restarts. */
 typedef struct pf_guard_book_s pf_guard_book_t;
@@ -169,24 +148,62 @@ typedef struct {
 
 /**
  * Checks every socket of @a bucket against its record and puts back what
- * a child changed, replacing a socket that cannot be put right in place
- * (a new socket on its address with the record's options and backlog
- * takes its descriptor number, after the old one has stopped listening
- * and left its reuseport group, so that no child still holding it takes
- * a connection on it).  What the bucket wants: O_NONBLOCK where its
- * children poll several sockets, SO_REUSEPORT where buckets share a port
- * (@a reuseport), the parent's own socket filter left on at a graceful
- * stop (@a keep_filter), and the backlog of the record.
+ * a holder changed.  A socket is replaced (a new socket on its address
+ * with the record's options and backlog, in its reuseport group, takes
+ * its descriptor number; the old one waits on the book's list of sockets
+ * to retire) when it cannot be put right in place, when it was put right
+ * in place once before (not trusted twice), or when @a replace says so.
+ * What the bucket wants: O_NONBLOCK where its children poll several
+ * sockets, SO_REUSEPORT where buckets share a port (@a reuseport), the
+ * parent's own socket filter left on at a graceful stop (@a keep_filter:
+ * nothing is replaced then), and the backlog of the record.
  * @param seen Each socket's accept-queue limit as the maintenance cycle
  *        read it, in the bucket's order; NULL: read now
+ * @param replace Per socket, in the bucket's order: replace it (another
+ *        process holds it); NULL: none
  * @param all Set to what the checks found, over the bucket's sockets
  * @return whether a socket of the bucket listens again, in place or
  *         replaced: it left its reuseport group's socket map when it
- *         stopped, and must go back
+ *         stopped, or a new one took its place, and the map must have it
  */
 int pf_guard_bucket(pf_guard_book_t *book, const pf_bucket_t *bucket,
                     int reuseport, int keep_filter, const int *seen,
-                    pf_guard_found_t *all);
+                    const int *replace, pf_guard_found_t *all);
+
+/**
+ * Replaces @a sd now, whatever it looks like (a restart: whoever keeps a
+ * copy of the old one loses it): a new socket in its group under its
+ * descriptor number, the old one on the book's list to retire.
+ */
+apr_status_t pf_guard_replace(pf_guard_book_t *book, apr_socket_t *sd,
+                              apr_sockaddr_t *bind_addr, int nonblock);
+
+/** The sockets replaced and not retired yet.  @return how many */
+int pf_guard_retiring(pf_guard_book_t *book, pf_guard_retiring_t **list);
+
+/**
+ * Retires one: the old socket stops listening if it still does (where a
+ * program of its group chooses for handed-over connections, its queue
+ * goes to the new socket; otherwise it is reset), leaves its group, and
+ * the parent's descriptor of it is closed.
+ */
+void pf_guard_retire(pf_guard_retiring_t *r);
+
+/**
+ * A listening socket the parent lets go of for good (retired, or at a
+ * stop): it stops listening (its queue is handed over or reset), leaves
+ * SO_REUSEPORT off, and is given to an unprivileged owner, so that no
+ * copy anyone keeps can listen on it again beside a socket of the server
+ * (the kernel joins reuseport groups of one owner only).
+ */
+void pf_guard_disown(int fd);
+
+/** Retires every socket on the list, and empties it. */
+void pf_guard_retired_all(pf_guard_book_t *book);
+
+/** Child, right after fork: closes the descriptors of the sockets on the
+ *  list (the parent retires them), and empties it. */
+void pf_guard_close_retiring(pf_guard_book_t *book);
 
 /**
  * Describes @a bits for the log: "stopped listening, backlog changed";

@@ -140,7 +140,7 @@ apr_status_t pf_os_duplicate_listener(apr_socket_t **out, apr_socket_t *orig,
     apr_status_t rv = APR_SUCCESS;
     apr_int32_t nodelay = 0;
     pf_sockopts_t now;
-    pf_sockopt_set_t failed;
+    pf_sockopt_set_t changed, failed;
     int one = 1;
 
     apr_os_sock_get(&from, orig);
@@ -167,8 +167,8 @@ apr_status_t pf_os_duplicate_listener(apr_socket_t **out, apr_socket_t *orig,
      * left to the kernel, since setting one turns off its autotuning for
      * every connection accepted from the socket. */
     if (rv == APR_SUCCESS) {
-        pf_sockopts_repair(fd, options, &failed);
-        if (failed) {
+        pf_sockopts_repair(fd, options, &changed, &failed);
+        if (!pf_sockopt_set_empty(&failed)) {
             rv = APR_EINVAL;    /* an option the kernel would not take */
         }
     }

@@ -16,23 +16,31 @@
 
 /**
  * @file  prefork_sockopts.h
- * @brief The options of a listening socket that every connection accepted
- *        from it inherits: recorded when the parent puts the socket in
- *        service, compared with what the socket has now, put back.
+ * @brief The whole state of a listening socket that a holder can change:
+ *        recorded when the parent puts the socket in service, compared
+ *        with what the socket has now, put back.
  *
- * A child holds its bucket's listening socket and can set any option on
- * it (through a copy of the descriptor, where the system-call filter
- * refuses the descriptor itself).  The kernel copies the listener's
- * options into each connection it accepts: SO_LINGER {1, 0} turns every
- * close into a reset, IP_TTL 1 keeps every answer from leaving the
- * network, tiny buffers or an MSS of 88 starve every transfer, and so on,
- * long after that child is gone.  The table in prefork_sockopts.c lists
- * every such option an unprivileged process can set on a TCP listener;
- * the record holds each one the kernel let the parent read.
+ * A child holds its bucket's listening socket (and a program it runs, or
+ * a process it passed the socket to, may hold a copy).  The kernel copies
+ * the listener's options into each connection it accepts: SO_LINGER
+ * {1, 0} turns every close into a reset, IP_TTL 1 keeps every answer from
+ * leaving the network, SO_BUF_LOCK fixes every connection's buffers, and
+ * so on, long after that child is gone; and the open file description's
+ * flags, owner and signal are shared by every holder (O_ASYNC with a
+ * process group as owner signals every sibling at each connection).
  *
- * Plain data: a record is an array of option values, compared byte for
- * byte.  Only pf_sockopts_record(), pf_sockopts_read() and
- * pf_sockopts_repair() make system calls.
+ * So the record is not a list of the options someone thought harmful: it
+ * is every option of every level a TCP listener has (SOL_SOCKET, IP, IPv6,
+ * TCP) that the kernel answers for it, and F_GETFL, F_GETOWN_EX and
+ * F_GETSIG.  The table in prefork_sockopts.c names each option Linux's
+ * headers define for those levels: compared (and how it goes back), or
+ * left out with the reason (read-only, volatile, write-only, checked by
+ * the guard itself); a unit test fails when the headers define one the
+ * table does not know.
+ *
+ * Plain data: a record is an array of values, compared byte for byte.
+ * Only pf_sockopts_record(), pf_sockopts_read() and pf_sockopts_repair()
+ * make system calls.
  */
 
 #ifndef PREFORK_SOCKOPTS_H
@@ -40,19 +48,22 @@
 
 #include "apr.h"
 
-/** Room for the options of the table (bits of a pf_sockopt_set_t). */
-#define PF_SOCKOPT_MAX 64
+/** Room for the state items of the table. */
+#define PF_SOCKOPT_MAX 192
 
-/** The largest option value recorded, in bytes (TCP_CONGESTION's name,
- *  SO_SNDTIMEO's struct timeval). */
-#define PF_SOCKOPT_VALUE_MAX 16
+/** The largest value recorded, in bytes (IP_OPTIONS' 40). */
+#define PF_SOCKOPT_VALUE_MAX 40
 
-/** A set of options of the table: bit i is option i. */
-typedef apr_uint64_t pf_sockopt_set_t;
+#define PF_SOCKOPT_WORDS (PF_SOCKOPT_MAX / 64)
 
-/** The options of one socket. */
+/** A set of the table's items: bit i is item i. */
 typedef struct {
-    pf_sockopt_set_t have;          /**< options the kernel let us read */
+    apr_uint64_t w[PF_SOCKOPT_WORDS];
+} pf_sockopt_set_t;
+
+/** The state of one socket. */
+typedef struct {
+    pf_sockopt_set_t have;          /**< items the kernel let us read */
     pf_sockopt_set_t kernel_default; /**< of those, the ones that had the
                                           value a fresh socket of the same
                                           family has (recorded only) */
@@ -60,31 +71,46 @@ typedef struct {
     unsigned char value[PF_SOCKOPT_MAX][PF_SOCKOPT_VALUE_MAX];
 } pf_sockopts_t;
 
+/** Whether @a s holds no item. */
+int pf_sockopt_set_empty(const pf_sockopt_set_t *s);
+
+/** @a a |= @a b. */
+void pf_sockopt_set_merge(pf_sockopt_set_t *a, const pf_sockopt_set_t *b);
+
+/** Whether @a s holds an item that @a seen does not. */
+int pf_sockopt_set_news(const pf_sockopt_set_t *s,
+                        const pf_sockopt_set_t *seen);
+
 /**
- * Reads every option of the table from @a fd, and which of them have the
+ * Reads every item of the table from @a fd, and which of them have the
  * value a fresh socket of its family has: what the parent keeps of a
  * socket it puts in service, before any child holds it.
  */
 void pf_sockopts_record(int fd, pf_sockopts_t *rec);
 
 /**
- * Puts back on @a fd every option that differs from @a want.  An option
- * at the kernel's default goes back to following the kernel (IP_TTL -1,
- * TCP_MAXSEG 0...).  A buffer size the kernel chose cannot be put back:
- * setting one, even to the same size, turns off the kernel's buffer
- * autotuning for every connection, so it counts as failed, as does any
- * option the kernel refuses to put back.
- * @param failed Set to the options found changed that are still not as
- *        @a want has them
- * @return the options found changed
+ * Puts back on @a fd every item that differs from @a want.  An option at
+ * the kernel's default goes back to following the kernel (IP_TTL -1,
+ * TCP_MAXSEG 0...).  What cannot go back in place counts as failed: a
+ * buffer size the kernel chose (setting one, even to the same size,
+ * turns off its autotuning for every connection), a TCP upper layer or a
+ * fast-open key (no call removes them), and any item the kernel refuses
+ * to put back; the caller replaces such a socket.
+ * @param changed Set to the items found changed
+ * @param failed Set to those of them still not as @a want has them
  */
-pf_sockopt_set_t pf_sockopts_repair(int fd, const pf_sockopts_t *want,
-                                    pf_sockopt_set_t *failed);
+void pf_sockopts_repair(int fd, const pf_sockopts_t *want,
+                        pf_sockopt_set_t *changed, pf_sockopt_set_t *failed);
+
+/** Whether @a set holds an item of the open file description (its flags,
+ *  owner or signal). */
+int pf_sockopts_touch_file(const pf_sockopt_set_t *set);
 
 /**
- * Names the options of @a set for the log: "SO_LINGER, IP_TTL".
+ * Names the items of @a set for the log: "SO_LINGER, IP_TTL, F_GETFL".
  * @return buf
  */
-char *pf_sockopts_describe(pf_sockopt_set_t set, char *buf, apr_size_t len);
+char *pf_sockopts_describe(const pf_sockopt_set_t *set, char *buf,
+                           apr_size_t len);
 
 #endif /* PREFORK_SOCKOPTS_H */

@@ -64,78 +64,125 @@ struct {
     __type(value, pf_steer_cpu_entry_t);
 } pf_cpu_shards SEC(".maps");
 
-/* Hands the kernel the socket of shard @a shard of this Listen.  If that
- * fails (the map lost the socket for a moment while the parent refills
- * it), SK_PASS with nothing selected makes the kernel use its own hash. */
-static __always_inline long select_shard(struct sk_reuseport_md *md,
-                                         __u32 shard)
+/* The most shards of this Listen tried when the chosen one's key is
+ * empty: the socket map lacks a socket for a moment while the parent
+ * replaces one. */
+#define PF_STEER_FALLBACK_TRIES 64
+
+static __always_inline long try_shard(struct sk_reuseport_md *md,
+                                      __u32 shard)
 {
     __u32 bucket = pf_listen.first_bucket + shard;
 
     return bpf_sk_select_reuseport(md, &pf_sockets, &bucket, 0);
 }
 
+/* Hands the kernel the socket of shard @a shard of this Listen, or of the
+ * next shard that has one.  Nothing outside the socket map is ever
+ * chosen: with no socket there, the connection is dropped (the client
+ * sends its SYN again) rather than left to the kernel's hash, which would
+ * give a share to any socket that joined the group.  The same holds for
+ * a connection the kernel hands over from a socket that stops listening
+ * (the programs are loaded to choose for those too, where the kernel can).
+ * @return 0 for the chosen shard, 1 for another, -1 for none */
+static __always_inline int select_shard(struct sk_reuseport_md *md,
+                                        __u32 shard)
+{
+    __u32 i, next;
+
+    if (try_shard(md, shard) == 0) {
+        return 0;
+    }
+    /* Unrolled: no loop for the verifier, so no kernel newer than the
+     * programs' other needs (bounded loops came in 5.3). */
+#pragma unroll
+    for (i = 1; i < PF_STEER_FALLBACK_TRIES; i++) {
+        if (i >= pf_listen.per_listen) {
+            break;
+        }
+        next = shard + i;
+        if (next >= pf_listen.per_listen) {
+            next -= pf_listen.per_listen;
+        }
+        if (try_shard(md, next) == 0) {
+            return 1;
+        }
+    }
+    return -1;
+}
+
+static __always_inline int verdict(int selected)
+{
+    return selected < 0 ? SK_DROP : SK_PASS;
+}
+
 /* "hash": the kernel's own choice among this Listen's buckets, made
  * through the socket map, so only the MPM's sockets are chosen. */
-SEC("sk_reuseport")
+SEC("sk_reuseport/migrate")
 int pf_steer_hash(struct sk_reuseport_md *md)
 {
-    select_shard(md, pf_steer_hash_shard(md->hash, pf_listen.per_listen));
-    return SK_PASS;
+    return verdict(select_shard(md, pf_steer_hash_shard(md->hash,
+                                                        pf_listen.per_listen)));
 }
 
 /* "idle": pf_steer_idle_choose(), then the bookkeeping when the kernel
  * took the socket. */
-SEC("sk_reuseport")
+SEC("sk_reuseport/migrate")
 int pf_steer_idle(struct sk_reuseport_md *md)
 {
     pf_steer_bucket_t *table;
     __u32 zero = 0, shard, moved;
+    int selected;
 
     table = bpf_map_lookup_elem(&pf_idle_table, &zero);
     if (table == NULL) {
-        return SK_PASS;
+        return verdict(select_shard(md, pf_steer_hash_shard(
+                                            md->hash, pf_listen.per_listen)));
     }
     shard = pf_steer_idle_choose(table, &pf_listen, md->hash,
                                  bpf_get_prandom_u32(), &moved);
-    if (select_shard(md, shard) == 0) {
+    selected = select_shard(md, shard);
+    if (selected == 0) {
         pf_steer_idle_account(table, &pf_listen, shard, moved);
     }
-    return SK_PASS;
+    return verdict(selected);
 }
 
 /* "cpu": the shard of the CPU that took the SYN. */
-SEC("sk_reuseport")
+SEC("sk_reuseport/migrate")
 int pf_steer_cpu(struct sk_reuseport_md *md)
 {
     __u32 cpu = bpf_get_smp_processor_id();
     const pf_steer_cpu_entry_t *entry;
 
     entry = bpf_map_lookup_elem(&pf_cpu_shards, &cpu);
-    select_shard(md, pf_steer_cpu_choose(entry, pf_listen.per_listen,
-                                         md->hash, bpf_get_prandom_u32()));
-    return SK_PASS;
+    return verdict(select_shard(md, pf_steer_cpu_choose(
+                                        entry, pf_listen.per_listen,
+                                        md->hash, bpf_get_prandom_u32())));
 }
 
 /* "local": the receiving CPU's shard while it has an idle child, else one
  * of its node's, else any with one (pf_steer_local_choose()), with the
  * idle program's bookkeeping. */
-SEC("sk_reuseport")
+SEC("sk_reuseport/migrate")
 int pf_steer_local(struct sk_reuseport_md *md)
 {
     __u32 cpu = bpf_get_smp_processor_id(), zero = 0, shard, moved;
     const pf_steer_cpu_entry_t *entry;
     pf_steer_bucket_t *table;
+    int selected;
 
     table = bpf_map_lookup_elem(&pf_idle_table, &zero);
     if (table == NULL) {
-        return SK_PASS;
+        return verdict(select_shard(md, pf_steer_hash_shard(
+                                            md->hash, pf_listen.per_listen)));
     }
     entry = bpf_map_lookup_elem(&pf_cpu_shards, &cpu);
     shard = pf_steer_local_choose(table, &pf_listen, entry, md->hash,
                                   bpf_get_prandom_u32(), &moved);
-    if (select_shard(md, shard) == 0) {
+    selected = select_shard(md, shard);
+    if (selected == 0) {
         pf_steer_idle_account(table, &pf_listen, shard, moved);
     }
-    return SK_PASS;
+    return verdict(selected);
 }

@@ -32,6 +32,7 @@
 #include "prefork_cpus.h"
 #include "prefork_steering.h"
 #include "prefork_steering_kernel.h"
+#include "prefork_steering_map.h"
 #include "prefork_topology.h"
 
 APLOG_USE_MODULE(mpm_prefork);
@@ -83,10 +84,9 @@ struct pf_steer_s {
 
     /* The socket map, for the server's life: a socket can be in one
      * REUSEPORT_SOCKARRAY at a time. */
-    int socks_fd;
-    int socks_capacity;
-    apr_uint64_t *wanted_cookie;    /* scratch, socks_capacity long */
-    int *in_place;                  /* scratch, socks_capacity long */
+    pf_steer_map_t map;
+    int hands_over;             /* its programs choose for the connections
+                                   of a socket that stops listening */
 
     /* The idle counts, for the server's life: children of every
      * generation count in the same records. */
@@ -127,7 +127,7 @@ pf_steer_t *pf_steer_create(apr_pool_t *pool)
 
     st->pool = pool;
     st->active = PFB_STEER_HASH;
-    st->socks_fd = -1;
+    pf_steer_map_init(&st->map, pool);
     st->idle_fd = -1;
     st->idle_layout = -1;
     st->cpus = apr_palloc(pool, sizeof(int) * MAX_MASK_CPUS);
@@ -137,6 +137,24 @@ pf_steer_t *pf_steer_create(apr_pool_t *pool)
 int pf_steer_active(const pf_steer_t *st)
 {
     return st->active;
+}
+
+/* Only the generation that was attached, as the bucket set still sees
+ * it. */
+static int attached_to(const pf_steer_t *st, const pf_generation_t *gen)
+{
+    return st->steerable && gen->num_buckets == st->num_buckets
+           && gen->plan.buckets_per_listen == st->per_listen;
+}
+
+int pf_steer_guards_groups(const pf_steer_t *st, const pf_generation_t *gen)
+{
+    return attached_to(st, gen) && st->num_progs > 0 && st->map.fd >= 0;
+}
+
+int pf_steer_hands_over(const pf_steer_t *st)
+{
+    return st->num_progs > 0 && st->hands_over;
 }
 
 static const mode_needs_t *needs_of(int mode)
@@ -230,95 +248,6 @@ static void detach_all(pf_steer_t *st, const pf_generation_t *gen,
         }
     }
     st->attached = 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* The socket map                                                      */
-
-/* Makes the socket map, or a larger one when a restart adds buckets; the
- * old one is emptied first, so its sockets can go into the new one. */
-static apr_status_t ensure_socket_map(pf_steer_t *st, int needed,
-                                      refusal_t *why)
-{
-    int capacity, fd, key;
-    apr_status_t rv;
-
-    if (st->socks_fd >= 0 && st->socks_capacity >= needed) {
-        return APR_SUCCESS;
-    }
-    capacity = map_capacity(needed);
-    if (capacity < needed) {
-        why->step = "sizing the socket map";
-        why->rv = APR_EINVAL;
-        return APR_EINVAL;
-    }
-    rv = pf_steer_kernel_socket_map(capacity, &fd);
-    if (rv != APR_SUCCESS) {
-        why->step = "bpf(BPF_MAP_CREATE) of the REUSEPORT_SOCKARRAY";
-        why->rv = rv;
-        return rv;
-    }
-    for (key = 0; st->socks_fd >= 0 && key < st->socks_capacity; key++) {
-        pf_steer_kernel_clear_socket(st->socks_fd, key);
-    }
-    pf_steer_kernel_close(st->socks_fd);
-    st->socks_fd = fd;
-    st->socks_capacity = capacity;
-    /* Grows by doubling, so a long run of restarts allocates from the
-     * long-lived pool a bounded number of times. */
-    st->wanted_cookie = apr_pcalloc(st->pool, sizeof(apr_uint64_t)
-                                                  * (apr_size_t)capacity);
-    st->in_place = apr_pcalloc(st->pool, sizeof(int) * (apr_size_t)capacity);
-    return APR_SUCCESS;
-}
-
-/* Makes the socket map hold exactly each bucket's socket under its bucket
- * number.  A key that holds the right socket is left alone, so a cycle
- * with nothing to mend changes nothing, and no connection meets an empty
- * key.  A socket that moves to another key is taken out of the old one
- * first (a socket can be under one key at a time).
- * @param changed Set to the number of keys filled again
- * @param bad Set to the first bucket whose socket would not go in */
-static apr_status_t sync_socket_map(pf_steer_t *st,
-                                    const pf_generation_t *gen,
-                                    int *changed, int *bad)
-{
-    apr_status_t rv, first = APR_SUCCESS;
-    apr_uint64_t held;
-    int key;
-
-    *changed = 0;
-    *bad = -1;
-    for (key = 0; key < st->socks_capacity; key++) {
-        st->wanted_cookie[key] = 0;
-        if (key < gen->num_buckets && socket_of(gen, key) != NULL) {
-            pf_steer_kernel_cookie(socket_of(gen, key),
-                                   &st->wanted_cookie[key]);
-        }
-        rv = pf_steer_kernel_socket_at(st->socks_fd, key, &held);
-        if (rv != APR_SUCCESS) {
-            held = 0;
-        }
-        st->in_place[key] = held != 0 && held == st->wanted_cookie[key];
-        if (held != 0 && !st->in_place[key]) {
-            pf_steer_kernel_clear_socket(st->socks_fd, key);
-        }
-    }
-    for (key = 0; key < gen->num_buckets && key < st->socks_capacity; key++) {
-        if (st->in_place[key] || socket_of(gen, key) == NULL) {
-            continue;
-        }
-        rv = pf_steer_kernel_put_socket(st->socks_fd, key,
-                                        socket_of(gen, key));
-        if (rv == APR_SUCCESS) {
-            (*changed)++;
-        }
-        else if (first == APR_SUCCESS) {
-            first = rv;
-            *bad = key;
-        }
-    }
-    return first;
 }
 
 /* ------------------------------------------------------------------ */
@@ -515,7 +444,7 @@ static apr_status_t attach_programs(pf_steer_t *st,
     pf_steer_program_t spec;
     char *line = apr_palloc(p, REFUSAL_LINE);
     apr_status_t rv;
-    int l, fd;
+    int l, fd, hands_over;
 
     memset(&spec, 0, sizeof(spec));
     spec.mode = mode;
@@ -533,25 +462,31 @@ static apr_status_t attach_programs(pf_steer_t *st,
                               why))) {
         return rv;
     }
-    rv = ensure_socket_map(st, gen->num_buckets, why);
-    if (rv == APR_SUCCESS) {
+    rv = pf_steer_map_ensure(&st->map, gen->num_buckets, &why->step);
+    if (rv != APR_SUCCESS) {
+        why->rv = rv;
+    }
+    else {
         int changed, bad;
 
-        rv = sync_socket_map(st, gen, &changed, &bad);
+        rv = pf_steer_map_sync(&st->map, gen, &changed, &bad);
         if (rv != APR_SUCCESS) {
             why->step = "bpf(BPF_MAP_UPDATE_ELEM) of a bucket socket";
             why->rv = rv;
             why->detail = name_of(gen, bad);
         }
     }
-    spec.socks_fd = st->socks_fd;
+    spec.socks_fd = st->map.fd;
     spec.idle_fd = needs->idle_table ? st->idle_fd : -1;
     spec.listen.per_listen = (pf_u32)shards_of(gen);
     spec.listen.probes = (pf_u32)pf_steer_idle_probes(shards_of(gen));
     spec.listen.capacity = (pf_u32)st->idle_capacity;
+    st->hands_over = 1;
     for (l = 0; l < st->listens && rv == APR_SUCCESS; l++) {
         spec.listen.first_bucket = (pf_u32)(l * shards_of(gen));
-        rv = pf_steer_kernel_load(&spec, &fd, line, REFUSAL_LINE);
+        rv = pf_steer_kernel_load(&spec, &fd, &hands_over, line,
+                                  REFUSAL_LINE);
+        st->hands_over &= hands_over;
         if (rv != APR_SUCCESS) {
             why->step = "bpf(BPF_PROG_LOAD) of the SK_REUSEPORT program";
             why->rv = rv;
@@ -585,7 +520,7 @@ apr_status_t pf_steer_probe(int mode, char *why, apr_size_t why_len)
     char line[REFUSAL_LINE];
     const char *step;
     apr_status_t rv;
-    int prog_fd = -1;
+    int prog_fd = -1, hands_over;
 
     *why = '\0';
     if (mode != PFB_STEER_IDLE && mode != PFB_STEER_LOCAL) {
@@ -617,7 +552,8 @@ apr_status_t pf_steer_probe(int mode, char *why, apr_size_t why_len)
     }
     if (rv == APR_SUCCESS) {
         step = "bpf(BPF_PROG_LOAD) of the SK_REUSEPORT program";
-        rv = pf_steer_kernel_load(&spec, &prog_fd, line, sizeof(line));
+        rv = pf_steer_kernel_load(&spec, &prog_fd, &hands_over, line,
+                                  sizeof(line));
     }
     if (rv != APR_SUCCESS) {
         apr_snprintf(why, why_len, "%s failed%s%s", step,
@@ -713,6 +649,17 @@ static void attach_hash(pf_steer_t *st, const pf_generation_t *gen,
     if (st->attached) {
         detach_all(st, gen, s);
     }
+    if (!st->kernel_hash_logged && shards_of(gen) < 2) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, why.step ? why.rv : 0, s,
+                     PFBLOGNO(00180) "one socket per Listen, with no "
+                     "program to guard its reuseport group (%s%s%s%s): "
+                     "SO_REUSEPORT goes off on those sockets, so that no "
+                     "other socket can join the group",
+                     why.step ? why.step : "this build has no BPF programs",
+                     why.step ? " failed" : "",
+                     why.detail ? ": " : "", why.detail ? why.detail : "");
+        st->kernel_hash_logged = 1;
+    }
     if (!st->kernel_hash_logged) {
         ap_log_error(APLOG_MARK, APLOG_INFO, why.step ? why.rv : 0, s,
                      PFBLOGNO(00100) "ListenBucketSteering hash: the "
@@ -736,7 +683,9 @@ int pf_steer_attach(pf_steer_t *st, const pf_generation_t *gen, int wanted,
     st->layout_entries = 0;
     st->num_buckets = gen->num_buckets;
     st->per_listen = shards_of(gen);
-    st->steerable = gen->plan.mode == PFB_MODE_REUSEPORT && shards_of(gen) >= 2
+    /* One socket per Listen gets the hash program too: it chooses that
+     * socket, and nothing that joins the group. */
+    st->steerable = gen->plan.mode == PFB_MODE_REUSEPORT && shards_of(gen) >= 1
                     && gen->num_buckets >= shards_of(gen);
     st->listens = st->steerable ? gen->num_buckets / shards_of(gen) : 0;
     st->reattach_logged = st->refill_logged = 0;
@@ -744,7 +693,7 @@ int pf_steer_attach(pf_steer_t *st, const pf_generation_t *gen, int wanted,
      * ones replace them; our descriptors of those are not needed. */
     close_programs(st);
 
-    if (!st->steerable) {
+    if (!st->steerable || shards_of(gen) < 2) {
         if (wanted != PFB_STEER_HASH || cpu_affinity) {
             ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
                          PFBLOGNO(00042) "ListenBucketSteering %s, "
@@ -753,6 +702,9 @@ int pf_steer_attach(pf_steer_t *st, const pf_generation_t *gen, int wanted,
                          pfb_steer_name(wanted), cpu_affinity ? "on" : "off",
                          shards_of(gen), pfb_mode_name(gen->plan.mode));
         }
+        wanted = PFB_STEER_HASH;
+    }
+    if (!st->steerable) {
         if (st->attached) {
             detach_all(st, gen, s);
         }
@@ -829,7 +781,7 @@ static void refill_socket_map(pf_steer_t *st, const pf_generation_t *gen,
                               server_rec *s)
 {
     int changed, bad;
-    apr_status_t rv = sync_socket_map(st, gen, &changed, &bad);
+    apr_status_t rv = pf_steer_map_sync(&st->map, gen, &changed, &bad);
 
     if (changed > 0) {
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
@@ -841,8 +793,8 @@ static void refill_socket_map(pf_steer_t *st, const pf_generation_t *gen,
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
                      PFBLOGNO(00103) "ListenBucketSteering %s: couldn't put "
                      "the socket of bucket %d (%s) back in the socket map; "
-                     "connections sent there go by the kernel's hash until "
-                     "it can", pfb_steer_name(st->active), bad,
+                     "connections steered there go to another socket of "
+                     "its Listen in the map until it can", pfb_steer_name(st->active), bad,
                      name_of(gen, bad));
     }
     st->refill_logged = rv != APR_SUCCESS;
@@ -851,14 +803,11 @@ static void refill_socket_map(pf_steer_t *st, const pf_generation_t *gen,
 void pf_steer_cycle(pf_steer_t *st, const pf_generation_t *gen,
                     const pf_observation_t *obs, server_rec *s)
 {
-    /* Only the generation that was attached, as the bucket set still
-     * sees it. */
-    if (!st->steerable || gen->num_buckets != st->num_buckets
-        || shards_of(gen) != st->per_listen) {
+    if (!attached_to(st, gen)) {
         return;
     }
     reassert_programs(st, gen, s);
-    if (st->num_progs > 0 && st->socks_fd >= 0) {
+    if (st->num_progs > 0 && st->map.fd >= 0) {
         refill_socket_map(st, gen, s);
     }
     reconcile_idle_counts(st, gen, obs, s);
@@ -867,11 +816,10 @@ void pf_steer_cycle(pf_steer_t *st, const pf_generation_t *gen,
 void pf_steer_refill(pf_steer_t *st, const pf_generation_t *gen,
                      server_rec *s)
 {
-    if (!st->steerable || gen->num_buckets != st->num_buckets
-        || shards_of(gen) != st->per_listen) {
+    if (!attached_to(st, gen)) {
         return;
     }
-    if (st->num_progs > 0 && st->socks_fd >= 0) {
+    if (st->num_progs > 0 && st->map.fd >= 0) {
         refill_socket_map(st, gen, s);
     }
 }
@@ -910,7 +858,7 @@ static void pin_to_bucket_cpus(pf_steer_t *st, int bucket, server_rec *s)
     int n;
     apr_status_t rv;
 
-    if (!st->steerable || st->num_cpus < 1) {
+    if (!st->steerable || st->per_listen < 2 || st->num_cpus < 1) {
         return;
     }
     if (st->active == PFB_STEER_LOCAL && st->layout_entries > 0) {
@@ -940,9 +888,8 @@ void pf_steer_child_init(pf_steer_t *st, int bucket, int cpu_affinity,
      * only; the descriptors would let it rewrite the socket map or load
      * the programs elsewhere. */
     close_programs(st);
-    pf_steer_kernel_close(st->socks_fd);
+    pf_steer_map_close(&st->map);
     pf_steer_kernel_close(st->idle_fd);
-    st->socks_fd = -1;
     st->idle_fd = -1;
     if (cpu_affinity && bucket >= 0) {
         pin_to_bucket_cpus(st, bucket, s);

@@ -112,6 +112,14 @@ void pf_steer_refill(pf_steer_t *st, const pf_generation_t *gen,
 /** The pfb_steer_e in force. */
 int pf_steer_active(const pf_steer_t *st);
 
+/** Whether steering's programs are on @a gen's reuseport groups, choosing
+ *  only among the sockets of its map. */
+int pf_steer_guards_groups(const pf_steer_t *st, const pf_generation_t *gen);
+
+/** Whether they also choose where the connections of a socket of the
+ *  group that stops listening go (Linux 5.14): handed over, not reset. */
+int pf_steer_hands_over(const pf_steer_t *st);
+
 /** Copies, for the cycle's observation, steering's figures per bucket of
  *  @a gen (only idle and local keep them: obs->steer_figures says). */
 void pf_steer_observe(const pf_steer_t *st, const pf_generation_t *gen,

@@ -71,8 +71,10 @@ apr_status_t pf_steer_kernel_detach(apr_socket_t *sd)
     apr_status_t rv;
 
     rv = set_option(sd, SO_DETACH_REUSEPORT_BPF, &unused, sizeof(unused));
-    /* ENOENT: no program was attached, which is what we want. */
-    return rv == ENOENT ? APR_SUCCESS : rv;
+    /* ENOENT: no program was attached; EINVAL: the socket is in no
+     * reuseport group (SO_REUSEPORT off), so none can be.  Either is what
+     * we want. */
+    return rv == ENOENT || rv == EINVAL ? APR_SUCCESS : rv;
 #else
     (void)sd;
     (void)set_option;
@@ -355,7 +357,7 @@ static int hand_over(struct bpf_map *map, int fd)
 
 static apr_status_t load_program(struct prefork_steering *skel,
                                  const pf_steer_program_t *spec,
-                                 int *prog_fd)
+                                 int select_only, int *prog_fd)
 {
     struct bpf_program *chosen = program_of(skel, spec->mode);
     int modes[] = { PFB_STEER_HASH, PFB_STEER_IDLE, PFB_STEER_CPU,
@@ -369,6 +371,12 @@ static apr_status_t load_program(struct prefork_steering *skel,
     for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
         bpf_program__set_autoload(program_of(skel, modes[i]),
                                   modes[i] == spec->mode);
+    }
+    if (select_only) {
+        /* A kernel before 5.14 knows no program that also chooses where
+         * a closing socket's connections go. */
+        bpf_program__set_expected_attach_type(chosen,
+                                              BPF_SK_REUSEPORT_SELECT);
     }
     skel->rodata->pf_listen = spec->listen;
     ret = hand_over(skel->maps.pf_sockets, spec->socks_fd);
@@ -394,10 +402,25 @@ static apr_status_t load_program(struct prefork_steering *skel,
     return APR_SUCCESS;
 }
 
-apr_status_t pf_steer_kernel_load(const pf_steer_program_t *spec,
-                                  int *prog_fd, char *log, size_t log_len)
+/* One attempt: the skeleton opened, loaded, destroyed. */
+static apr_status_t load_once(const pf_steer_program_t *spec,
+                              int select_only, int *prog_fd)
 {
-    struct prefork_steering *skel;
+    struct prefork_steering *skel = prefork_steering__open();
+    apr_status_t rv;
+
+    if (skel == NULL) {
+        return errno ? errno : APR_EGENERAL;
+    }
+    rv = load_program(skel, spec, select_only, prog_fd);
+    prefork_steering__destroy(skel);
+    return rv;
+}
+
+apr_status_t pf_steer_kernel_load(const pf_steer_program_t *spec,
+                                  int *prog_fd, int *hands_over, char *log,
+                                  size_t log_len)
+{
     libbpf_print_fn_t previous;
     memlock_t memlock;
     apr_status_t rv;
@@ -409,13 +432,11 @@ apr_status_t pf_steer_kernel_load(const pf_steer_program_t *spec,
     kept_len = log_len;
     memlock_save(&memlock);
     previous = libbpf_set_print(keep_libbpf_message);
-    skel = prefork_steering__open();
-    if (skel == NULL) {
-        rv = errno ? errno : APR_EGENERAL;
-    }
-    else {
-        rv = load_program(skel, spec, prog_fd);
-        prefork_steering__destroy(skel);
+    *hands_over = 1;
+    rv = load_once(spec, 0, prog_fd);
+    if (rv != APR_SUCCESS) {
+        *hands_over = 0;
+        rv = load_once(spec, 1, prog_fd);
     }
     /* Never leave libbpf pointing into this module: it may be unloaded
      * at the next restart while libbpf stays. */
@@ -511,10 +532,12 @@ apr_status_t pf_steer_kernel_clear_socket(int map_fd, int key)
 }
 
 apr_status_t pf_steer_kernel_load(const pf_steer_program_t *spec,
-                                  int *prog_fd, char *log, size_t log_len)
+                                  int *prog_fd, int *hands_over, char *log,
+                                  size_t log_len)
 {
     (void)spec;
     (void)prog_fd;
+    *hands_over = 0;
     if (log != NULL && log_len > 0) {
         log[0] = '\0';
     }

@@ -88,12 +88,17 @@ typedef struct {
 
 /**
  * Loads the program through libbpf: the skeleton opened, the constants
- * set, the maps handed over, the verifier run.
+ * set, the maps handed over, the verifier run.  It is loaded to choose
+ * also where the connections of a socket of its group that stops
+ * listening go (BPF_SK_REUSEPORT_SELECT_OR_MIGRATE, Linux 5.14); where
+ * the kernel refuses that, to choose for new connections only.
  * @param prog_fd The program's descriptor (the caller closes it)
+ * @param hands_over Set to whether it chooses for handed-over connections
  * @param log Set to the verifier's or libbpf's last line on a refusal
  */
 apr_status_t pf_steer_kernel_load(const pf_steer_program_t *spec,
-                                  int *prog_fd, char *log, size_t log_len);
+                                  int *prog_fd, int *hands_over, char *log,
+                                  size_t log_len);
 
 /** Attaches a loaded program to the reuseport group of @a sd
  *  (SO_ATTACH_REUSEPORT_EBPF), replacing whatever the group had. */

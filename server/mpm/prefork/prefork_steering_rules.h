@@ -90,7 +90,10 @@ typedef struct {
  *  loaded program (its read-only data), so the verifier knows them. */
 typedef struct {
     pf_u32 first_bucket;    /**< bucket of shard 0 of this Listen */
-    pf_u32 per_listen;      /**< shards of this Listen (2 or more) */
+    pf_u32 per_listen;      /**< shards of this Listen (1 or more: one
+                                 socket per Listen gets the hash program
+                                 too, so nothing outside the map is
+                                 chosen) */
     pf_u32 probes;          /**< idle: buckets tried after the hash's */
     pf_u32 capacity;        /**< idle: records in the idle table */
 } pf_steer_listen_t;

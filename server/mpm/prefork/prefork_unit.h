@@ -91,15 +91,20 @@ int pf_guard_check_socket(apr_socket_t *sd, const pf_guard_want_t *want,
                           int *failed);
 int pf_guard_backlog(apr_socket_t *sd);
 int pf_guard_local_port(apr_socket_t *sd);
-int pf_guard_filter_export(int out_fd, const int *bucket_fds, int num_fds);
 void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
                      apr_sockaddr_t *bind_addr, const pf_guard_want_t *want,
                      pf_guard_found_t *found);
+
+/* prefork_seccomp.c */
+struct sock_filter;
+int pf_seccomp_build(uint32_t native, const int *bucket_fds, int num_fds,
+                     struct sock_filter *out, int room);
 
 /* prefork_sockopts.c */
 int pf_sockopts_count(void);
 const char *pf_sockopts_name(int i);
 int pf_sockopts_find(const char *name);
+const char *pf_sockopts_left_out(const char *name);
 void pf_sockopts_read(int fd, pf_sockopts_t *now);
 pf_sockopt_set_t pf_sockopts_compare(const pf_sockopts_t *want,
                                      const pf_sockopts_t *now);

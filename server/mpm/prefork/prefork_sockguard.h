@@ -1,0 +1,115 @@
+/* Licensed to the Apache Software Foundation (ASF) under one or more
+ * contributor license agreements.  See the NOTICE file distributed with
+ * this work for additional information regarding copyright ownership.
+ * The ASF licenses this file to You under the Apache License, Version 2.0
+ * (the "License"); you may not use this file except in compliance with
+ * the License.  You may obtain a copy of the License at
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+/**
+ * @file  prefork_sockguard.h
+ * @brief Guarding the generation's bucket sockets, which children hold:
+ *        when to check them, who else holds them, when to replace them,
+ *        and what the log says.
+ *
+ * The bucket set (prefork_bucketset.c) opens the sockets and hands them
+ * over to this unit, which acts with prefork_guard.h (one socket against
+ * its record), prefork_holders.h (other processes holding one) and
+ * steering's socket maps (a replacement's handover):
+ *
+ *   each cycle, and when a child of a bucket exits: pf_sockguard_check
+ *   at a restart, after the build:          pf_sockguard_renew
+ *   once the new children run and the old were told to go:
+ *                                           pf_sockguard_retire
+ *   in a child, right after fork:           pf_sockguard_child_init
+ *   graceful stop:                          pf_sockguard_refuse_new
+ *   stop:                                   pf_sockguard_stop
+ *
+ * A socket is replaced by a new one in its reuseport group, under its
+ * descriptor number, and the old one stops listening only once the new
+ * one is where connections are chosen: its queued connections are handed
+ * over (Linux 5.14, with a program on the group), not reset.
+ */
+
+#ifndef PREFORK_SOCKGUARD_H
+#define PREFORK_SOCKGUARD_H
+
+#include "apr_pools.h"
+#include "httpd.h"
+
+#include "prefork_children.h"
+#include "prefork_generation.h"
+#include "prefork_guard.h"
+#include "prefork_steering.h"
+
+typedef struct pf_sockguard_s pf_sockguard_t;
+
+/** Made once per server, in @a pool, for @a gen's buckets (@a num_records
+ *  bucket identities at most) and @a steer's maps. */
+pf_sockguard_t *pf_sockguard_create(apr_pool_t *pool, int num_records,
+                                    pf_generation_t *gen, pf_steer_t *steer);
+
+/** The records of the sockets in service, which the bucket set notes at
+ *  every build. */
+pf_guard_book_t *pf_sockguard_book(pf_sockguard_t *g);
+
+/** The children table, whose live children hold the sockets by right
+ *  (NULL: none yet). */
+void pf_sockguard_set_children(pf_sockguard_t *g, pf_children_t *c);
+
+/**
+ * Checks the sockets of bucket @a bucket (every bucket when -1, which
+ * also looks for other processes holding one, as the budget allows), puts
+ * back what a holder changed, replaces a socket that cannot be put right
+ * in place, that was put right before, or that another process holds, and
+ * says what it found, once per bucket and episode.  @a obs: the backlogs
+ * the cycle read (NULL: read now).
+ */
+void pf_sockguard_check(pf_sockguard_t *g, int bucket,
+                        const pf_observation_t *obs, server_rec *s);
+
+/**
+ * At a restart (not at start-up, @a first_start), once the generation's
+ * buckets have their sockets: each is
+ * replaced by a new one in its group (whoever keeps a copy of the old one
+ * loses it), where the kernel can hand the old one's queue over; where it
+ * cannot, they are kept, and that is said once for the server.  The old
+ * ones keep listening until pf_sockguard_retire().
+ */
+void pf_sockguard_renew(pf_sockguard_t *g, int first_start, server_rec *s);
+
+/**
+ * The replaced sockets stop listening, their queues handed to the new
+ * ones: run when the steering programs choose the new sockets and the
+ * children that held the old ones were told to stop.
+ */
+void pf_sockguard_retire(pf_sockguard_t *g, server_rec *s);
+
+/** Child, right after fork: closes the replaced sockets it inherited. */
+void pf_sockguard_child_init(pf_sockguard_t *g);
+
+/**
+ * Graceful stop: every bucket socket drops new handshakes from now on,
+ * while the connections already queued stay to be accepted; a socket
+ * whose filters are locked cannot, and is named in the log.
+ * @return APR_SUCCESS, or the first failure on a socket that was not
+ *         locked (the drain is pointless then)
+ */
+apr_status_t pf_sockguard_refuse_new(pf_sockguard_t *g, server_rec *s);
+
+/**
+ * Stop, before the sockets close: each stops listening and leaves its
+ * group, so that a copy someone else keeps holds the port for nobody and
+ * the next start binds it.
+ */
+void pf_sockguard_stop(pf_sockguard_t *g);
+
+#endif /* PREFORK_SOCKGUARD_H */
