@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "prefork_buckets.h"
 #include "prefork_policy.h"
 
 #define MAX_TEST_BUCKETS 1000
@@ -19,12 +20,36 @@ static pf_rank_t scratch[MAX_TEST_BUCKETS];
 static int rate[MAX_TEST_BUCKETS];
 static pf_decision_summary_t summary;
 
-static pf_limits_t limits(int nb, int min, int max, int workers)
+static pf_limits_t limits_under(int nb, int min, int max, int workers,
+                                int steering)
 {
     pf_limits_t lim;
 
-    pf_limits_init(&lim, nb, min, max, workers);
+    pf_limits_init(&lim, nb, min, max, workers, steering);
     return lim;
+}
+
+static pf_limits_t limits(int nb, int min, int max, int workers)
+{
+    return limits_under(nb, min, max, workers, PFB_STEER_HASH);
+}
+
+/* The pfb_steer_e a case names after its limits ("idle"), or hash. */
+static int case_steering(const char *text)
+{
+    while (*text == ' ') {
+        text++;
+    }
+    if (strncmp(text, "idle", 4) == 0) {
+        return PFB_STEER_IDLE;
+    }
+    if (strncmp(text, "local", 5) == 0) {
+        return PFB_STEER_LOCAL;
+    }
+    if (strncmp(text, "cpu", 3) == 0) {
+        return PFB_STEER_CPU;
+    }
+    return PFB_STEER_HASH;
 }
 
 static void reset(int nb)
@@ -328,7 +353,7 @@ START_TEST(shared_cases_hold)
 {
     const char *path = getenv("PFB_MAINTENANCE_CASES");
     char line[1024], *field[7], *p;
-    int rows = 0, nb, mn, mx, workers, occ, b, f, want, v;
+    int rows = 0, nb, mn, mx, workers, steering, occ, b, f, want, v;
     FILE *cases;
 
     cases = fopen(path ? path : "test/unit/maintenance_cases.txt", "r");
@@ -348,6 +373,7 @@ START_TEST(shared_cases_hold)
         p = field[1];
         ck_assert(next_int(&p, &nb) == 0 && next_int(&p, &mn) == 0
                   && next_int(&p, &mx) == 0 && next_int(&p, &workers) == 0);
+        steering = case_steering(p);
         ck_assert_int_le(nb, MAX_TEST_BUCKETS);
         p = field[2];
         ck_assert(next_int(&p, &occ) == 0);
@@ -360,7 +386,7 @@ START_TEST(shared_cases_hold)
                       && next_int(&p, &state[b].queued) == 0);
         }
         {
-            pf_limits_t lim = limits(nb, mn, mx, workers);
+            pf_limits_t lim = limits_under(nb, mn, mx, workers, steering);
 
             pf_decide_maintenance(&lim, state, occ, rate, action, scratch,
                                   &summary);

@@ -836,7 +836,8 @@ static void perform_idle_server_maintenance(server_rec *s)
 
     pf_generation_end_pacing(gen, s);
     pf_limits_init(&lim, gen->num_buckets, conf.pool.min_spare_servers,
-                   conf.pool.max_spare_servers, conf.pool.max_workers);
+                   conf.pool.max_spare_servers, conf.pool.max_workers,
+                   pf_steer_active(retained->steer));
     pf_generation_decide(gen, &lim, &retained->spawn_rate, &summary, s);
 
     /* The bucket sockets children hold, put right before anything is
@@ -1552,11 +1553,13 @@ AP_INIT_TAKE1("StartServers", set_int_directive,
 AP_INIT_TAKE1("MinSpareServers", set_int_directive,
     &int_directives[D_MIN_SPARE],
     RSRC_CONF, "an integer from 0 to 2147483647: minimum number of idle "
-    "children, split over the buckets (0 is corrected to 1)"),
+    "children, split over the buckets under hash or cpu steering (0 is "
+    "corrected to 1)"),
 AP_INIT_TAKE1("MaxSpareServers", set_int_directive,
     &int_directives[D_MAX_SPARE],
     RSRC_CONF, "an integer from 0 to 2147483647: maximum number of idle "
-    "children, split over the buckets (at least MinSpareServers + 1)"),
+    "children, split over the buckets under hash or cpu steering (at least "
+    "MinSpareServers + 1)"),
 AP_INIT_TAKE1("MaxClients", set_int_directive,
     &int_directives[D_MAX_CLIENTS],
     RSRC_CONF, "an integer from 0 to 2147483647 (deprecated name of "

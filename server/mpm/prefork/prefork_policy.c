@@ -16,6 +16,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,13 +314,48 @@ int pf_bucket_start(int start_servers, int num_buckets, int b)
 }
 
 void pf_limits_init(pf_limits_t *lim, int num_buckets, int min_spare_servers,
-                    int max_spare_servers, int max_workers)
+                    int max_spare_servers, int max_workers, int steering)
 {
     lim->num_buckets = num_buckets;
     lim->min_spare_servers = min_spare_servers;
     lim->max_spare_servers = max_spare_servers;
     lim->max_workers = max_workers;
     lim->max_spawn_rate = PF_MAX_SPAWN_RATE;
+    lim->shared_pool = num_buckets > 1 && pf_steering_shares_pool(steering);
+}
+
+/* Bucket b's own minimum of idle children in this cycle: none in a shared
+ * pool, where steering routes around it, else its share of
+ * MinSpareServers. */
+static int own_min_spare(const pf_limits_t *lim, int b)
+{
+    if (lim->shared_pool) {
+        return 0;
+    }
+    return pf_bucket_min_spare(lim->min_spare_servers, lim->num_buckets, b);
+}
+
+/* The bucket that most needs one more idle child in a shared pool: the
+ * fewest idle children counting this cycle's spawns, then the fewest
+ * children, then the lowest number. */
+static int neediest_bucket(const pf_limits_t *lim,
+                           const pf_bucket_state_t *state,
+                           const pf_bucket_action_t *action)
+{
+    int b, best = 0;
+    long long idle, best_idle = 0, children, best_children = 0;
+
+    for (b = 0; b < lim->num_buckets; b++) {
+        idle = (long long)state[b].idle + action[b].spawn;
+        children = (long long)state[b].children + action[b].spawn;
+        if (b == 0 || idle < best_idle
+            || (idle == best_idle && children < best_children)) {
+            best = b;
+            best_idle = idle;
+            best_children = children;
+        }
+    }
+    return best;
 }
 
 static int compare_rank(const void *a, const void *b)
@@ -416,9 +452,7 @@ static int find_trim_bucket(const pf_limits_t *lim,
     int b, best = -1, best_surplus = 0;
 
     for (b = 0; b < lim->num_buckets; b++) {
-        int min = pf_bucket_min_spare(lim->min_spare_servers,
-                                      lim->num_buckets, b);
-        int surplus = state[b].idle - min;
+        int surplus = state[b].idle - own_min_spare(lim, b);
 
         if (surplus > best_surplus && state[b].children >= 2
             && action[b].kill == 0 && action[b].spawn == 0) {
@@ -464,9 +498,12 @@ void pf_decide_maintenance(const pf_limits_t *lim,
 
     for (b = 0; b < nb; b++) {
         const pf_bucket_state_t *st = &state[b];
-        int min = pf_bucket_min_spare(lim->min_spare_servers, nb, b);
-        int max = pf_bucket_max_spare(lim->min_spare_servers,
-                                      lim->max_spare_servers, nb, b);
+        int min = own_min_spare(lim, b);
+        /* In a shared pool only the server-wide trim below retires. */
+        int max = lim->shared_pool
+                      ? INT_MAX
+                      : pf_bucket_max_spare(lim->min_spare_servers,
+                                            lim->max_spare_servers, nb, b);
         int deficit = min - st->idle;
         /* A queue only calls for children when none of the bucket's is
          * idle: an idle child takes a waiting connection within
@@ -498,8 +535,7 @@ void pf_decide_maintenance(const pf_limits_t *lim,
     wanted = 0;
     for (i = 0; i < nb; i++) {
         const pf_bucket_state_t *st = &state[scratch[i].bucket];
-        int min = pf_bucket_min_spare(lim->min_spare_servers, nb,
-                                      scratch[i].bucket);
+        int min = own_min_spare(lim, scratch[i].bucket);
         int deficit = min > st->idle ? min - st->idle : 0;
         int want = deficit;
         int extra = scratch[i].want - deficit;
@@ -529,15 +565,39 @@ void pf_decide_maintenance(const pf_limits_t *lim,
         summary->spawned += want;
     }
 
+    /* A shared pool short of MinSpareServers idle children, counting
+     * what queues and empty buckets got above: the rest of the ramp, one
+     * child at a time to the neediest bucket. */
+    if (lim->shared_pool) {
+        int short_of = lim->min_spare_servers - total_idle - summary->spawned;
+
+        if (short_of > 0) {
+            wanted += short_of;
+            summary->wanted += short_of;
+        }
+        while (short_of > 0 && allowance > 0) {
+            if (budget <= 0) {
+                summary->at_max_workers = 1;
+                break;
+            }
+            action[neediest_bucket(lim, state, action)].spawn++;
+            summary->spawned++;
+            short_of--;
+            allowance--;
+            budget--;
+        }
+    }
+
     if (summary->at_max_workers) {
         rebalance_at_limit(lim, state, action, scratch, summary);
     }
 
     /* Every bucket's share of MaxSpareServers is at least its minimum + 1,
      * so with many buckets the shares add up to more than
-     * MaxSpareServers: while the server as a whole holds more idle
-     * children than that and spawns nothing, one more idle child goes per
-     * cycle, from the bucket with the most above its own minimum. */
+     * MaxSpareServers; and a shared pool has no shares at all.  While the
+     * server as a whole holds more idle children than MaxSpareServers and
+     * spawns nothing, one more idle child goes per cycle, from the bucket
+     * with the most above its own minimum. */
     if (summary->spawned == 0
         && total_idle - summary->killed > lim->max_spare_servers
         && (trim = find_trim_bucket(lim, state, action)) >= 0) {

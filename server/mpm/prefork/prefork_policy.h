@@ -239,12 +239,18 @@ typedef struct {
     int max_spare_servers;  /**< MaxSpareServers, server-wide */
     int max_workers;        /**< MaxRequestWorkers */
     int max_spawn_rate;     /**< per cycle, server-wide (PF_MAX_SPAWN_RATE) */
+    int shared_pool;        /**< 1: Min/MaxSpareServers bound the idle
+                                 children of all buckets together (idle and
+                                 local steering route around a bucket with
+                                 no idle child); 0: each bucket keeps its
+                                 share (hash, cpu) */
 } pf_limits_t;
 
 /** The limits for @a num_buckets buckets from the server-wide directives,
- *  with the spawn ramp's cap (PF_MAX_SPAWN_RATE). */
+ *  with the spawn ramp's cap (PF_MAX_SPAWN_RATE), under @a steering (the
+ *  pfb_steer_e in force). */
 void pf_limits_init(pf_limits_t *lim, int num_buckets, int min_spare_servers,
-                    int max_spare_servers, int max_workers);
+                    int max_spare_servers, int max_workers, int steering);
 
 typedef struct {
     int spawned;            /**< sum of spawn over buckets */
@@ -284,6 +290,16 @@ typedef struct {
  * server spawns nothing and holds more idle children than MaxSpareServers
  * (the per-bucket shares add up to more with many buckets), one more goes
  * from the bucket with the most idle children above its minimum.
+ *
+ * With a shared pool (lim->shared_pool: idle and local steering, which
+ * send a connection past a bucket with no idle child), a bucket has no
+ * share: MinSpareServers and MaxSpareServers bound the idle children of all
+ * buckets together, as httpd's prefork bounds its one pool.  The children
+ * the server is short go, one at a time, to the bucket with the fewest idle
+ * children (then the fewest children); the one idle child retired a cycle
+ * above MaxSpareServers comes from the bucket with the most.  Every bucket
+ * still keeps one child, so with more buckets than MaxSpareServers the
+ * idle children of a quiet server number one per bucket.
  *
  * At MaxRequestWorkers, a bucket with connections queued, no idle child
  * and fewer children than its share of MaxRequestWorkers cannot get a

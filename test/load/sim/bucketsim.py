@@ -75,7 +75,12 @@ class Limits(ctypes.Structure):
                 ("min_spare_servers", ctypes.c_int),
                 ("max_spare_servers", ctypes.c_int),
                 ("max_workers", ctypes.c_int),
-                ("max_spawn_rate", ctypes.c_int)]
+                ("max_spawn_rate", ctypes.c_int),
+                ("shared_pool", ctypes.c_int)]
+
+
+# pfb_steer_e (include/prefork_buckets.h)
+STEERING = {"hash": 0, "cpu": 1, "idle": 2, "local": 3}
 
 
 class Summary(ctypes.Structure):
@@ -100,7 +105,7 @@ def load_policy(path=POLICY_LIB):
         raise SystemExit("bucketsim: cannot load the MPM's policy library "
                          "%s (%s); run make first" % (path, e))
     lib.pf_limits_init.argtypes = [ctypes.POINTER(Limits)] + \
-        [ctypes.c_int] * 4
+        [ctypes.c_int] * 5
     lib.pf_decide_maintenance.argtypes = [
         ctypes.POINTER(Limits), ctypes.POINTER(BucketState), ctypes.c_int,
         ctypes.POINTER(ctypes.c_int), ctypes.POINTER(BucketAction),
@@ -118,12 +123,13 @@ class Policy:
     kept between cycles as the MPM keeps it."""
 
     def __init__(self, nb, min_spare_servers, max_spare_servers, workers,
-                 lib=None):
+                 steering="hash", lib=None):
         self.lib = lib or load_policy()
         self.nb = nb
         self.limits = Limits()
         self.lib.pf_limits_init(ctypes.byref(self.limits), nb,
-                                min_spare_servers, max_spare_servers, workers)
+                                min_spare_servers, max_spare_servers, workers,
+                                STEERING.get(steering, STEERING["hash"]))
         self.rate = ctypes.c_int(1)
         self.state = (BucketState * nb)()
         self.action = (BucketAction * nb)()
@@ -224,7 +230,7 @@ def simulate(buckets=1, workers=32, clients=48, mean_ms=10.0,
     max_total = max_spare_servers if max_spare_servers is not None \
         else workers
     bs = [Bucket() for _ in range(nb)]
-    policy = Policy(nb, min_total, max_total, workers)
+    policy = Policy(nb, min_total, max_total, workers, steering)
     # The idle program's counts per bucket, kept as the buckets change.
     counts = (ctypes.c_int64 * nb)()
     moved = ctypes.c_int()

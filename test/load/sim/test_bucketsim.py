@@ -35,12 +35,15 @@ def read_cases():
                 continue
             label, limits, occupied, rates, states, actions, after = \
                 [field.strip() for field in line.split("|")]
-            nb, mn, mx, workers = map(int, limits.split())
+            words = limits.split()
+            steering = words.pop() if not words[-1].isdigit() else "hash"
+            nb, mn, mx, workers = map(int, words)
             flat = list(map(int, states.split()))
             acts = list(map(int, actions.split()))
             rows.append({
                 "label": label, "nb": nb, "min": mn, "max": mx,
-                "workers": workers, "occupied": int(occupied),
+                "workers": workers, "steering": steering,
+                "occupied": int(occupied),
                 "ramp": int(rates),
                 "states": [tuple(flat[i:i + 3]) for i in range(0, 3 * nb, 3)],
                 "actions": [tuple(acts[i:i + 2]) for i in range(0, 2 * nb, 2)],
@@ -56,7 +59,7 @@ class ModelRunsTheMpmsRules(unittest.TestCase):
         for row in rows:
             with self.subTest(row["label"]):
                 policy = bucketsim.Policy(row["nb"], row["min"], row["max"],
-                                          row["workers"])
+                                          row["workers"], row["steering"])
                 policy.rate.value = row["ramp"]
                 self.assertEqual(policy.decide(row["states"],
                                                row["occupied"]),
