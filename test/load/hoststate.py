@@ -51,9 +51,14 @@ def _cmd(command):
 
 
 def commit():
-    """The project's commit, with '-dirty' when the tree has changes."""
+    """The project's commit, with '-dirty' when the tree has changes; in a
+    copy without git (run_16cpu.sh's kit), the commit its COMMIT file
+    recorded when the kit was packed."""
     rev = _cmd(["git", "rev-parse", "HEAD"])
     if rev == "n/a" or " " in rev:
+        packed = _read(os.path.join(TOP, "COMMIT"), None)
+        if packed:
+            return packed + " (packed)"
         return "n/a (not a git checkout)"
     status = subprocess.run(["git", "status", "--porcelain",
                              "--untracked-files=no"], capture_output=True,
