@@ -259,11 +259,17 @@ def check_rig():
 
 
 def check_helpers():
-    """The suite's pure helpers (test_helpers.py): intervals, histograms,
-    invalid runs."""
-    rc = subprocess.run([sys.executable,
-                         os.path.join(HERE, "test_helpers.py")]).returncode
-    return [] if rc == 0 else ["test_helpers.py failed"]
+    """The suite's pure helpers (test_helpers.py: intervals, histograms,
+    invalid runs) and the method's (test_methods.py: the idle policy's
+    counters, capacity, the pool curve's plan and slopes, the stall
+    controls' verdicts)."""
+    problems = []
+    for name in ("test_helpers.py", "test_methods.py"):
+        rc = subprocess.run([sys.executable,
+                             os.path.join(HERE, name)]).returncode
+        if rc:
+            problems.append("%s failed" % name)
+    return problems
 
 
 def main():
