@@ -293,25 +293,11 @@ def new_folder(args, out_dir):
             "settings": settings, "server_cpus": server_cpus(args),
             "client_cpus": client_cpus(args),
             "configs": {k: configs(args)[k]["label"] for k in args.builds},
-            "builds": build_identities(args.builds, configs(args)),
+            "builds": hoststate.build_identities(
+                {k: configs(args)[k] for k in args.builds}),
             "plan": plan_sessions(args.seed, args.pairs, args.builds,
                                   args.pools, args.rates, args.policies),
             "runs": [], "sessions": [], "invocations": []}
-
-
-def build_identities(builds, all_configs):
-    """What each build is: its module's sha256 and where it came from."""
-    import hashlib
-    ids = {}
-    for key in builds:
-        so = all_configs[key].get("mpm")
-        try:
-            with open(so, "rb") as f:
-                digest = hashlib.sha256(f.read()).hexdigest()
-        except (OSError, TypeError):
-            digest = None
-        ids[key] = {"module": so, "sha256": digest}
-    return ids
 
 
 def cmd_run(args):

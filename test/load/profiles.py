@@ -209,7 +209,7 @@ SHIPPED_CONF = os.path.join(TOP, "server", "mpm", "prefork",
                             "mpm_prefork_buckets.conf")
 
 
-CONFIG_ORDER = ["pfb-shipped", "pfb-1", "pfb-single", "pfb-per-listen",
+CONFIG_ORDER = ["pfb-shipped", "pfb-1", "pfb-1-nodefer", "pfb-single", "pfb-per-listen",
                 "pfb-ratio1", "pfb-ratio1-idle", "pfb-N", "pfb-N-cpu",
                 "pfb-N-cpu-away",
                 "pfb-N-idle", "pfb-N-local", "pfb-floor", "pfb-1-before",
@@ -239,6 +239,11 @@ def configs(args):
         "pfb-1": {"label": "this MPM, no bucket directive (one bucket, "
                   "httpd's arrangement)", "kind": "apache", "mpm": MPM_SO,
                   "extra": ""},
+        # The stall's control (stall.py): the same without httpd's
+        # TCP_DEFER_ACCEPT on the listener.
+        "pfb-1-nodefer": {"label": "this MPM, one bucket, AcceptFilter "
+                          "http none (no TCP_DEFER_ACCEPT)", "kind": "apache",
+                          "mpm": MPM_SO, "extra": "AcceptFilter http none\n"},
         "pfb-per-listen": {"label": "this MPM, ListenBuckets 1 (a bucket "
                            "per Listen)", "kind": "apache", "mpm": MPM_SO,
                            "extra": "ListenBuckets 1\n"},

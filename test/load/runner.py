@@ -92,7 +92,8 @@ def server_plan(name, prof, args, scene):
     if name.startswith("rps"):
         plan["host"] = scene["veth"].server_addr
     if args.rig:
-        plan["host"] = args.rig.server_addr
+        plan["host"] = "127.0.0.1" if getattr(args, "rig_loopback", False) \
+            else args.rig.server_addr
     return plan
 
 

@@ -508,6 +508,8 @@ def main():
     doc = {"host": host_info(), "host_state": hoststate.host_state(),
            "idle": idlepolicy.describe(),
            "idle_policies": prof["idle_policies"],
+           "builds": hoststate.build_identities({k: all_configs[k]
+                                                 for k in keys}),
            "profile": args.profile or "quick",
            "settings": prof, "configs": {k: all_configs[k]["label"]
                                          for k in keys},

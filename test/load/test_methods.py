@@ -21,6 +21,7 @@ import idlepolicy  # noqa: E402
 import poolcurve  # noqa: E402
 import report_pool  # noqa: E402
 import report_rig  # noqa: E402
+import stalltrace  # noqa: E402
 
 INTERRUPTS = """           CPU0       CPU1
  24:          1          0  IO-APIC   5-edge      ACPI:Ged
@@ -257,6 +258,49 @@ class WalkGrowth(unittest.TestCase):
         slopes = report_rig.round_slopes(lows, highs, 448)
         self.assertEqual(len(slopes), 2)
         self.assertAlmostEqual(slopes[0], 40.0 * 1e3 / 448)
+
+
+TRACE = """\
+          <idle>-0       [000] d..1.   100.000000: cpu_idle: state=1 cpu_id=0
+             wrk-200     [001] d..1.   100.000010: ipi_send_cpu: cpu=0 callsite=x callback=y
+             wrk-200     [001] d..1.   100.000020: sched_switch: prev_comm=wrk
+          <idle>-0       [001] d..1.   100.000030: cpu_idle: state=1 cpu_id=1
+          <idle>-0       [000] d.h1.   100.000060: call_function_single_entry: vector=251
+          <idle>-0       [000] d..1.   100.000070: cpu_idle: state=4294967295 cpu_id=0
+          <idle>-0       [001] d.h1.   100.000500: local_timer_entry: vector=236
+          <idle>-0       [001] d..1.   100.000510: cpu_idle: state=4294967295 cpu_id=1
+          <idle>-0       [000] d..1.   100.000600: cpu_idle: state=1 cpu_id=0
+          <idle>-0       [000] d..1.   100.001000: cpu_idle: state=4294967295 cpu_id=0
+             wrk-200     [001] d..1.   100.001000: netif_rx: dev=veth0 len=60
+"""
+
+
+class StallTrace(unittest.TestCase):
+
+    def test_idle_periods_and_what_woke_them(self):
+        events = stalltrace.parse(TRACE)
+        self.assertEqual(events[0][2], "power:cpu_idle")
+        periods = stalltrace.idle_periods(events, [0, 1])
+        self.assertEqual([p[2] for p in periods[0]],
+                         ["call_function_single", None])
+        self.assertEqual([p[2] for p in periods[1]], ["local_timer"])
+
+    def test_both_idle_spans_and_the_ipi_in_flight(self):
+        events = stalltrace.parse(TRACE)
+        periods = stalltrace.idle_periods(events, [0, 1])
+        spans = stalltrace.both_idle(periods, [0, 1])
+        self.assertEqual(len(spans), 1)
+        self.assertAlmostEqual(spans[0][0], 100.000030)
+        self.assertAlmostEqual(spans[0][1], 100.000070)
+        self.assertEqual(stalltrace.ended_by(events, spans[0], [0, 1]),
+                         "call_function_single sent before both went idle")
+        delays = stalltrace.ipi_delays(events, periods)
+        self.assertEqual(len(delays), 1)
+        self.assertAlmostEqual(delays[0][0], 50e-6)
+        self.assertTrue(delays[0][1])
+        summary = stalltrace.summarize(events, [0, 1])
+        self.assertEqual(summary["both_idle"]["spans"], 1)
+        self.assertEqual(summary["ipi_delay_to_idle"]["count"], 1)
 
 
 if __name__ == "__main__":
