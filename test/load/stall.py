@@ -85,6 +85,20 @@ def stalled(run):
                for why in run.get("invalid", []))
 
 
+def pending(plan, runs, bound, attempts=2):
+    """The units still to run: the plan's not yet run, then, once, each
+    unit whose every run so far was during a busy host (others over the
+    bound): a busy spell costs a run, not the unit."""
+    done = {}
+    for r in runs:
+        done.setdefault(r["id"], []).append(r)
+    todo = [u for u in plan if u["id"] not in done]
+    if todo:
+        return todo
+    return [u for u in plan if len(done[u["id"]]) < attempts
+            and not any(foreign_ok(r, bound) for r in done[u["id"]])]
+
+
 def set_path(r, path, args):
     """RPS at both ends of the rig's veth pair for `path`; loopback keeps
     the generator in the server's namespace (generators.client_prefix)."""
@@ -202,8 +216,7 @@ def cmd_run(args):
         "command": " ".join(["stall.py"] + sys.argv[1:]),
         "started": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         "load_average": hoststate.host_state()["load_average"]})
-    done = {r["id"] for r in doc["runs"]}
-    todo = [u for u in doc["plan"] if u["id"] not in done]
+    todo = pending(doc["plan"], doc["runs"], args.max_foreign_cpu)
     took = [r["took_s"] for r in doc["runs"] if r.get("took_s")]
     each = max(took) if took else 12.0
     ran = 0
@@ -235,7 +248,7 @@ def cmd_run(args):
     doc["invocations"][-1]["elapsed_s"] = round(time.time() - started, 1)
     save_progress(doc, args.out)
     write_report(doc, args.out)
-    left = len(doc["plan"]) - len(doc["runs"])
+    left = len(pending(doc["plan"], doc["runs"], args.max_foreign_cpu))
     print("stall: %d runs; %s" % (ran, "%d to go: run it again" % left
                                   if left else "the plan is done"))
     return 0
@@ -421,9 +434,19 @@ def trace_lines(doc):
     return lines
 
 
+def load_doc(folder):
+    """A folder's results.json, or the published results.json.gz."""
+    path = os.path.join(folder, "results.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    import gzip
+    with gzip.open(path + ".gz", "rt") as f:
+        return json.load(f)
+
+
 def cmd_report(args):
-    with open(os.path.join(args.folder, "results.json")) as f:
-        doc = json.load(f)
+    doc = load_doc(args.folder)
     write_report(doc, args.folder)
     print(os.path.join(args.folder, "report.md"))
     return 0

@@ -22,7 +22,8 @@ EVENTS = ("power:cpu_idle", "ipi:ipi_send_cpu",
           "irq_vectors:call_function_entry",
           "irq_vectors:reschedule_entry", "irq_vectors:local_timer_entry",
           "irq:irq_handler_entry", "irq:softirq_entry", "net:netif_rx",
-          "net:netif_receive_skb", "sched:sched_switch")
+          "net:netif_receive_skb", "sched:sched_switch",
+          "timer:timer_expire_entry", "timer:hrtimer_expire_entry")
 # ftrace's text: "comm-pid [cpu] flags seconds: event: fields".
 LINE = re.compile(r"^\s*(.*?)-(\d+)\s+\[(\d+)\]\s+\S+\s+([\d.]+):\s+"
                   r"(\w+):\s*(.*)$")
@@ -169,10 +170,26 @@ def ended_by(events, span, cpus):
                     and _field(fields, "cpu") == str(first[1])
                     for t, cpu, name, fields in events)
     if first[2] == "local_timer":
-        return "timer"
+        return "timer %s" % timer_function(events, first[0], first[1])
     if in_flight:
         return "%s sent before both went idle" % first[2]
     return first[2]
+
+
+def timer_function(events, t, cpu):
+    """The first timer a tick that started at t on cpu ran (its function,
+    e.g. tcp_delack_timer), or 'tick' when it ran none."""
+    for when, c, name, fields in events:
+        if when < t or c != cpu:
+            continue
+        if when > t + 0.0005:
+            break
+        if name in ("timer:timer_expire_entry",
+                    "timer:hrtimer_expire_entry"):
+            fn = _field(fields, "function")
+            if fn and not fn.startswith(("tick_nohz", "tick_sched")):
+                return fn.split("+")[0]
+    return "tick"
 
 
 def summarize(events, cpus):
