@@ -269,7 +269,8 @@ class Rig:
                 "server_rps_cpus": self.server_cpus,
                 "client_rps_cpus": self.client_cpus,
                 "interface": self.veth.host_if,
-                "delay_ms": self.delay_ms}
+                "delay_ms": self.delay_ms,
+                "generator_sysctls": self.veth.generator_settings()}
 
 
 def wait_quiet(rig, bound_s, max_foreign, log=None):

@@ -38,6 +38,7 @@ import argparse
 import json
 import os
 import random
+import subprocess
 import sys
 import threading
 import time
@@ -122,6 +123,14 @@ def kernel_trace(delay, seconds, cpus, log):
     return stalltrace.summarize(stalltrace.parse(text), cpus)
 
 
+def time_wait(prefix):
+    """TIME_WAIT sockets in a namespace (prefix: `ip netns exec NS`, or
+    none for this one)."""
+    out = subprocess.run(prefix + ["ss", "-tanH", "state", "time-wait"],
+                         capture_output=True, text=True, timeout=30).stdout
+    return len(out.splitlines())
+
+
 def one(unit, all_configs, args, settings, log, out_dir, trace=False):
     """One run of a unit on a fresh server; with trace, a perf trace of
     its middle (stalltrace.py) in result["trace"]."""
@@ -148,6 +157,11 @@ def one(unit, all_configs, args, settings, log, out_dir, trace=False):
                         log=log)
                 args.generator_wrapper = gen_cgroup.wrapper()
 
+                gen_ns = [] if unit["path"] == "loopback" \
+                    else args.rig.veth.prefix()
+                waits = {"generator_before": time_wait(gen_ns),
+                         "server_before": time_wait([])}
+
                 def load():
                     traced = {}
                     tracer = threading.Thread(target=lambda: traced.update(
@@ -165,7 +179,12 @@ def one(unit, all_configs, args, settings, log, out_dir, trace=False):
                         result["trace"] = traced
                     return result
                 result = measure(srv, (cgroup, gen_cgroup), args, log, load)
+                waits.update(generator_after=time_wait(gen_ns),
+                             server_after=time_wait([]))
             result["idle_held_us"] = hold.held
+            result["time_wait"] = waits
+            result["seconds"] = settings["seconds"]
+            result["warmup_s"] = settings["warmup"]
     result.pop("hist", None)
     result["rig"]["quiet_wait"] = quiet
     result.update({k: unit[k] for k in ("id", "pair", "config", "path",
@@ -294,8 +313,10 @@ def write_report(doc, out_dir):
              "| configuration | path | connections | idle policy | runs | "
              "req/s | server CPU idle % | generator CPU idle % | stalled | "
              "server halts/req | generator halts/req | server IPIs/req | "
-             "generator IPIs/req | server CPU µs/req |",
-             "|---" * 14 + "|"]
+             "generator IPIs/req | server CPU µs/req | generator CPU "
+             "µs/req | TIME_WAIT left on the generator's side, per 1000 "
+             "connections |",
+             "|---" * 16 + "|"]
     units = []
     for u in doc["plan"]:
         key = (u["config"], u["path"], u["connections"], u["policy"])
@@ -311,7 +332,7 @@ def write_report(doc, out_dir):
         if not runs:
             continue
         lines.append("| %s | %s | %d | %s | %d | %s | %s | %s | %d of %d | "
-                     "%s | %s | %s | %s | %s |" % (
+                     "%s | %s | %s | %s | %s | %s | %s |" % (
                          doc["configs"][key[0]], key[1], key[2],
                          idlepolicy.LABELS.get(key[3], key[3]), len(runs),
                          _ci([r.get("rps") for r in runs], 0),
@@ -325,13 +346,27 @@ def write_report(doc, out_dir):
                          _ci([r["idle"].get("ipis_per_request")
                               for r in runs], 2),
                          _ci([per_request(r, "ipis") for r in runs], 2),
-                         _ci([cpu_us(r) for r in runs], 1)))
+                         _ci([cpu_us(r) for r in runs], 1),
+                         _ci([1e6 * r["loadgen_cpu_s"] / r["requests"]
+                              for r in runs if r.get("requests")], 0),
+                         _ci([tw_per_1000(r) for r in runs], 0)))
     lines += trace_lines(doc)
     lines += ["", "Raw data: results.json (every run: the server's and the "
               "generator's CPU idle, interrupts, softnet counters, "
               "nstat), raw.log (every command), configs/.", ""]
     with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write("\n".join(lines))
+
+
+def tw_per_1000(run):
+    """TIME_WAIT sockets the run added on the generator's side, per 1000
+    connections (warm-up included, which the same load made)."""
+    w = run.get("time_wait")
+    if not w or not run.get("requests") or "seconds" not in run:
+        return None
+    total = run["requests"] * (run["seconds"] + run["warmup_s"]) \
+        / float(run["seconds"])
+    return 1e3 * (w["generator_after"] - w["generator_before"]) / total
 
 
 def per_request(run, what):
