@@ -9,7 +9,7 @@ the server's CPU and the generator's idle on this virtual machine.
 
 Each run is wrk in closed loop (static close: a connection per request)
 against a fresh server on CPU 0, the generator on CPU 1, along one of
-three paths, in the same pairs:
+three paths (a fourth on request), in the same pairs:
 
   rps       the rig as it measures: a veth pair between two namespaces,
             RPS on each end sending what arrives to the receiver's CPU
@@ -19,6 +19,10 @@ three paths, in the same pairs:
             sends is received on that CPU (the generator's CPU runs the
             server's receive softirq, as on loopback);
   loopback  the generator in the server's namespace, to its 127.0.0.1;
+  rps-noreuse  the rps path with the generator's namespace at the
+            kernel's defaults for its ports (tcp_tw_reuse 2: loopback's
+            TIME_WAIT ports only; 32768 to 60999), as the rig had them
+            before the stall was found (netns.VethPair.generator_ports);
 
 with 32 and 256 connections (more in flight: if the stall is a latency
 the loop waits on, more connections hide it), under both idle policies
@@ -50,6 +54,7 @@ from pfbtest import exit_on_sigterm  # noqa: E402
 import cgroupcpu  # noqa: E402
 import hoststate  # noqa: E402
 import idlepolicy  # noqa: E402
+import netns  # noqa: E402
 import rig  # noqa: E402
 import stats  # noqa: E402
 import stalltrace  # noqa: E402
@@ -62,7 +67,10 @@ from servers import (make_server, start_server, server_cpus,  # noqa: E402
                      target, save_config)
 
 CONFIGS = ("stock", "pfb-1", "anchor-blocking", "anchor-epoll")
-PATHS = ("rps", "norps", "loopback")
+PATHS = ("rps", "norps", "loopback", "rps-noreuse")
+# The kernel's defaults for the generator's ports (path rps-noreuse).
+NOREUSE = (("net.ipv4.tcp_tw_reuse", "2"),
+           ("net.ipv4.ip_local_port_range", "32768 60999"))
 CONNECTIONS = (32, 256)
 WORKERS = 64
 
@@ -102,11 +110,18 @@ def pending(plan, runs, bound, attempts=2):
 
 def set_path(r, path, args):
     """RPS at both ends of the rig's veth pair for `path`; loopback keeps
-    the generator in the server's namespace (generators.client_prefix)."""
-    on = path == "rps"
+    the generator in the server's namespace (generators.client_prefix);
+    rps-noreuse puts back the kernel's defaults for the generator's ports
+    (tcp_tw_reuse 2, ports 32768 to 60999: the rig before its fix)."""
+    on = path in ("rps", "rps-noreuse")
     r.veth.set_rps(r.server_cpus if on else [])
     r.veth.set_client_rps(r.client_cpus if on else [])
     args.rig_loopback = path == "loopback"
+    settings = NOREUSE if path == "rps-noreuse" else netns.GENERATOR_SYSCTLS
+    for key, value in settings:
+        subprocess.run(r.veth.prefix() + ["sysctl", "-q", "-w",
+                                          "%s=%s" % (key, value)],
+                       check=True, timeout=30, capture_output=True)
 
 
 def kernel_trace(delay, seconds, cpus, log):
@@ -502,7 +517,7 @@ def parse_args():
     run.add_argument("--configs", type=lambda s: s.split(","),
                      default=list(CONFIGS))
     run.add_argument("--paths", type=lambda s: s.split(","),
-                     default=list(PATHS))
+                     default=list(PATHS[:3]))
     run.add_argument("--connections", type=lambda s: [int(x) for x in
                                                       s.split(",")],
                      default=list(CONNECTIONS))
