@@ -113,6 +113,11 @@ def fit_entry_cost(x_per_s, cpus, think_us, entries):
     return (lo + hi) / 2.0
 
 
+def made_at():
+    import hoststate
+    return hoststate.commit()
+
+
 def load(path):
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
@@ -181,7 +186,7 @@ def report(args):
             for m in (max(STOCK_16), min(STOCK_16))]
     lines = ["# Contention model: the listener's wait queue", "",
              "`%s`" % " ".join(["contention.py"] + sys.argv[1:]), "",
-             "## Inputs", ""]
+             "Made at commit %s." % made_at(), "", "## Inputs", ""]
     for path, c, slopes, (pool_lo, pool_hi, netrx_lo, netrx_hi) in passes:
         lines.append("- c at 2 CPUs (the rig, one server CPU; %s): stock "
                      "prefork's NET_RX µs per connection %.1f with %d "
@@ -302,11 +307,13 @@ def pool_prediction(args):
             slope[key] = [round(min(found)), round(max(found))]
     walked = ("stock", "stock-src")
     doc = {"slope_ns": slope, "sources": sources, "pools": args.pools,
+           "commit": made_at(),
            "rates": args.rates, "walked": list(walked),
            "rule": "CPU(n) = CPU(smallest) + c * (n - smallest); a rate R "
                    "saturates one server CPU where R * CPU(n) > 1 s"}
     lines = ["# The pool curve's prediction (written before the run)", "",
              "`%s`" % " ".join(["contention.py"] + sys.argv[1:]), "",
+             "Made at commit %s." % made_at(), "",
              "On the rig the server has one CPU, and the listener's "
              "wait-queue walk is CPU work in its receive softirq: the model "
              "of the 16-CPU section reduces to a cost per connection that "
@@ -332,22 +339,26 @@ def pool_prediction(args):
                          "child, within their rounds' spread. The model has "
                          "no cache term, so growth from colder children is "
                          "outside it." % (key, c[0], c[1]))
+    span_n = args.pools[-1] - args.pools[0]
+    c_stock = slope.get("stock", [0, 0])
     lines += ["", "Where each rate saturates: at rate R the server CPU "
-              "saturates when R × CPU(n) > 1 s, so with Z the build's CPU "
-              "per request at %d children in the same run, the largest pool "
-              "that keeps R is (1e6 / R − Z) / c + %d. For the walked "
-              "builds at 4096 children c × %d adds %s µs per request: "
-              "at 2500 req/s (400 µs a request at most) **stock prefork "
-              "saturates at 4096 children whenever Z exceeds %s µs**, and "
-              "at 1000 req/s whenever Z exceeds %s µs." % (
-                  args.pools[0], args.pools[0],
-                  args.pools[-1] - args.pools[0],
-                  span([x * (args.pools[-1] - args.pools[0]) / 1e3
-                        for x in slope.get("stock", [0])], 0),
-                  span([400 - x * (args.pools[-1] - args.pools[0]) / 1e3
-                        for x in slope.get("stock", [0])], 0),
-                  span([1000 - x * (args.pools[-1] - args.pools[0]) / 1e3
-                        for x in slope.get("stock", [0])], 0)), "",
+              "saturates when R × CPU(n) > 1 s. With Z the build's CPU per "
+              "request at %d children in the same run, CPU(n) = Z + c × (n "
+              "− %d), so the largest pool that keeps R is (10⁶ / R − Z) / c "
+              "+ %d. At %d children a walked build pays c × %d = %s µs more "
+              "per request than at %d. So **stock prefork at %d children "
+              "saturates at %d req/s when Z exceeds %.0f µs (c = %d ns), "
+              "and whatever Z once c exceeds %.0f ns**; at %d req/s only "
+              "when Z exceeds %.0f µs (c = %d ns)." % (
+                  args.pools[0], args.pools[0], args.pools[0],
+                  args.pools[-1], span_n,
+                  span([x * span_n / 1e3 for x in c_stock], 0),
+                  args.pools[0], args.pools[-1], max(args.rates),
+                  1e6 / max(args.rates) - c_stock[0] * span_n / 1e3,
+                  c_stock[0], 1e9 / max(args.rates) / span_n,
+                  min(args.rates),
+                  1e6 / min(args.rates) - c_stock[1] * span_n / 1e3,
+                  c_stock[1]), "",
               "A measured growth per child outside these ranges (its 95 % "
               "interval clear of them) falsifies the model's walk term on "
               "one CPU; a saturation the rule does not give, with the run's "
