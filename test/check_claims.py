@@ -50,7 +50,7 @@ PARAMETERS = os.path.join(TOP, "test", "claims_parameters.txt")
 PENDING = os.path.join(TOP, "test", "claims_pending.txt")
 
 NUMBER = r"[-−]?\d+(?:[  ,]\d{3})*(?:\.\d+)?"
-UNITS = (r"k? ?req/s|µs|us\b|ns\b|ms\b|%|×|x\b|times\b|system calls?|calls?\b"
+UNITS = (r"k? ?req/s|µs|us\b|ns\b|ms\b|%|×|times\b|system calls?|calls?\b"
          r"|wake-ups?|sleeps?\b|switches\b|faults?\b|IPIs?\b|halts?\b")
 JOIN = r"\s*(?:and|to|–|-|/|or|,)\s*"
 FIGURE_UNIT = re.compile(r"(%s)\s?(?:%s)" % (NUMBER, UNITS))
@@ -66,7 +66,14 @@ NOT_FIGURES = (
     r"\b[A-Z][a-z]+(?:[A-Z][a-z0-9]*)+\s+\d+(?:\.\d+)?",  # Directive 150
     r"\bRFC\s?\d+|\bCVE-\d+-\d+",
     r"\b\d+(?:\.\d+)?\s?(?:GiB|MiB|KiB|GB|MB|KB|kB)\b",
+    r"[A-Za-z]\d+\.\d+",                            # php8.2
+    r"\(\d+\.\d+(?:\.\d+)*\)",                    # `exporter` (0.12)
+    r"\d+\.\d+(?=\s+(?:or later|or newer|and later|onwards))",
 )
+# A kernel release: 2.6 to 6.x, in a sentence or a table that names Linux
+# or the kernel, and followed by no unit.
+KERNEL = re.compile(r"^[2-6]\.\d{1,2}$")
+KERNEL_WORDS = re.compile(r"Linux|[Kk]ernels?\b|release")
 
 
 def normalize(text):
@@ -87,9 +94,10 @@ def prose(text, path):
     def blank(m):
         return re.sub(r"[^\n]", " ", m.group(0))
     if path.endswith(".xml"):
-        text = re.sub(r"<example>.*?</example>|<highlight.*?</highlight>",
-                      blank, text, flags=re.S)
+        text = re.sub(r"<example>.*?</example>|<highlight.*?</highlight>"
+                      r"|<code>.*?</code>", blank, text, flags=re.S)
         text = re.sub(r"<[^>]+>", blank, text)
+    text = re.sub(r'"[^"\n]{1,12}"', blank, text)     # quoted junk: "8x"
     text = re.sub(r"```.*?```", blank, text, flags=re.S)
     text = re.sub(r"`[^`\n]*`", blank, text)
     text = re.sub(r"\]\([^)]*\)", blank, text)
@@ -118,9 +126,33 @@ def figures(text, path):
             found[m.start()] = m.group(0)
     out = []
     for offset, fig in sorted(found.items()):
+        if is_release(text, clean, offset, fig):
+            continue
         line = clean.count("\n", 0, offset) + 1
         out.append((line, fig.strip(), normalize(fig.strip()).lstrip("-")))
     return out
+
+
+def is_release(text, clean, offset, fig):
+    """Whether a number is a kernel release: its shape (2.6 to 6.x), no
+    unit after it, and Linux or the kernel named in its sentence, or in
+    the header of the table it sits in (text: the file's own words)."""
+    if not KERNEL.match(fig.strip()):
+        return False
+    after = clean[offset + len(fig):offset + len(fig) + 12]
+    if re.match(r"\s?(?:%s)" % UNITS, after):
+        return False
+    start = text.rfind("\n\n", 0, offset)
+    sentence = text[max(start, offset - 300):offset]
+    sentence = sentence[max(sentence.rfind(". "), 0):]
+    if KERNEL_WORDS.search(sentence):
+        return True
+    line_start = text.rfind("\n", 0, offset) + 1
+    if text[line_start:line_start + 1] == "|":
+        table = text.rfind("\n\n", 0, offset)
+        header = text[table:text.find("\n", table + 2)]
+        return bool(KERNEL_WORDS.search(header))
+    return False
 
 
 def sections(path):
