@@ -286,7 +286,8 @@ def new_folder(args, out_dir):
                 "rates": args.rates, "policies": args.policies,
                 "max_lag_ms": args.max_lag_ms,
                 "max_foreign_cpu": args.max_foreign_cpu,
-                "quiet_wait": args.quiet_wait, "attempts": args.attempts}
+                "quiet_wait": args.quiet_wait, "attempts": args.attempts,
+                "prediction": args.prediction}
     return {"kind": "poolcurve", "host": host_info(),
             "host_state": hoststate.host_state(),
             "idle": idlepolicy.describe(), "seed": args.seed,
@@ -465,6 +466,11 @@ def parse_args():
                      help="runs of a session at most, when its runs are "
                      "invalid for others' CPU or the generator")
     run.add_argument("--quiet-wait", type=float, default=120)
+    run.add_argument("--prediction",
+                     help="the model's prediction.json, written and "
+                     "committed before the run (contention.py --pool), "
+                     "relative to the tree's top; the report sets the "
+                     "measured growth beside it")
     run.add_argument("--allow-dirty", action="store_true",
                      help="for a smoke run only: the folder then records "
                      "a -dirty commit")

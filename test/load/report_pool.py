@@ -97,9 +97,16 @@ def pair_slopes(doc, build, rate, policy, pools):
     return slopes
 
 
-def load_prediction(out_dir):
+def load_prediction(doc):
+    """The model's prediction the run names (poolcurve.py --prediction, a
+    prediction.json written before the run), or None."""
+    path = doc["settings"].get("prediction")
+    if not path:
+        return None
+    top = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
     try:
-        with open(os.path.join(out_dir, "prediction.json")) as f:
+        with open(os.path.join(top, path)) as f:
             return json.load(f)
     except (OSError, ValueError):
         return None
@@ -150,15 +157,17 @@ def median(values):
 def slope_table(doc):
     s = doc["settings"]
     pools = sorted(s["pools"])
-    prediction = load_prediction(doc.get("_out_dir", ""))
+    prediction = load_prediction(doc)
     lines = ["", "## Growth per child against the model", "",
              "Per pair, the least-squares slope of server CPU µs per "
              "request against the pool over the pools with a valid run, in "
              "ns per child; median [95 %% CI] over the pairs.%s" % (
-                 " The model's prediction (prediction.md, committed before "
+                 " The model's prediction (%s, made at commit %s, before "
                  "the run) is the per-entry cost c of the listener's wait "
-                 "queue, per build." if prediction else
-                 " (No prediction.json in this folder.)"), "",
+                 "queue, per build." % (
+                     doc["settings"]["prediction"].replace(".json", ".md"),
+                     prediction.get("commit", "?")[:7]) if prediction else
+                 " (No prediction named.)"), "",
              "| build | rate | idle policy | ns per child [CI] | pairs | "
              "predicted ns per child |", "|---|---|---|---|---|---|"]
     for build in s["builds"]:
