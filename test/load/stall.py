@@ -42,6 +42,7 @@ import argparse
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -138,12 +139,32 @@ def kernel_trace(delay, seconds, cpus, log):
     return stalltrace.summarize(stalltrace.parse(text), cpus)
 
 
-def time_wait(prefix):
+def time_wait(prefix, since_s=None):
     """TIME_WAIT sockets in a namespace (prefix: `ip netns exec NS`, or
-    none for this one)."""
-    out = subprocess.run(prefix + ["ss", "-tanH", "state", "time-wait"],
+    none for this one); with since_s, only those that entered TIME_WAIT
+    in the last since_s seconds (their timer, 60 s from entry, has more
+    than 60 - since_s left): a count of the run's own, where the
+    difference of two counts would take off those that expired."""
+    out = subprocess.run(prefix + ["ss", "-tanoH", "state", "time-wait"],
                          capture_output=True, text=True, timeout=30).stdout
-    return len(out.splitlines())
+    if since_s is None:
+        return len(out.splitlines())
+    return sum(1 for line in out.splitlines()
+               if timewait_left(line) > TIME_WAIT_S - since_s)
+
+
+# A socket's TIME_WAIT lasts this long on Linux (TCP_TIMEWAIT_LEN).
+TIME_WAIT_S = 60.0
+
+
+def timewait_left(line):
+    """Seconds left on an `ss -o` line's timewait timer (0 if none)."""
+    m = re.search(r"timer:\(timewait,(?:(\d+)min)?(?:(\d+)sec)?"
+                  r"(?:(\d+)ms)?", line)
+    if not m:
+        return 0.0
+    mins, secs, ms = (int(x) if x else 0 for x in m.groups())
+    return 60 * mins + secs + ms / 1e3
 
 
 def one(unit, all_configs, args, settings, log, out_dir, trace=False):
@@ -174,8 +195,7 @@ def one(unit, all_configs, args, settings, log, out_dir, trace=False):
 
                 gen_ns = [] if unit["path"] == "loopback" \
                     else args.rig.veth.prefix()
-                waits = {"generator_before": time_wait(gen_ns),
-                         "server_before": time_wait([])}
+                began = time.time()
 
                 def load():
                     traced = {}
@@ -194,8 +214,10 @@ def one(unit, all_configs, args, settings, log, out_dir, trace=False):
                         result["trace"] = traced
                     return result
                 result = measure(srv, (cgroup, gen_cgroup), args, log, load)
-                waits.update(generator_after=time_wait(gen_ns),
-                             server_after=time_wait([]))
+                since = time.time() - began
+                waits = {"generator_run": time_wait(gen_ns, since),
+                         "server_run": time_wait([], since),
+                         "window_s": round(since, 1)}
             result["idle_held_us"] = hold.held
             result["time_wait"] = waits
             result["seconds"] = settings["seconds"]
@@ -374,14 +396,12 @@ def write_report(doc, out_dir):
 
 
 def tw_per_1000(run):
-    """TIME_WAIT sockets the run added on the generator's side, per 1000
-    connections (warm-up included, which the same load made)."""
+    """TIME_WAIT sockets the measured load left on the generator's side,
+    per 1000 connections."""
     w = run.get("time_wait")
-    if not w or not run.get("requests") or "seconds" not in run:
+    if not w or "generator_run" not in w or not run.get("requests"):
         return None
-    total = run["requests"] * (run["seconds"] + run["warmup_s"]) \
-        / float(run["seconds"])
-    return 1e3 * (w["generator_after"] - w["generator_before"]) / total
+    return 1e3 * w["generator_run"] / float(run["requests"])
 
 
 def per_request(run, what):

@@ -21,6 +21,7 @@ import idlepolicy  # noqa: E402
 import poolcurve  # noqa: E402
 import report_pool  # noqa: E402
 import report_rig  # noqa: E402
+import stall  # noqa: E402
 import stalltrace  # noqa: E402
 
 INTERRUPTS = """           CPU0       CPU1
@@ -273,6 +274,26 @@ TRACE = """\
           <idle>-0       [000] d..1.   100.001000: cpu_idle: state=4294967295 cpu_id=0
              wrk-200     [001] d..1.   100.001000: netif_rx: dev=veth0 len=60
 """
+
+
+class StallTimeWait(unittest.TestCase):
+
+    def test_the_timer_left_on_a_timewait_line(self):
+        line = ("0 0 10.0.0.2:40000 10.0.0.1:80 "
+                "timer:(timewait,%s,0)")
+        self.assertEqual(stall.timewait_left(line % "59sec"), 59)
+        self.assertEqual(stall.timewait_left(line % "1min"), 60)
+        self.assertAlmostEqual(stall.timewait_left(line % "850ms"), 0.85)
+        self.assertEqual(stall.timewait_left("no timer"), 0)
+
+    def test_units_follow_their_plan_and_busy_ones_run_once_more(self):
+        plan = stall.plan_units("s", 1, ["a"], ["rps"], [32], ["default"])
+        self.assertEqual(len(stall.pending(plan, [], 0.05)), 1)
+        busy = dict(plan[0], rig={"foreign_cpus": 0.2})
+        self.assertEqual(len(stall.pending(plan, [busy], 0.05)), 1)
+        self.assertEqual(stall.pending(plan, [busy, busy], 0.05), [])
+        quiet = dict(plan[0], rig={"foreign_cpus": 0.01})
+        self.assertEqual(stall.pending(plan, [quiet], 0.05), [])
 
 
 class StallTrace(unittest.TestCase):
