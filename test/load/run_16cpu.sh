@@ -130,8 +130,18 @@ run() {
     *) usage ;;
     esac
     shift $(($# >= 2 ? 2 : 1))
-    export LD_LIBRARY_PATH=$kit/lib PATH=$kit/bin:$PATH
-    export HTTPD=$kit/bin/apache2 HTTPD_MODULES_DIR=$kit/modules
+    # The kit's binaries find the kit's libraries through wrappers, so
+    # that this host's own programs (python3 above all, whose libpython
+    # may share a name with the one perf pulled into the kit) keep theirs.
+    local wrap=$kit/wrap name
+    mkdir -p "$wrap"
+    for name in "$kit"/bin/*; do
+        printf '#!/bin/sh\nLD_LIBRARY_PATH=%s/lib exec %s "$@"\n' "$kit" "$name" \
+            > "$wrap/$(basename "$name")"
+        chmod 755 "$wrap/$(basename "$name")"
+    done
+    export PATH=$wrap:$PATH
+    export HTTPD=$wrap/apache2 HTTPD_MODULES_DIR=$kit/modules
     if [ -d "$kit/php" ]; then
         # mod_php reads php.ini from PHPRC and the extensions' ini files
         # from PHP_INI_SCAN_DIR; the extensions load from the kit.
