@@ -31,8 +31,10 @@ stopped, so a campaign is many short quiet stretches writing one folder,
 and every run records how long it waited for a quiet host and what others
 took.  Sessions whose runs were invalid for any reason but saturation
 (the server's own result at that rate) are run again, up to --attempts
-times.  The folder must be made at one commit: `run` refuses a tree whose
-commit differs from the plan's, or a dirty one.
+times.  The folder holds one commit's measurements: `run` refuses a tree with
+changes, or one whose commit differs from the plan's in any file a run
+executes (NOT_MEASURED lists what may differ: documents, the claims
+check, the report); each session records the commit it ran at.
 """
 
 import argparse
@@ -40,6 +42,7 @@ import collections
 import json
 import os
 import random
+import subprocess
 import sys
 import time
 
@@ -220,6 +223,7 @@ def run_session(doc, session, all_configs, args, log, out_dir):
     prof = {"workers": pool, "start": pool, "seconds": settings["seconds"]}
     plan = server_plan("pool%d" % pool, prof, args, {})
     record = {"id": session["id"], "pair": session["pair"],
+              "commit": doc["invocations"][-1].get("commit"),
               "build": session["build"], "pool": pool,
               "attempt": session["attempt"],
               "started": time.strftime("%Y-%m-%d %H:%M:%S %z")}
@@ -301,6 +305,37 @@ def new_folder(args, out_dir):
             "runs": [], "sessions": [], "invocations": []}
 
 
+# What may differ between the commit a folder was planned at and the one
+# a later stretch runs at: what no run executes, and the report, whose
+# reading of saturation also decides which sessions run again.
+NOT_MEASURED = ("docs", "README.md", "CONTRIBUTING.md",
+                "test/check_claims.py", "test/claims_parameters.txt",
+                "test/claims_pending.txt", "test/load/report_pool.py")
+
+
+def same_measurement(planned, commit, allow_dirty=False):
+    """Why a tree at `commit` may not add to a folder planned at
+    `planned`, or None: it has changes, or it differs from the plan's
+    commit in a file that a run executes (anything outside
+    NOT_MEASURED)."""
+    if commit.endswith("-dirty") and not allow_dirty:
+        return "the tree has changes"
+    planned, commit = planned.replace("-dirty", ""), \
+        commit.replace("-dirty", "")
+    if planned == commit:
+        return None
+    out = subprocess.run(["git", "diff", "--name-only", planned, commit],
+                         capture_output=True, text=True, cwd=TOP)
+    if out.returncode:
+        return "git diff failed: %s" % out.stderr.strip()[:200]
+    changed = [f for f in out.stdout.split()
+               if not any(f == p or f.startswith(p + "/")
+                          for p in NOT_MEASURED)]
+    if changed:
+        return "files a run executes differ: %s" % ", ".join(changed[:8])
+    return None
+
+
 def cmd_run(args):
     why = rig.unavailable() or idlepolicy.unavailable(args.policies)
     if why:
@@ -321,11 +356,10 @@ def cmd_run(args):
     else:
         doc = new_folder(args, out_dir)
     made = doc["host_state"]["commit"]
-    if commit != made or (commit.endswith("-dirty")
-                          and not args.allow_dirty):
-        print("poolcurve: %s was planned at %s; this tree is at %s (a "
-              "folder holds one commit's runs, from a clean tree)"
-              % (out_dir, made, commit))
+    why = same_measurement(made, commit, args.allow_dirty)
+    if why:
+        print("poolcurve: %s was planned at %s; this tree is at %s: %s"
+              % (out_dir, made, commit, why))
         return 2
     all_configs = configs(args)
     for key in args.builds:
@@ -336,6 +370,7 @@ def cmd_run(args):
     exit_on_sigterm()
     started = time.time()
     doc["invocations"].append({
+        "commit": commit,
         "command": " ".join(["poolcurve.py"] + sys.argv[1:]),
         "started": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         "load_average": hoststate.host_state()["load_average"],

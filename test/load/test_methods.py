@@ -201,6 +201,14 @@ class PoolPlan(unittest.TestCase):
         self.assertTrue(report_pool.only_saturated(
             ["achieved 1.0 req/s, under 97 % of the 2.0 offered "
              "(saturated)"]))
+        # A saturated server's debt fills the generator's outstanding
+        # requests: that follows from saturation, and is no fault.
+        self.assertTrue(report_pool.only_saturated(
+            ["generator generator_limit x3558", "achieved 989 req/s, "
+             "under 97 % of the 2500 offered (saturated)",
+             "ListenOverflows 1162"]))
+        self.assertFalse(report_pool.only_saturated(
+            ["generator generator_limit x3558"]))
         self.assertFalse(report_pool.only_saturated([]))
         self.assertFalse(report_pool.only_saturated(
             ["achieved 1 req/s (saturated)", "generator send lag p99 9 ms "
@@ -212,6 +220,22 @@ def pool_run(pair, pool, cpu_s, requests=1000, invalid=None, attempt=1):
             "idle_policy": "default", "attempt": attempt,
             "server_cpus_s": cpu_s, "requests": requests,
             "invalid": invalid or []}
+
+
+class PoolCommits(unittest.TestCase):
+
+    def test_only_files_no_run_executes_may_differ(self):
+        # The same commit, and a tree with changes.
+        self.assertIsNone(poolcurve.same_measurement("abc", "abc"))
+        self.assertIn("changes", poolcurve.same_measurement(
+            "abc", "abc-dirty"))
+        for path in ("docs/benchmarks.md", "test/load/report_pool.py"):
+            self.assertTrue(any(path == p or path.startswith(p + "/")
+                                for p in poolcurve.NOT_MEASURED), path)
+        for path in ("server/mpm/prefork/prefork.c", "test/load/rig.py",
+                     "test/load/poolcurve.py"):
+            self.assertFalse(any(path == p or path.startswith(p + "/")
+                                 for p in poolcurve.NOT_MEASURED), path)
 
 
 class PoolSlope(unittest.TestCase):
