@@ -7,7 +7,9 @@ The claims table is the table under "## Claims" in docs/benchmarks.md.
 Each row names its figures, the folder under docs/bench/ they come from,
 the commit that made the folder, its pairs or rounds and the interval.
 A row's figures are either listed (`88; 116`), each of which must appear
-in one of the folder's text files (report.md, other .md, .txt, .csv), or
+in one of the folder's text files (report.md, other .md, .txt, .csv) and
+is held only in the files the row says quote it ("quoted in": README,
+here for docs/benchmarks.md, a name under docs/, or a path), or
 `§ Heading`: every figure in that section of docs/benchmarks.md or
 docs/two-socket.md, each of which must appear in the folder's files (a
 table copied from the folder's report).  The row's commit must be the one
@@ -47,9 +49,17 @@ SCANNED = ("README.md", "docs/*.md", "docs/manual/*.md",
            "docs/manual/mod/*.xml", "docs/manual/mod/*.md",
            "debian/*README.Debian", "server/mpm/prefork/*.conf")
 PARAMETERS = os.path.join(TOP, "test", "claims_parameters.txt")
+# How a claims row names the files that quote it ("quoted in"): these
+# short names, else docs/NAME, else a path from the top.
+QUOTED = {"here": "docs/benchmarks.md", "README": "README.md",
+          "README.md": "README.md"}
+# A claims row's commit for a folder that names none (preliminary).
+NONE_RECORDED = "none recorded"
 PENDING = os.path.join(TOP, "test", "claims_pending.txt")
 
-NUMBER = r"[-−]?\d+(?:[  ,]\d{3})*(?:\.\d+)?"
+# A number, its thousands apart or not ("119 676"), not glued to a word
+# (p99, php8.2) or to another number.
+NUMBER = r"(?<![\w.])[-−]?\d+(?:[  ,]\d{3}(?!\d))*(?:\.\d+)?"
 UNITS = (r"k? ?req/s|µs|us\b|ns\b|ms\b|%|×|times\b|system calls?|calls?\b"
          r"|wake-ups?|sleeps?\b|switches\b|faults?\b|IPIs?\b|halts?\b")
 JOIN = r"\s*(?:and|to|–|-|/|or|,)\s*"
@@ -182,7 +192,13 @@ def claims_rows():
             continue
         figs = cells[1]
         section = figs[1:].strip() if figs.startswith("§") else None
-        rows.append({"claim": cells[0],
+        files = []
+        for name in re.split(r"[,;]\s*", cells[6]):
+            name = name.strip().strip("`")
+            if name:
+                files.append(QUOTED.get(name, name if "/" in name
+                                        else "docs/" + name))
+        rows.append({"claim": cells[0], "files": files,
                      "figures": section or [f.strip() for f in
                                             figs.split(";") if f.strip()],
                      "folder": re.sub(r"[\[\]`]|\(.*?\)", "", cells[2])
@@ -266,10 +282,16 @@ def main():
                   "docs/bench/" % row["folder"])
             continue
         made = folder_commit(folder) or ""
-        check(label + ":commit", row["commit"] and
-              made.startswith(row["commit"]) and "-dirty" not in made,
-              "the row says %s, the folder records %s"
-              % (row["commit"], made or "none"))
+        if row["commit"] == NONE_RECORDED:
+            # Honest only where the folder itself names none.
+            check(label + ":commit", not made,
+                  "the row says none recorded, the folder records %s"
+                  % made)
+        else:
+            check(label + ":commit", row["commit"] and
+                  made.startswith(row["commit"]) and "-dirty" not in made,
+                  "the row says %s, the folder records %s"
+                  % (row["commit"], made or "none"))
         text = folder_texts(folder)
         if isinstance(row["figures"], str):
             held_sections[row["figures"]] = (row, text)
@@ -278,7 +300,8 @@ def main():
             number = normalize(fig).lstrip("-")
             check("%s:%s_in_folder" % (label, number), holds(text, number),
                   "%s is in no text file of %s" % (fig, row["folder"]))
-            held.add(number)
+            for where in row["files"]:
+                held.add((where, number))
     parameters = load_list(PARAMETERS, 3)
     pending = load_list(PENDING, 3)
     for entry in parameters + pending:
@@ -301,8 +324,17 @@ def main():
         text = read(path)
         flat = re.sub(r"\s+", " ", text)
         spans = section_spans.get(path, {})
+        claims_span = spans.get("Claims") if path == TABLE_DOC else None
         for line, fig, number in figures(text, path):
-            if number in held:
+            if (rel, number) in held or (claims_span and claims_span[0]
+                                         <= line <= claims_span[1]):
+                continue
+            declared = [e for e in parameters if e["file"] == rel
+                        and e["text"] in flat and number in normalize(
+                            e["text"])]
+            if declared:
+                for e in declared:
+                    e["used"] = True
                 continue
             in_section = [t for t, (a, b) in spans.items()
                           if a <= line <= b and t in held_sections]
@@ -312,13 +344,6 @@ def main():
                       holds(ftext, number),
                       "'%s' in section '%s' is in no text file of %s" % (
                           fig, in_section[0], row["folder"]))
-                continue
-            declared = [e for e in parameters if e["file"] == rel
-                        and e["text"] in flat and number in normalize(
-                            e["text"])]
-            if declared:
-                for e in declared:
-                    e["used"] = True
                 continue
             waiting = [e for e in pending if e["file"] == rel
                        and normalize(e["text"]) == number]
