@@ -173,17 +173,76 @@ def slope_table(doc):
                      prediction.get("commit", "?")[:7]) if prediction else
                  " (No prediction named.)"), "",
              "| build | rate | idle policy | ns per child [CI] | pairs | "
-             "predicted ns per child |", "|---|---|---|---|---|---|"]
+             "predicted ns per child | against the prediction |",
+             "|---|---|---|---|---|---|---|"]
     for build in s["builds"]:
         for rate in s["rates"]:
             for policy in s["policies"]:
                 slopes = pair_slopes(doc, build, rate, policy, pools)
                 pred = (prediction or {}).get("slope_ns", {}).get(build)
-                lines.append("| %s | %d | %s | %s | %d | %s |" % (
+                lines.append("| %s | %d | %s | %s | %d | %s | %s |" % (
                     doc["configs"].get(build, build), rate,
                     idlepolicy.LABELS.get(policy, policy),
                     ci_text(slopes, 0), len(slopes),
-                    "%s to %s" % tuple(pred) if pred else "–"))
+                    "%s to %s" % tuple(pred) if pred else "–",
+                    against_prediction(slopes, pred)))
+    return lines
+
+
+def against_prediction(slopes, pred):
+    """Where the measured growth's interval lies against the predicted
+    range: overlapping it (the model is not falsified), or clear of it,
+    below or above."""
+    if not pred or len(slopes) < 2:
+        return ""
+    _, low, high, _ = stats.median_ci(slopes)
+    if high < pred[0]:
+        return "below the prediction"
+    if low > pred[1]:
+        return "above the prediction"
+    return "within the prediction"
+
+
+def summary_table(doc):
+    """One row per build and larger pool: per (rate, policy), the per-pair
+    ratio of server CPU per request against the smallest pool, its
+    interval and verdict, or how many pairs saturated."""
+    s = doc["settings"]
+    pools = sorted(s["pools"])
+    cells = [(rate, policy) for rate in s["rates"] for policy in
+             s["policies"]]
+    lines = ["", "## Summary: server CPU per request against %d children"
+             % pools[0], "",
+             "Per pair, server CPU µs per request at the pool over the same "
+             "build's at %d children, same rate and idle policy; median "
+             "[95 %% CI] (valid pairs), then the verdict; \"saturated\" "
+             "where every pair completed under 97 %% of the rate." % pools[0],
+             "", "| build | children | " + " | ".join(
+                 "%d req/s, %s" % (rate, idlepolicy.LABELS.get(policy, policy))
+                 for rate, policy in cells) + " |",
+             "|---|---|" + "---|" * len(cells)]
+    for build in s["builds"]:
+        for pool in pools[1:]:
+            row = [doc["configs"].get(build, build), str(pool)]
+            for rate, policy in cells:
+                base = cell_runs(doc, build, pools[0], rate, policy)
+                runs = cell_runs(doc, build, pool, rate, policy)
+                valid = {k: r for k, r in runs.items()
+                         if not r.get("invalid")}
+                ratios = pair_ratios(valid, base, cpu_us)
+                if runs and not valid:
+                    row.append("saturated (%d of %d pairs)"
+                               % (len(runs), len(runs)))
+                elif len(ratios) > 1:
+                    result = stats.median_ci(ratios)
+                    row.append("%s, %s (%d pairs%s)" % (
+                        stats.fmt_ci(result, 2), verdict(result),
+                        len(ratios), ", %d saturated" % (len(runs) -
+                                                         len(valid))
+                        if len(runs) > len(valid) else ""))
+                else:
+                    row.append("–")
+            lines.append("| " + " | ".join(row) + " |")
     return lines
 
 
@@ -347,8 +406,9 @@ def write(doc, out_dir):
               "5 % of a CPU, or whose generator failed, are invalid and "
               "their session ran again. Ratios are per pair against the "
               "same build's smallest pool at the same rate and policy; "
-              "\"no difference detected\" where the interval holds 1.", "",
-              "## Server CPU per request against the pool"]
+              "\"no difference detected\" where the interval holds 1."]
+    lines += summary_table(doc)
+    lines += ["", "## Server CPU per request against the pool"]
     for rate in s["rates"]:
         for policy in s["policies"]:
             lines += curve_table(doc, rate, policy)
