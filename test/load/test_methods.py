@@ -265,6 +265,17 @@ class PoolSlope(unittest.TestCase):
         self.assertEqual(report_pool.cell_runs(
             doc, "b", 512, 1000, "default")[1]["server_cpus_s"], 0.25)
 
+    def test_growth_set_beside_the_prediction(self):
+        # Six pairs' slopes: the interval is their min and max.
+        slopes = [40.0, 45.0, 50.0, 52.0, 55.0, 60.0]
+        self.assertEqual(report_pool.against_prediction(slopes, [47, 122]),
+                         "within the prediction")
+        self.assertEqual(report_pool.against_prediction(slopes, [70, 122]),
+                         "below the prediction")
+        self.assertEqual(report_pool.against_prediction(slopes, [-10, 30]),
+                         "above the prediction")
+        self.assertEqual(report_pool.against_prediction(slopes, None), "")
+
     def test_verdict_holds_one(self):
         self.assertEqual(report_pool.verdict((1.0, 0.9, 1.2, 0.97)),
                          "no difference detected")
