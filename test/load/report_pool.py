@@ -200,7 +200,7 @@ def against_prediction(slopes, pred):
         return "below the prediction"
     if low > pred[1]:
         return "above the prediction"
-    return "within the prediction"
+    return "overlaps the prediction"
 
 
 def summary_table(doc):

@@ -269,7 +269,7 @@ class PoolSlope(unittest.TestCase):
         # Six pairs' slopes: the interval is their min and max.
         slopes = [40.0, 45.0, 50.0, 52.0, 55.0, 60.0]
         self.assertEqual(report_pool.against_prediction(slopes, [47, 122]),
-                         "within the prediction")
+                         "overlaps the prediction")
         self.assertEqual(report_pool.against_prediction(slopes, [70, 122]),
                          "below the prediction")
         self.assertEqual(report_pool.against_prediction(slopes, [-10, 30]),
