@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """CI smoke test of the load suite (not a performance gate): the unit
-tests of its pure helpers (test_helpers.py), then `suite.py --quick`,
+tests of its pure helpers (test_helpers.py, test_methods.py), then
+`suite.py --quick`,
 checking that every configuration served every scenario it can run,
 that the report, the model report, the CSV and the charts were written,
 and that no server with this project's MPM logged a warning its scenario
@@ -24,10 +25,15 @@ sleep), where the blocking anchor's httpd-style close polls.
 Last, the rig (as root, on two CPUs or more; else it says it did not
 run): a run while a planted CPU hog spins on the generator's CPU must be
 reported invalid for others' CPU; a fixed rate far above what one server
-CPU serves must be reported invalid as saturated; and the kernel-event
-pass must count the blocking anchor's four system calls (accept4, read,
-write, close) and one voluntary switch per request, and NET_RX time for
-its packets."""
+CPU serves must be reported invalid as saturated; the stall rule's
+controls (check_stall_controls): a planted stall must be judged stalled,
+the epoll anchor and this MPM in closed loop must not; and the
+kernel-event pass must count the blocking anchor's four system calls
+(accept4, read, write, close) and one voluntary switch per request, and
+NET_RX time for its packets.  Also the idle policy and the method's new
+parts: the rig's runs above hold /dev/cpu_dma_latency at 0 in one
+configuration (the record must say 0 was in force), and one second of
+capacity stepping must report a capacity."""
 
 import json
 import os
@@ -151,8 +157,13 @@ def check_round3():
         "--scenarios", "rate,static-close,tls-close,pool64",
         "--pairs", "1", "--seconds", "1", "--warmup", "0",
         "--max-lag-ms", "1000"])
-    problems += count_runs(doc, ran, {"rate": 4, "static-close": 4,
-                                      "tls-close": 3, "pool64": 2})
+    # The anchors profile runs each pair under every idle policy it
+    # records (idlepolicy.py: as configured, and polling).
+    policies = len(doc.get("settings", {}).get("idle_policies") or [1])
+    problems += count_runs(doc, ran, {"rate": 4 * policies,
+                                      "static-close": 4 * policies,
+                                      "tls-close": 3 * policies,
+                                      "pool64": 2 * policies})
     for r in ran:
         if not r.get("latency_file") or not os.path.exists(
                 os.path.join(out, r["latency_file"])):
@@ -236,6 +247,37 @@ def check_rig():
                             "saturated (achieved %.0f): %s" % (
                                 r["config"], r.get("rps", 0),
                                 r["invalid"]))
+        held = r.get("idle_held_us")
+        if r.get("idle_policy") == "poll" and held != 0:
+            problems.append("rig: %s under the poll policy ran with "
+                            "cpu_dma_latency at %s, not 0"
+                            % (r["config"], held))
+        if r.get("idle_policy") == "default" and held == 0:
+            problems.append("rig: %s under the default policy ran with "
+                            "cpu_dma_latency held at 0" % r["config"])
+        if not r.get("idle", {}).get("entries"):
+            problems.append("rig: %s recorded no cpuidle entries"
+                            % r["config"])
+    if sorted({r.get("idle_policy") for r in got}) != ["default", "poll"]:
+        problems.append("rig: the rig profile did not run both idle "
+                        "policies: %s" % sorted({r.get("idle_policy")
+                                                 for r in got}))
+    # Capacity by stepping the rate, one climb.
+    _, got, probs = run_suite(os.path.join(RESULTS, "ci-rig-capacity"), [
+        "--profile", "rig", "--configs", "anchor-blocking",
+        "--scenarios", "capacity", "--pairs", "1", "--warmup", "0",
+        "--quiet-wait", "0", "--no-kevents", "--idle-policies", "default",
+        "--workers", "8"])
+    ran += got
+    problems += probs
+    for r in got:
+        if not r.get("steps") or r.get("ended_by") not in (
+                "pass", "fail", "generator"):
+            problems.append("rig: the capacity climb left no steps: %s"
+                            % r.get("steps"))
+    got, probs = check_stall_controls()
+    ran += got
+    problems += probs
     import kevents
     anchor = kevents.summarize_rounds(doc.get("kevents", {}).get(
         "configs", {}).get("anchor-blocking", {}).get("8", []))
@@ -258,12 +300,76 @@ def check_rig():
     return ran, problems
 
 
+def check_stall_controls():
+    """The stall rule (validity.py: a closed-loop peak in which neither
+    CPU saturated is invalid) on real runs.  Planted: every packet the
+    server sends passes a delay line 2 ms late, and 4 connections keep
+    at most 4 requests in flight, so both CPUs idle; the run must be
+    judged stalled (or busy, where others took over half a CPU: then
+    the CPUs did not idle for the planted reason).  Controls that must
+    not be judged stalled: the epoll anchor, an event loop, which keeps
+    the generator's CPU busy; and this MPM with one bucket, the case
+    the rig once stalled on (TIME_WAIT left on the generator's side of
+    the veth pair made every connect() walk the port range; the rig's
+    generator namespace now reuses those ports)."""
+    ran, problems = [], []
+    planted = None
+    for attempt in range(3):
+        doc, got, probs = run_suite(os.path.join(RESULTS, "ci-rig-stall"), [
+            "--profile", "rig", "--configs", "anchor-blocking",
+            "--scenarios", "static-close", "--pairs", "1", "--seconds", "2",
+            "--warmup", "0", "--quiet-wait", "30", "--no-kevents",
+            "--idle-policies", "default", "--delay-ms", "2",
+            "--connections", "4"])
+        ran += got
+        problems += probs
+        planted = got[0] if got else None
+        if planted and (planted.get("rig") or {}).get(
+                "foreign_cpus", 1.0) <= 0.5:
+            break
+    if planted is None:
+        problems.append("rig: the planted stall did not run")
+    elif (planted.get("rig") or {}).get("foreign_cpus", 1.0) > 0.5:
+        if not any("other processes" in w for w in planted["invalid"]):
+            problems.append("rig: others took over half a CPU and the "
+                            "planted stall's run was not invalid for it")
+    elif not any(w.startswith("neither CPU saturated")
+                 for w in planted["invalid"]):
+        problems.append("rig: 4 connections through a 2 ms delay line "
+                        "were not judged stalled: %s (server idle %s, "
+                        "generator idle %s)" % (
+                            planted["invalid"],
+                            planted["rig"].get("server_idle_share"),
+                            planted["rig"].get("client_idle_share")))
+    doc, got, probs = run_suite(os.path.join(RESULTS, "ci-rig-nostall"), [
+        "--profile", "rig", "--configs", "anchor-epoll,pfb-1",
+        "--scenarios", "static-close", "--pairs", "1", "--seconds", "2",
+        "--warmup", "1", "--quiet-wait", "30", "--no-kevents",
+        "--idle-policies", "default"])
+    ran += got
+    problems += probs
+    for r in got:
+        if any(w.startswith("neither CPU saturated") for w in r["invalid"]):
+            problems.append("rig: %s in closed loop on the rig was judged "
+                            "stalled (server idle %s, generator idle %s)" % (
+                                r["config"],
+                                r["rig"].get("server_idle_share"),
+                                r["rig"].get("client_idle_share")))
+    return ran, problems
+
+
 def check_helpers():
-    """The suite's pure helpers (test_helpers.py): intervals, histograms,
-    invalid runs."""
-    rc = subprocess.run([sys.executable,
-                         os.path.join(HERE, "test_helpers.py")]).returncode
-    return [] if rc == 0 else ["test_helpers.py failed"]
+    """The suite's pure helpers (test_helpers.py: intervals, histograms,
+    invalid runs) and the method's (test_methods.py: the idle policy's
+    counters, capacity, the pool curve's plan and slopes, the stall
+    controls' verdicts)."""
+    problems = []
+    for name in ("test_helpers.py", "test_methods.py"):
+        rc = subprocess.run([sys.executable,
+                             os.path.join(HERE, name)]).returncode
+        if rc:
+            problems.append("%s failed" % name)
+    return problems
 
 
 def main():

@@ -46,7 +46,10 @@ def client_prefix(args, where=None):
     prefix = list(getattr(args, "generator_wrapper", None) or [])
     if where:
         prefix += where.prefix()
-    elif getattr(args, "rig", None):
+    elif getattr(args, "rig", None) and not getattr(args, "rig_loopback",
+                                                    False):
+        # (stall.py's loopback path: the generator stays in the server's
+        # namespace and connects to its 127.0.0.1.)
         prefix += args.rig.client_prefix()
     if args.client_cpus:
         prefix += ["taskset", "-c", args.client_cpus]

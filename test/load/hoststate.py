@@ -51,9 +51,14 @@ def _cmd(command):
 
 
 def commit():
-    """The project's commit, with '-dirty' when the tree has changes."""
+    """The project's commit, with '-dirty' when the tree has changes; in a
+    copy without git (run_16cpu.sh's kit), the commit its COMMIT file
+    recorded when the kit was packed."""
     rev = _cmd(["git", "rev-parse", "HEAD"])
     if rev == "n/a" or " " in rev:
+        packed = _read(os.path.join(TOP, "COMMIT"), None)
+        if packed:
+            return packed + " (packed)"
         return "n/a (not a git checkout)"
     status = subprocess.run(["git", "status", "--porcelain",
                              "--untracked-files=no"], capture_output=True,
@@ -184,3 +189,41 @@ class Counters:
                 set(self.server_cpus):
             result["cpu_client"] = cpu_sum(self.client_cpus)
         return result
+
+
+def _sha256(path):
+    import hashlib
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except (OSError, TypeError):
+        return None
+
+
+def build_identities(config_map):
+    """What each configuration's MPM module is: its path and sha256, and
+    for httpd 2.4.62's prefork built here (build/upstream/) the release
+    tarball it came from (HTTPD_SRC_DIR) and the patch, by sha256; for
+    Debian's modules the package version.  {config: {...}}."""
+    src = os.environ.get("HTTPD_SRC_DIR") or os.path.join(
+        TOP, "..", "shared", "httpd-src")
+    ids = {}
+    for key, cfg in config_map.items():
+        so = cfg.get("mpm")
+        if not so:
+            continue
+        one = {"module": so, "sha256": _sha256(so)}
+        if os.sep + "upstream" + os.sep in so:
+            one["tarball_sha256"] = _sha256(os.path.join(
+                src, "httpd-2.4.62.tar.xz"))
+            one["patch_sha256"] = _sha256(os.path.join(
+                TOP, "build", "upstream",
+                "prefork-one-listener-2.4.62.patch")) \
+                if "onelistener" in so else None
+        elif so.startswith("/usr/lib/apache2/"):
+            one["package"] = _cmd(["dpkg-query", "-W", "-f",
+                                   "${Package} ${Version}", "apache2-bin"])
+        else:
+            one["commit"] = commit()
+        ids[key] = one
+    return ids

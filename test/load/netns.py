@@ -62,6 +62,11 @@ def cpu_mask(cpus):
     return ",".join(reversed(words))
 
 
+# The generator namespace's TCP settings (VethPair.generator_ports).
+GENERATOR_SYSCTLS = (("net.ipv4.tcp_tw_reuse", "1"),
+                     ("net.ipv4.ip_local_port_range", "1024 65535"))
+
+
 def _used_networks():
     nets = []
     for args in (["-4", "route", "show", "table", "all"],
@@ -152,11 +157,40 @@ class VethPair:
                 self.client_addr, self.prefixlen), "dev", self.peer_if)
             self._run("-n", self.ns, "link", "set", self.peer_if, "up")
             self._run("-n", self.ns, "link", "set", "lo", "up")
+            self.generator_ports()
             self._wait_up()
         except BaseException:
             self.cleanup()
             raise
         return self
+
+    def generator_ports(self):
+        """The generator's namespace reuses its TIME_WAIT ports and has
+        every unprivileged one.  A server that closes after the client
+        read its answer (httpd's lingering close shuts down after the
+        response and its log line; on the veth the FIN comes through
+        RPS, later than the answer) leaves TIME_WAIT on the generator's
+        side; without reuse (tcp_tw_reuse 2 reuses loopback's only)
+        every connect() then walks tens of thousands of occupied ports,
+        and the generator, not the server, sets a closed loop's pace:
+        the rig's stall (docs/benchmarks.md).  Namespace-local settings:
+        the host's are untouched."""
+        for key, value in GENERATOR_SYSCTLS:
+            self._say("ip netns exec %s sysctl -w %s=%s"
+                      % (self.ns, key, value))
+            subprocess.run(["ip", "netns", "exec", self.ns, "sysctl", "-q",
+                            "-w", "%s=%s" % (key, value)], check=True,
+                           timeout=30, capture_output=True)
+
+    def generator_settings(self):
+        """The generator namespace's settings, for the run's record."""
+        out = {}
+        for key, _ in GENERATOR_SYSCTLS:
+            got = subprocess.run(["ip", "netns", "exec", self.ns, "sysctl",
+                                  "-n", key], capture_output=True,
+                                 text=True, timeout=30).stdout
+            out[key] = " ".join(got.split())
+        return out
 
     def _wait_up(self, timeout=10):
         """The server side's address is usable (no longer tentative)."""
@@ -289,6 +323,7 @@ class DelayedPair(VethPair):
                           "dev", ifname)
                 self._run("-n", ns, "link", "set", ifname, "up")
                 self._run("-n", ns, "link", "set", "lo", "up")
+            self.generator_ports()
             self._wait_up()
         except BaseException:
             self.cleanup()

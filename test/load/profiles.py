@@ -62,6 +62,7 @@ PROFILES = {
     # anchor-blocking), httpd's core (pfb-floor - anchor-blocking) and
     # configuration (pfb-1 - pfb-floor).
     "anchors": {"cpus": 16, "pairs": 6, "seconds": 10, "warmup": 2,
+                "idle_policies": ["default", "poll"],
                 "workers": 512, "start": 256, "connections": 256,
                 "wrk_threads": 16, "open_rate": 16000, "buckets": "cpus",
                 "strace": True,
@@ -72,11 +73,28 @@ PROFILES = {
                             "nginx-tuned"],
                 "scenarios": ["rate", "static-close", "keepalive100"]},
     # Cost against the pool's size: static close at a fixed concurrency
-    # (16 connections per server CPU) with 64 to 4096 children.
+    # (16 connections per server CPU) with 64 to 4096 children.  The pool
+    # curve at fixed rates, one server per build and pool serving both
+    # rates and both idle policies, is poolcurve.py's.
     "pool": {"pairs": 6, "seconds": 8, "warmup": 2, "workers": 64,
              "connections_per_cpu": 16, "buckets": "cpus",
+             "idle_policies": ["default", "poll"],
              "configs": ["stock", "stock-ratio1", "pfb-1", "pfb-N"],
              "scenarios": ["pool64", "pool256", "pool1024", "pool4096"]},
+    # The 16-CPU headline, sized to fit a lease of 8 minutes on 16 CPUs:
+    # static close with 256 children (a fixed pool) and as many
+    # connections, Debian's prefork with and without
+    # ListenCoresBucketsRatio 1, httpd 2.4.62's prefork with the upstream
+    # patch, this MPM as shipped (no bucket directive) and with ratio 1 +
+    # idle steering, tuned nginx; 6 pairs in shuffled order after a
+    # warm-up.  run_16cpu.sh gives the generator CPUs of its own.
+    "headline": {"cpus": 16, "pairs": 6, "seconds": 5, "warmup": 2,
+                 "workers": 256, "start": 256, "connections": 256,
+                 "buckets": "cpus", "idle_policies": ["default"],
+                 "configs": ["stock", "stock-ratio1",
+                             "stock-src-onelistener", "pfb-1",
+                             "pfb-ratio1-idle", "nginx-tuned"],
+                 "scenarios": ["static-close"]},
     # Real sites' workloads: keep-alive with 100 requests per connection,
     # TLS with keep-alive and TLS with a new connection (and handshake)
     # for every request.
@@ -100,6 +118,7 @@ PROFILES = {
     # built from the commit before it (pfb-1-before); the blocking anchor
     # with and without httpd's lingering close prices it alone.
     "linger": {"pairs": 6, "seconds": 8, "warmup": 2, "workers": 32,
+               "idle_policies": ["default", "poll"],
                "connections": 32, "open_rate": 2000, "strace": True,
                "configs": ["pfb-1", "pfb-1-before", "anchor-blocking",
                            "anchor-blocking-linger"],
@@ -117,6 +136,7 @@ PROFILES = {
     # pool) rides along; add --configs pfb-N-idle,... to compare buckets.
     # hetero with 48 clients, as the first default table measured it.
     "default": {"pairs": 6, "seconds": 8, "workers": 150, "start": 5,
+                "idle_policies": ["default", "poll"],
                 "min_spare": 5, "max_spare": 10, "connections": 32,
                 "hetero_clients": 48,
                 "configs": ["pfb-shipped", "pfb-1", "stock"],
@@ -129,17 +149,18 @@ PROFILES = {
     # children.  Runs during which other processes took over 5 % of a CPU
     # are invalid; each run waits (up to quiet_wait s) for a quiet host,
     # and pairs go on (up to max_pairs) until 6 have every run valid.
-    "rig": {"rig": True, "pairs": 6, "max_pairs": 12, "seconds": 3,
+    "rig": {"rig": True, "pairs": 6, "max_pairs": 12, "seconds": 5,
             "warmup": 1,
             "workers": 64, "connections": 32, "wrk_threads": 1,
             "buckets": 2, "quiet_wait": 120, "kevent_seconds": 2,
             "kevent_pools": [64, 512], "kevent_rate": 1000,
-            "kevent_rounds": 2,
+            "kevent_rounds": 2, "idle_policies": ["default", "poll"],
+            "capacity_seconds": 2,
             "configs": ["stock", "stock-ratio1", "stock-src",
                         "stock-src-onelistener", "pfb-1", "pfb-N-idle",
                         "pfb-N-local", "event", "event-tuned", "nginx",
                         "nginx-tuned", "anchor-epoll", "anchor-blocking"],
-            "scenarios": ["static-close", "fixed50", "fixed80"]},
+            "scenarios": ["rate1000", "rate2500", "capacity"]},
     # Packets spread over the server's CPUs by RPS on a veth (netns.py);
     # `rps-half` spreads them over half of the server's CPUs only, so the
     # share of connections in those CPUs' buckets shows whether each
@@ -166,12 +187,15 @@ DEFAULTS = {"fault_seconds": 6, "open_rate": 800, "slow_clients": 8,
 
 # Every scenario the suite knows, for --list; openNN (any percentage) runs
 # at NN % of stock event's static-close req/s, fixedNN at NN % of the
-# slowest configuration's in the same run.
+# slowest configuration's in the same run, rateN at N req/s (any N: the
+# same absolute rate in every run), capacity steps the rate
+# (capacity.py).
 SCENARIOS = ["static-close", "static-keepalive", "keepalive100",
              "fourports", "hetero", "openloop", "rate", "bursts",
              "slowloris", "graceful", "kills", "open50", "open80", "php",
              "rps", "rps-half", "tls-keepalive", "tls-close", "pool64",
-             "pool256", "pool1024", "pool4096", "fixed50", "fixed80"]
+             "pool256", "pool1024", "pool4096", "fixed50", "fixed80",
+             "rate1000", "rate2500", "capacity"]
 
 
 # The floor configuration answers the static file's 100 bytes from a
@@ -185,8 +209,9 @@ SHIPPED_CONF = os.path.join(TOP, "server", "mpm", "prefork",
                             "mpm_prefork_buckets.conf")
 
 
-CONFIG_ORDER = ["pfb-shipped", "pfb-1", "pfb-single", "pfb-per-listen",
-                "pfb-ratio1", "pfb-N", "pfb-N-cpu", "pfb-N-cpu-away",
+CONFIG_ORDER = ["pfb-shipped", "pfb-1", "pfb-1-nodefer", "pfb-single", "pfb-per-listen",
+                "pfb-ratio1", "pfb-ratio1-idle", "pfb-N", "pfb-N-cpu",
+                "pfb-N-cpu-away",
                 "pfb-N-idle", "pfb-N-local", "pfb-floor", "pfb-1-before",
                 "pfb-N-idle-before", "stock", "stock-ratio1", "stock-src",
                 "stock-src-onelistener", "event", "event-tuned", "nginx",
@@ -214,6 +239,11 @@ def configs(args):
         "pfb-1": {"label": "this MPM, no bucket directive (one bucket, "
                   "httpd's arrangement)", "kind": "apache", "mpm": MPM_SO,
                   "extra": ""},
+        # The stall's control (stall.py): the same without httpd's
+        # TCP_DEFER_ACCEPT on the listener.
+        "pfb-1-nodefer": {"label": "this MPM, one bucket, AcceptFilter "
+                          "http none (no TCP_DEFER_ACCEPT)", "kind": "apache",
+                          "mpm": MPM_SO, "extra": "AcceptFilter http none\n"},
         "pfb-per-listen": {"label": "this MPM, ListenBuckets 1 (a bucket "
                            "per Listen)", "kind": "apache", "mpm": MPM_SO,
                            "extra": "ListenBuckets 1\n"},
@@ -240,6 +270,11 @@ def configs(args):
                            "kind": "apache", "mpm": MPM_SO, "away": True,
                            "extra": "ListenBuckets %d\nListenBucketSteering "
                                     "cpu\nBucketCPUAffinity on\n" % n},
+        "pfb-ratio1-idle": {"label": "this MPM, ListenCoresBucketsRatio 1, "
+                            "steering idle", "kind": "apache",
+                            "mpm": MPM_SO,
+                            "extra": "ListenCoresBucketsRatio 1\n"
+                                     "ListenBucketSteering idle\n"},
         "pfb-N-idle": {"label": "this MPM, ListenBuckets %d, steering idle"
                        % n, "kind": "apache", "mpm": MPM_SO,
                        "extra": "ListenBuckets %d\nListenBucketSteering "

@@ -31,6 +31,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import latency  # noqa: E402
+import report_idle  # noqa: E402
 import report_rig  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "sim"))
@@ -843,28 +844,37 @@ def write_report(doc, out_dir, name="report.md"):
     for r in doc["runs"]:
         if r["scenario"] not in scenarios:
             scenarios.append(r["scenario"])
-    for scenario in scenarios:
-        lines += ["", "## %s" % scenario, ""]
-        lines += scenario_table(doc, scenario, out_dir)
-        # A published folder's NAME.report.md adds no chart beside the
-        # published ones.
-        for chart in (chart_throughput(doc, scenario, out_dir),
-                      chart_cdf(doc, scenario, out_dir),
-                      chart_balance(doc, scenario, out_dir)) \
-                if name == "report.md" else ():
-            if chart:
-                charts.append(chart)
-                lines += ["", "![%s](%s)" % (chart, chart)]
-    lines += report_rig.rig_section(doc)
+    lines += report_idle.describe_lines(doc)
+    # One view per idle policy: every table compares configurations run
+    # under the same one (charts from the first).
+    for policy, view in report_idle.policy_views(doc):
+        for scenario in scenarios:
+            lines += ["", "## %s%s" % (scenario, report_idle.heading(policy)),
+                      ""]
+            lines += scenario_table(view, scenario, out_dir)
+            # A published folder's NAME.report.md adds no chart beside the
+            # published ones.
+            for chart in (chart_throughput(view, scenario, out_dir),
+                          chart_cdf(view, scenario, out_dir),
+                          chart_balance(view, scenario, out_dir)) \
+                    if name == "report.md" and policy in (None, "default") \
+                    else ():
+                if chart:
+                    charts.append(chart)
+                    lines += ["", "![%s](%s)" % (chart, chart)]
+        for section in (report_rig.rig_section, before_after_section,
+                        anchors_section, pool_section, crossnode_section,
+                        steering_section, profile_16cpu_section, php_section,
+                        rps_section):
+            part = section(view)
+            heads = [i for i, line in enumerate(part)
+                     if line.startswith("## ")]
+            if heads and policy is not None:
+                part[heads[0]] += report_idle.heading(policy)
+            lines += part
+    lines += report_idle.effect_section(doc)
+    lines += report_idle.beside_section(doc)
     lines += report_rig.kevents_section(doc)
-    lines += before_after_section(doc)
-    lines += anchors_section(doc)
-    lines += pool_section(doc)
-    lines += crossnode_section(doc)
-    lines += steering_section(doc)
-    lines += profile_16cpu_section(doc)
-    lines += php_section(doc)
-    lines += rps_section(doc)
     if doc.get("syscalls"):
         lines += ["", "## System calls per request (sampled `strace -c -f`, "
                   "1000 requests, ab -c 4)", "",

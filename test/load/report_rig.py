@@ -5,6 +5,7 @@ rates, with 95 % intervals and per-pair ratios to stock prefork), the
 kernel events per connection, and how busy the host was."""
 
 import math
+import re
 
 import kevents
 import stats
@@ -60,70 +61,103 @@ def counted(doc, key, scenarios):
 
 
 def fixed_names(doc):
-    return sorted({r["scenario"] for r in doc["runs"]
-                   if r["scenario"].startswith("fixed")
-                   and r["scenario"][5:].isdigit()},
-                  key=lambda n: int(n[5:]))
+    """The fixed-rate scenarios of a run: fixedNN (a share of the slowest
+    peak) and rateN (N req/s), in the order of their rates."""
+    names = {r["scenario"] for r in doc["runs"]
+             if re.fullmatch(r"(fixed|rate)\d+", r["scenario"])}
+    return sorted(names, key=lambda n: (n.startswith("rate"),
+                                        int(re.sub(r"\D", "", n))))
+
+
+def rate_label(doc, name):
+    """'1000 req/s' for rate1000, '50 % of the slowest peak' for fixed50."""
+    if name.startswith("rate"):
+        return "%s req/s" % name[4:]
+    return "%s %% of the slowest peak" % name[5:]
 
 
 def rig_section(doc):
-    """The rig's table of every configuration, when this run was on it."""
+    """The rig's table of every configuration, when this run was on it:
+    capacity (capacity.py), and at each fixed rate the server CPU per
+    request and the tails; the closed-loop peak where the run had one."""
     if not doc.get("rig"):
         return []
     rig = doc["rig"]
     fixed = fixed_names(doc)
     rates = doc.get("open_rates", {})
     basis = doc.get("fixed_basis", {})
+    has_peak = any(r["scenario"] == "static-close" for r in doc["runs"])
+    has_cap = any(r["scenario"] == "capacity" for r in doc["runs"])
     keys = [k for k in RIG_ORDER if k in doc["configs"]] + \
         [k for k in doc["configs"] if k not in RIG_ORDER]
+    notes = []
+    for n in fixed:
+        if n.startswith("fixed"):
+            notes.append("`%s`: %s req/s offered (%s %% of %s's peak, %.0f%s)"
+                         % (n, rates.get(n), n[5:],
+                            basis.get(n, {}).get("config"),
+                            basis.get(n, {}).get("peak", float("nan")),
+                            ", from runs whose closed loop stalled: a "
+                            "lower bound" if basis.get(n, {}).get("stalled")
+                            else ""))
+        else:
+            notes.append("`%s`: %s req/s offered" % (n, n[4:]))
     lines = ["", "## The rig: every configuration on one server CPU", "",
              "Server and its receive softirq on CPU %s (network namespace "
              "%s, RPS on its end of the veth pair), generators on CPU %s "
-             "(wrk closed loop for the peak, build/openloop at fixed rates). "
-             "Peak: `static-close`, a connection per request, %s "
-             "connections. %s. Medians [95 %% CI] over the valid runs; "
-             "ratios to stock prefork per pair. Server CPU µs/request: the "
-             "server CPU's busy time (softirq included) less what other "
-             "processes ran there, over the requests served." % (
+             "(build/openloop at fixed rates%s). %s. Medians [95 %% CI] over "
+             "the valid runs; ratios to stock prefork per pair, with \"no "
+             "difference detected\" where the interval holds 1. Server CPU "
+             "µs/request: the server CPU's busy time (the elapsed time less "
+             "the tick's idle time, softirq included) less what other "
+             "processes ran there, over the requests served.%s" % (
                  ",".join(map(str, rig["server_rps_cpus"])),
                  rig.get("server_ns"),
                  ",".join(map(str, rig["client_rps_cpus"])),
-                 doc["settings"].get("connections"),
-                 "; ".join("`%s`: %s req/s offered (%s %% of %s's peak, "
-                           "%.0f%s)"
-                           % (n, rates.get(n), n[5:],
-                              basis.get(n, {}).get("config"),
-                              basis.get(n, {}).get("peak", float("nan")),
-                              ", from runs whose closed loop stalled: a "
-                              "lower bound" if basis.get(n, {}).get(
-                                  "stalled") else "")
-                           for n in fixed) or "no fixed-rate scenario"), ""]
-    head = ["configuration", "peak req/s", "× stock, peak",
-            "server CPU µs/req, peak"]
+                 "; wrk in closed loop for the peak, %s connections"
+                 % doc["settings"].get("connections") if has_peak else "",
+                 "; ".join(notes) or "no fixed-rate scenario",
+                 " Capacity: the highest rate of the ladder completed at "
+                 "97 %% or more with p99 at most 10 ms, stepped on one "
+                 "warmed server (capacity.py)." if has_cap else ""), ""]
+    head = ["configuration"]
+    if has_cap:
+        head += ["capacity req/s", "× stock, capacity"]
+    if has_peak:
+        head += ["peak req/s", "× stock, peak", "server CPU µs/req, peak"]
     for n in fixed:
-        head += ["CPU µs/req at %s %%" % n[5:], "p99 ms at %s %%" % n[5:],
-                 "p99.9 ms at %s %%" % n[5:]]
-    head.append("valid runs (%s)" % " / ".join(["peak"] + fixed))
+        head += ["CPU µs/req at %s" % rate_label(doc, n),
+                 "× stock, CPU at %s" % rate_label(doc, n),
+                 "p99 ms at %s" % rate_label(doc, n),
+                 "p99.9 ms at %s" % rate_label(doc, n)]
+    used = (["capacity"] if has_cap else []) + \
+        (["static-close"] if has_peak else []) + fixed
+    head.append("valid runs (%s)" % " / ".join(used))
     lines += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for key in keys:
-        peak = _valid(doc, "static-close", key)
-        if not _all(doc, "static-close", key) and not any(
-                _all(doc, n, key) for n in fixed):
+        if not any(_all(doc, n, key) for n in used):
             continue
-        row = [doc["configs"][key],
-               ci([r["rps"] for r in peak], 0),
-               ratio_cell(doc, "static-close", key, lambda r: r["rps"]),
-               ci([server_cpu_us(r) for r in peak], 1)]
+        row = [doc["configs"][key]]
+        if has_cap:
+            row += [ci([r["rps"] for r in _valid(doc, "capacity", key)], 0),
+                    ratio_cell(doc, "capacity", key, lambda r: r["rps"])]
+        if has_peak:
+            peak = _valid(doc, "static-close", key)
+            row += [ci([r["rps"] for r in peak], 0),
+                    ratio_cell(doc, "static-close", key, lambda r: r["rps"]),
+                    ci([server_cpu_us(r) for r in peak], 1)]
         for n in fixed:
             runs = _valid(doc, n, key)
             row += [ci([server_cpu_us(r) for r in runs], 1),
+                    ratio_cell(doc, n, key, server_cpu_us),
                     ci([r.get("p99") for r in runs], 2),
                     ci([r.get("p99.9") for r in runs], 2)]
-        row.append(counted(doc, key, ["static-close"] + fixed))
+        row.append(counted(doc, key, used))
         lines.append("| " + " | ".join(row) + " |")
-    lines += ["", "Where the server CPU was not saturated at the peak "
-              "(idle %s), the generator's CPU set the peak: a lower bound."
-              % peak_idle_note(doc, keys)]
+    if has_peak:
+        lines += ["", "Where the server CPU was not saturated at the peak "
+                  "(idle %s), the generator's CPU set the peak: a lower "
+                  "bound." % peak_idle_note(doc, keys)]
     lines += host_busy_lines(doc)
     return lines
 
@@ -257,18 +291,36 @@ def kevents_section(doc):
 
 
 def walk_growth(ke, pools):
+    """NET_RX µs per connection, largest pool less smallest, per child, in
+    ns: per round (the two pools of a round ran in the same shuffled
+    round), the median over the rounds and its interval, and "no growth
+    detected" where the interval holds 0."""
     if len(pools) < 2:
         return ""
     parts = []
     for key, by_pool in ke["configs"].items():
-        lo, hi = by_pool.get(str(pools[0])), by_pool.get(str(pools[-1]))
-        if not lo or not hi:
+        slopes = round_slopes(by_pool.get(str(pools[0])) or [],
+                              by_pool.get(str(pools[-1])) or [],
+                              pools[-1] - pools[0])
+        if not slopes:
             continue
-        lo, hi = kevents.summarize_rounds(lo), kevents.summarize_rounds(hi)
-        a = lo.get("per_connection", {}).get("netrx_us_per_connection")
-        b = hi.get("per_connection", {}).get("netrx_us_per_connection")
-        if a is None or b is None:
+        med, low, high, cov = stats.median_ci(slopes)
+        parts.append("%s %s ns%s" % (
+            key, stats.fmt_ci((med, low, high, cov), 0),
+            ", no growth detected" if len(slopes) > 1 and low <= 0 <= high
+            else ""))
+    return "; ".join(parts)
+
+
+def round_slopes(lows, highs, children):
+    """Per round: (NET_RX µs per connection with the larger pool - with
+    the smaller) / the children between, in ns; rounds where either run
+    did not count or did not keep its rate are left out."""
+    slopes = []
+    for lo, hi in zip(lows, highs):
+        a = (lo.get("per_connection") or {}).get("netrx_us_per_connection")
+        b = (hi.get("per_connection") or {}).get("netrx_us_per_connection")
+        if a is None or b is None or lo.get("invalid") or hi.get("invalid"):
             continue
-        parts.append("%s %.1f ns" % (key, (b - a) * 1e3
-                                     / (pools[-1] - pools[0])))
-    return ", ".join(parts)
+        slopes.append((b - a) * 1e3 / children)
+    return slopes

@@ -14,8 +14,10 @@
 
 What else runs on the host is not stopped, it is measured: every run
 records how much CPU other processes took during it (the root cgroup's
-time, less the server's cgroup, the generator's cgroup, the suite itself
-and the kernel's softirq threads), per CPU where cgroup v1 gives it.  A run
+time, less the server's cgroup, the generator's cgroup, the suite itself,
+the kernel's softirq threads and DAMON's monitor, which scans the memory
+the server itself uses and is recorded apart), per CPU where cgroup v1
+gives it.  A run
 during which others took more than --max-foreign-cpu (5 % of a CPU) is
 invalid (validity.py).  wait_quiet() holds each run back, up to a bound,
 until the host has been quiet for a few seconds, so that a long profile
@@ -107,17 +109,48 @@ def softirq_threads():
     """{cpu: pid} of the kernel's ksoftirqd threads: NET_RX that a CPU
     defers runs there, in the root cgroup, on the server's behalf."""
     found = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            comm = _read("/proc/%s/comm" % name).strip()
-        except OSError:
-            continue
+    for name, comm in _kernel_threads():
         m = re.fullmatch(r"ksoftirqd/(\d+)", comm)
         if m:
             found[int(m.group(1))] = int(name)
     return found
+
+
+def damon_state():
+    """Whether DAMON monitors this host, and what (for the record)."""
+    base = "/sys/kernel/mm/damon/admin/kdamonds"
+    out = {}
+    try:
+        for n in sorted(os.listdir(base)):
+            if n.isdigit():
+                d = os.path.join(base, n)
+                out[n] = {"state": _read(d + "/state").strip(),
+                          "operations": _read(
+                              d + "/contexts/0/operations").strip()}
+    except OSError:
+        return "n/a"
+    return out or "none"
+
+
+def damon_threads():
+    """The pids of DAMON's monitoring threads (kdamond.N), where the
+    guest runs DAMON: in physical-address mode it scans the memory the
+    host's processes use, so its work grows with the server's pool (about
+    a third of a CPU with 4096 prefork children on the development VM).
+    It works for the host, not for any other user of it: foreign()
+    keeps it apart from others' CPU."""
+    return [int(name) for name, comm in _kernel_threads()
+            if re.fullmatch(r"kdamond\.\d+", comm)]
+
+
+def _kernel_threads():
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            yield name, _read("/proc/%s/comm" % name).strip()
+        except OSError:
+            continue
 
 
 def _thread_seconds(pid):
@@ -154,12 +187,13 @@ class Sample:
     cgroups', the softirq threads', the suite's own and its helpers'
     (the delay line), each CPU's idle."""
 
-    def __init__(self, cgroups, ksoftirqd, helpers=()):
+    def __init__(self, cgroups, ksoftirqd, helpers=(), damon=()):
         self.time = time.monotonic()
         self.root = root_usage()
         self.cgroups = [cgroup_usage(path) for path in cgroups]
         self.softirq = {cpu: _thread_seconds(pid)
                         for cpu, pid in ksoftirqd.items()}
+        self.damon = sum(_thread_seconds(pid) for pid in damon)
         own = resource.getrusage(resource.RUSAGE_SELF)
         self.own = own.ru_utime + own.ru_stime \
             + sum(_process_seconds(pid) for pid in helpers)
@@ -172,16 +206,21 @@ def _delta(after, before):
 
 def foreign(before, after, server_cpus, client_cpus=()):
     """What others took between two samples: in CPUs over the whole host
-    ("foreign_cpus"), and in seconds on the server's CPUs where cgroup v1
-    tells CPUs apart ("foreign_server_s", else None); the server CPUs'
-    busy seconds ("server_cpus_busy_s"), the share of the time the server's
-    and the generator's CPUs were idle, and the elapsed time."""
+    ("foreign_cpus", DAMON's monitor apart: "damon_cpus"), and in seconds
+    on the server's CPUs where cgroup v1 tells CPUs apart
+    ("foreign_server_s", else None; every process but the server's,
+    DAMON's included, so that the server's busy time less it is the
+    server's own); the server CPUs' busy seconds ("server_cpus_busy_s"),
+    the share of the time the server's and the generator's CPUs were
+    idle, and the elapsed time."""
     elapsed = after.time - before.time
     root = _delta(after.root, before.root)
     ours = [_delta(a, b) for a, b in zip(after.cgroups, before.cgroups)]
     softirq = _delta(after.softirq, before.softirq)
+    damon = max(0.0, getattr(after, "damon", 0.0)
+                - getattr(before, "damon", 0.0))
     total = sum(root.values()) - sum(sum(d.values()) for d in ours) \
-        - sum(softirq.values()) - (after.own - before.own)
+        - sum(softirq.values()) - (after.own - before.own) - damon
     on_server = None
     if "all" not in root:
         on_server = sum(root.get(c, 0.0) - sum(d.get(c, 0.0) for d in ours)
@@ -195,6 +234,7 @@ def foreign(before, after, server_cpus, client_cpus=()):
         return round(min(1.0, sum(idle.get(c, 0.0) for c in cpus)
                          / (elapsed * len(cpus))), 4)
     return {"elapsed_s": round(elapsed, 3),
+            "damon_cpus": round(damon / elapsed, 4) if elapsed > 0 else None,
             "server_idle_share": idle_share(list(server_cpus)),
             "client_idle_share": idle_share(list(client_cpus)),
             "foreign_cpus": round(max(0.0, total) / elapsed, 4)
@@ -220,6 +260,7 @@ class Rig:
         self.inside = None
         self.affinity = None
         self.ksoftirqd = {}
+        self.damon = []
 
     @property
     def server_addr(self):
@@ -240,6 +281,7 @@ class Rig:
             self.inside = self.veth.enter_server_ns()
             self.inside.__enter__()
             self.ksoftirqd = softirq_threads()
+            self.damon = damon_threads()
         except BaseException:
             self.__exit__()
             raise
@@ -260,7 +302,7 @@ class Rig:
     def sample(self, cgroups):
         line = getattr(self.veth, "line", None)
         return Sample(cgroups, self.ksoftirqd,
-                      [line.pid] if line is not None else ())
+                      [line.pid] if line is not None else (), self.damon)
 
     def describe(self):
         return {"server_ns": self.veth.server_ns, "client_ns": self.veth.ns,
@@ -269,7 +311,9 @@ class Rig:
                 "server_rps_cpus": self.server_cpus,
                 "client_rps_cpus": self.client_cpus,
                 "interface": self.veth.host_if,
-                "delay_ms": self.delay_ms}
+                "delay_ms": self.delay_ms,
+                "generator_sysctls": self.veth.generator_settings(),
+                "damon": damon_state()}
 
 
 def wait_quiet(rig, bound_s, max_foreign, log=None):

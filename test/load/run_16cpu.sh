@@ -17,6 +17,8 @@
 #          another), /tmp/pfb16.tar.gz
 # There (as root; python3, taskset, ip and timeout from the host):
 #   tar xzf pfb16.tar.gz && cd pfb16/pfb
+#   bash test/load/run_16cpu.sh run ../kit headline   # <= 8 minutes: the
+#                                                     # 16-CPU headline
 #   bash test/load/run_16cpu.sh run ../kit            # 16cpu, php, rps
 #   bash test/load/run_16cpu.sh run ../kit 16cpu --pairs 5
 #   bash test/load/run_16cpu.sh run ../kit default    # the shipped .conf
@@ -35,7 +37,7 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 PHP_API=20220829            # Debian 12's PHP 8.2 extension directory
 
 usage() {
-    echo "usage: $0 pack OUTDIR | run KITDIR [16cpu|php|rps|default|anchors|pool|workloads|linger|crossnode|all] [suite args]" >&2
+    echo "usage: $0 pack OUTDIR | run KITDIR [headline|16cpu|php|rps|default|anchors|pool|workloads|linger|crossnode|all] [suite args]" >&2
     exit 2
 }
 
@@ -44,6 +46,10 @@ pack() {
     kit_script=${KIT_SCRIPT:-$TOP/../shared/tools/make-offline-kit.sh}
     if [ ! -f "$TOP/build/mod_pfb_test_handler.so" ] || [ ! -d "$TOP/build/anchors" ]; then
         echo "run make bench-build first" >&2
+        exit 1
+    fi
+    if [ ! -f "$TOP/build/upstream/httpd-2.4.62-onelistener/mod_mpm_prefork.so" ]; then
+        echo "run make upstream-modules first (the headline's patched 2.4.62)" >&2
         exit 1
     fi
     [ -f "$kit_script" ] || { echo "no $kit_script (set KIT_SCRIPT)" >&2; exit 1; }
@@ -66,6 +72,18 @@ pack() {
     (cd "$TOP" && git ls-files -z -c -o --exclude-standard | tar --null -T - -cf -) | tar -xf - -C "$out/pfb"
     cp -L "$TOP"/build/*.so "$out/pfb/build/"
     cp -L "$TOP"/build/anchors/anchor_* "$out/pfb/build/anchors/"
+    # httpd 2.4.62's prefork with and without the upstream patch (make
+    # upstream-modules), for the headline's and the rig's stock-src*.
+    local up
+    for up in "$TOP"/build/upstream/httpd-2.4.62*/mod_mpm_prefork.so; do
+        [ -f "$up" ] || continue
+        mkdir -p "$out/pfb/build/upstream/$(basename "$(dirname "$up")")"
+        cp -L "$up" "$out/pfb/build/upstream/$(basename "$(dirname "$up")")/"
+    done
+    # The kit has no .git: the commit it was packed at, for every result's
+    # record (hoststate.commit()).
+    (cd "$TOP" && git rev-parse HEAD | tr -d '\n' \
+        && { git diff --quiet HEAD || printf -- '-dirty'; } && echo) > "$out/pfb/COMMIT"
     python3 "$TOP/test/load/suite.py" --make-cert "$out/kit/tls"
     pack_before "$out/pfb/build-before"
     tar -czf "$out.tar.gz" -C "$(dirname "$out")" "$(basename "$out")"
@@ -108,12 +126,22 @@ run() {
     kit=$(cd "$1" && pwd)
     what=${2:-all}
     case $what in
-    16cpu | php | rps | default | anchors | pool | workloads | linger | crossnode | all) ;;
+    headline | 16cpu | php | rps | default | anchors | pool | workloads | linger | crossnode | all) ;;
     *) usage ;;
     esac
     shift $(($# >= 2 ? 2 : 1))
-    export LD_LIBRARY_PATH=$kit/lib PATH=$kit/bin:$PATH
-    export HTTPD=$kit/bin/apache2 HTTPD_MODULES_DIR=$kit/modules
+    # The kit's binaries find the kit's libraries through wrappers, so
+    # that this host's own programs (python3 above all, whose libpython
+    # may share a name with the one perf pulled into the kit) keep theirs.
+    local wrap=$kit/wrap name
+    mkdir -p "$wrap"
+    for name in "$kit"/bin/*; do
+        printf '#!/bin/sh\nLD_LIBRARY_PATH=%s/lib exec %s "$@"\n' "$kit" "$name" \
+            > "$wrap/$(basename "$name")"
+        chmod 755 "$wrap/$(basename "$name")"
+    done
+    export PATH=$wrap:$PATH
+    export HTTPD=$wrap/apache2 HTTPD_MODULES_DIR=$kit/modules
     if [ -d "$kit/php" ]; then
         # mod_php reads php.ini from PHPRC and the extensions' ini files
         # from PHP_INI_SCAN_DIR; the extensions load from the kit.
@@ -155,6 +183,11 @@ run() {
     if [ "$ncpus" -ge 4 ]; then
         apart=(--server-cpus "0-$((ncpus * 3 / 4 - 1))"
                --client-cpus "$((ncpus * 3 / 4))-$((ncpus - 1))")
+    fi
+    if [ "$what" = headline ]; then
+        # The 16-CPU headline, sized for 8 minutes: 6 configurations x 6
+        # pairs of static close with 256 children, the generator apart.
+        suite --profile headline "${apart[@]}" --out "bench-results/headline-$stamp" "$@"
     fi
     if [ "$what" = anchors ] || [ "$what" = all ]; then
         suite --profile anchors "${apart[@]}" --out "bench-results/anchors-$stamp" "$@"

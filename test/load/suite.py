@@ -58,11 +58,9 @@ import json
 import os
 import random
 import re
-import resource
 import signal
 import statistics
 import sys
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -70,356 +68,23 @@ TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 # test/, for pfbtest (the one bootstrap, see test/pfbtest/__init__.py).
 sys.path.insert(0, os.path.dirname(HERE))
 
-from pfbtest import (STOCK_EVENT, MPM_SO,  # noqa: E402
-                     MODULES, STATUS_SO, TEST_HANDLER_SO, exit_on_sigterm)
+from pfbtest import (MPM_SO, MODULES, STATUS_SO,  # noqa: E402
+                     TEST_HANDLER_SO, exit_on_sigterm)
 import report  # noqa: E402
 import netns  # noqa: E402
-import cgroupcpu  # noqa: E402
 import hoststate  # noqa: E402
+import idlepolicy  # noqa: E402
 import rig  # noqa: E402
-import kevents  # noqa: E402
-import latency  # noqa: E402
 import validity  # noqa: E402
-from servers import (make_server, start_server, server_cpus,  # noqa: E402
-                     server_usage, usage_delta, target, make_cert,
-                     save_config, php_module, tls_unavailable,
-                     rps_unavailable, STATIC_PATH, STATIC_BODY)
-from generators import (run_wrk, merge_wrk, run_openloop,  # noqa: E402
-                        SlowClients, client_cpus)
+from servers import (server_cpus, make_cert, php_module,  # noqa: E402
+                     tls_unavailable, rps_unavailable)
+from generators import client_cpus  # noqa: E402
 from profiles import (PROFILES, SCALED, DEFAULTS, SCENARIOS,  # noqa: E402
                       CONFIG_ORDER, BASELINE, DEFAULT_CONFIGS, configs)
-from measures import (distribution, children_memory,  # noqa: E402
-                      rps_locality, host_info, syscalls_per_request,
-                      pin_children_away, reuse_distance, keep_latencies,
-                      thread_counts, thread_delta)
-
-
-# The pool scenarios' warm-up lasts until nearly every child has served,
-# for at most this many seconds per child (warm_pool()).
-POOL_WARMUP_PER_CHILD = 0.015
-# Scenarios whose errors are the server's result, not a failed generator.
-FAULT_SCENARIOS = validity.FAULT_SCENARIOS
-# Requests per connection in keepalive100 and the TLS keep-alive scenario,
-# on every server (MaxKeepAliveRequests, keepalive_requests, the anchors).
-KEEPALIVE_REQUESTS = 100
-
-
-PHP_SCRIPT = os.path.join(HERE, "php", "mixed.php")
-# The php scenario's pool, in any profile (a profile may set php_* keys):
-# Debian's stock prefork sizes (StartServers 5, MinSpareServers 5,
-# MaxSpareServers 10, MaxRequestWorkers 150), and 8 clients per server CPU,
-# well under the cap, so that the pool at the end shows what a mode keeps
-# for the load; a warm-up lets the pool grow and PHP's opcache fill first.
-PHP_POOL = {"php_workers": 150, "php_start": 5, "php_min_spare": 5,
-            "php_max_spare": 10, "php_clients_per_cpu": 8, "php_warmup": 2}
-PHP_CONF = ("<FilesMatch \\.php$>\n    SetHandler application/x-httpd-php\n"
-            "</FilesMatch>\n")
-
-
-def server_plan(name, prof, args, scene):
-    """What a scenario's server looks like: ports, pool sizes, the address
-    it listens on, extra configuration and modules, files to serve."""
-    plan = {"ports": 4 if name == "fourports" else 1,
-            "workers": prof["workers"],
-            "start": prof.get("start", prof["workers"]),
-            "host": "127.0.0.1", "conf": "", "modules": "",
-            "files": {STATIC_PATH: STATIC_BODY},
-            "tls": scene.get("tls"), "keepalive": KEEPALIVE_REQUESTS}
-    if name == "hetero" and prof.get("hetero_workers"):
-        plan["workers"] = plan["start"] = prof["hetero_workers"]
-    # A profile's spare bounds (default: Debian's pool).
-    for key in ("min_spare", "max_spare"):
-        if prof.get(key):
-            plan[key] = prof[key]
-    pool = re.fullmatch(r"pool(\d+)", name)
-    if pool:
-        plan["workers"] = plan["start"] = int(pool.group(1))
-    if name == "php":
-        php = php_settings(prof)
-        plan.update(workers=php["php_workers"], start=php["php_start"],
-                    min_spare=php["php_min_spare"],
-                    max_spare=php["php_max_spare"], conf=PHP_CONF,
-                    modules="LoadModule php_module %s\n" % scene["php_so"])
-        with open(PHP_SCRIPT) as f:
-            plan["files"]["/mixed.php"] = f.read()
-        # Stopping, mod_php's children may take over 3 s to exit, under
-        # either prefork: exit() runs every library's destructors and
-        # free(), which write to pages shared with the parent, and each
-        # copy-on-write fault flushes TLBs on the other CPUs (perf on this
-        # 2-CPU VM: 20 children took 2-4 s).  httpd then logs that it
-        # sends SIGTERM again; the stop is not what this scenario measures.
-        plan["expect"] = ("PFB00051", "AH00045")
-    if name.startswith("rps"):
-        plan["host"] = scene["veth"].server_addr
-    if args.rig:
-        plan["host"] = args.rig.server_addr
-    return plan
-
-
-def php_settings(prof):
-    return {k: prof.get(k, v) for k, v in PHP_POOL.items()}
-
-
-def php_clients(prof, args):
-    return php_settings(prof)["php_clients_per_cpu"] * len(server_cpus(args))
-
-
-def children_cpu():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
-# ---------------------------------------------------------------------------
-# Scenarios: each returns the load result of one run on a started server.
-
-def with_faults(srv, seconds, action, period=1.0):
-    """Calls action(srv) every period seconds for `seconds`, in a thread."""
-    stop = threading.Event()
-    count = [0]
-
-    def loop():
-        while not stop.wait(period):
-            try:
-                action(srv)
-                count[0] += 1
-            except (OSError, IndexError):
-                pass
-    t = threading.Thread(target=loop, daemon=True)
-    t.start()
-
-    def finish():
-        stop.set()
-        t.join(5)
-        return count[0]
-    return finish
-
-
-def kill_random_child(srv):
-    kids = srv.children()
-    os.kill(random.choice(kids), signal.SIGKILL)
-
-
-def scenario_run(name, srv, cfg, args, prof, scene, log, secs=None):
-    """The load of one run (or of its warm-up, with secs)."""
-    conns = prof["connections"]
-    secs = secs or prof["seconds"]
-    url = target(srv, cfg, scene)
-    if re.fullmatch(r"(open|fixed)\d+", name):
-        return run_openloop(args, url, "%d:%d" % (secs, scene["rate"]),
-                            log=log)
-    if name == "rate":
-        return run_openloop(args, url, "%d:%d" % (secs, prof["open_rate"]),
-                            log=log)
-    if name == "php":
-        return run_php(srv, args, prof, log, secs)
-    if name.startswith("rps"):
-        return run_wrk(args, url, conns, secs, log=log, where=scene["veth"])
-    if name in ("static-close", "tls-close") or name.startswith("pool"):
-        return run_wrk(args, url, conns, secs, log=log)
-    if name in ("static-keepalive", "keepalive100", "tls-keepalive"):
-        return run_wrk(args, url, conns, secs, close=False, log=log)
-    if name == "fourports":
-        results = [None] * 4
-
-        def one(i):
-            results[i] = run_wrk(args, target(srv, cfg, scene, i),
-                                 max(1, conns // 4), secs, log=log)
-        threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(secs + 90)
-        return merge_wrk([r for r in results if r])
-    if name == "hetero":
-        clients = prof.get("hetero_clients") or \
-            int((prof.get("hetero_workers") or prof["workers"]) * 1.5)
-        return run_wrk(args, target(srv, cfg, scene, path="/pfb-test"),
-                       clients, secs, exp_ms=10, log=log)
-    if name == "openloop":
-        return run_openloop(args, url, "%d:%d" % (secs, prof["open_rate"]),
-                            log=log)
-    if name == "bursts":
-        on = "1:%d" % (prof["open_rate"] * 2)
-        return run_openloop(args, url,
-                            ",".join([on, "1:0"] * max(1, secs - 1)),
-                            log=log)
-    if name == "slowloris":
-        with SlowClients(srv.ports[0], prof["slow_clients"]):
-            return run_wrk(args, url, conns, secs, log=log)
-    if name in ("graceful", "kills"):
-        fault = (lambda s: s.graceful()) if name == "graceful" \
-            else kill_random_child
-        fault_secs = min(secs, prof["fault_seconds"])
-        finish = with_faults(srv, fault_secs, fault,
-                             2.0 if name == "graceful" else 1.0)
-        result = run_wrk(args, url, conns, fault_secs, log=log)
-        result["faults"] = finish()
-        return result
-    raise ValueError(name)
-
-
-def run_php(srv, args, prof, log, secs=None):
-    """mixed.php over Connection: close (after warm_up)."""
-    return run_wrk(args, srv.url("/mixed.php"), php_clients(prof, args),
-                   secs or prof["seconds"], log=log)
-
-
-# What the anchors serve: the static file's bytes, plain HTTP, one Listen.
-ANCHOR_SCENARIOS = ("static-close", "static-keepalive", "keepalive100",
-                    "rate", "openloop", "bursts", "slowloris")
-
-
-def scenario_skips(name, cfg, args=None):
-    """Why a configuration cannot run a scenario, or None."""
-    if cfg.get("extra") == "ListenBuckets 0\n":
-        return "ListenBuckets 0 is the default's arrangement"
-    if cfg.get("extra") == "ListenBuckets 1\n" and name != "fourports":
-        return "with one Listen, ListenBuckets 1 is the default's arrangement"
-    if cfg["kind"] == "anchor" and name not in ANCHOR_SCENARIOS \
-            and not re.fullmatch(r"(open|fixed)\d+", name):
-        return "the anchors answer the static file over plain HTTP only"
-    if cfg["kind"] == "apache" and not cfg.get("mpm"):
-        return "no --mpm-before given"
-    if cfg.get("needs") and not os.path.exists(cfg["mpm"]):
-        return "not built (%s)" % cfg["needs"]
-    if name.startswith("pool") and (cfg["kind"] != "apache"
-                                    or cfg.get("mpm") == STOCK_EVENT):
-        return "the pool scenarios compare prefork pools"
-    if cfg["kind"] == "nginx" and name == "hetero":
-        return "nginx has no test handler for service times"
-    if name == "php" and (cfg["kind"] == "nginx"
-                          or cfg.get("mpm") == STOCK_EVENT
-                          or cfg.get("path")):
-        return "Debian's mod_php needs a prefork MPM"
-    if name.startswith("rps") and cfg["kind"] == "nginx":
-        return "the rps scenarios compare the MPM's steering modes"
-    return None
-
-
-def one_run(name, key, cfg, args, prof, log, scene=None, out_dir=None,
-            pair=0):
-    """One measured run on a freshly started, warmed-up server."""
-    scene = scene or {}
-    plan = server_plan(name, prof, args, scene)
-    quiet = rig.wait_quiet(args.rig, prof.get("quiet_wait", 0),
-                           args.max_foreign_cpu, log) if args.rig else None
-    tag = "%s-%s-%d" % (key, name, pair)
-    with cgroupcpu.ServerCgroup(tag) as cgroup, \
-            cgroupcpu.ServerCgroup(tag + "-gen") as gen_cgroup:
-        with make_server(cfg, args, plan, cgroup) as srv:
-            start_server(srv, cfg, plan)
-            if cfg.get("away"):
-                pin_children_away(srv, args, log)
-            args.generator_wrapper = gen_cgroup.wrapper() if args.rig \
-                else None
-            warmed = warm_up(name, srv, cfg, args, prof, scene, log)
-            if out_dir and pair <= 1:
-                save_config(srv, key, name, out_dir)
-            use0 = server_usage(srv.proc.pid)
-            cg0 = cgroup.usage()
-            gen0 = children_cpu()
-            kernel = hoststate.Counters(server_cpus(args),
-                                        client_cpus(args)).start()
-            host0 = args.rig.sample([cgroup.path, gen_cgroup.path]) \
-                if args.rig else None
-            started = time.time()
-            result = scenario_run(name, srv, cfg, args, prof, scene, log)
-            elapsed = time.time() - started
-            if args.rig:
-                result["rig"] = rig.foreign(
-                    host0, args.rig.sample([cgroup.path, gen_cgroup.path]),
-                    server_cpus(args), client_cpus(args))
-                result["rig"]["quiet_wait"] = quiet
-            args.generator_wrapper = None
-            result["kernel"] = kernel.stop()
-            result["warmup"] = warmed
-            cg1 = cgroup.usage()
-            use = usage_delta(use0, server_usage(srv.proc.pid))
-            # The pool as the load left it, before idle children are reaped.
-            kids = srv.children()
-            result["children_end"] = len(kids)
-            result["memory"] = children_memory(kids)
-            result["server_cpu_cgroup"] = cgroupcpu.delta(cg0, cg1)
-            result["server_cpu_proc_s"] = round(use["cpu"], 2)
-            # The cgroup's count where there is one: it includes children
-            # that exited during the run and every thread.
-            result["server_cpu_s"] = result["server_cpu_cgroup"]["total"] \
-                if result["server_cpu_cgroup"] else result["server_cpu_proc_s"]
-            if args.rig and result["rig"]["foreign_server_s"] is not None:
-                # What the server's CPUs did, softirq included, less what
-                # others ran there (report.cpu_us_per_request).
-                result["server_cpus_s"] = round(
-                    result["rig"]["server_cpus_busy_s"]
-                    - result["rig"]["foreign_server_s"], 4)
-            result["loadgen_cpu_s"] = round(children_cpu() - gen0, 2)
-            result["ctx_voluntary"] = use["voluntary"]
-            result["ctx_switches"] = use["voluntary"] + use["nonvoluntary"]
-            result["minor_faults"] = use["minflt"]
-            result["elapsed_s"] = round(elapsed, 2)
-            # The server logs a request after its response is out.
-            if not cfg.get("path"):
-                srv.wait_access_log(result.get("requests", 0), timeout=30)
-            result["distribution"] = distribution(srv, cfg, scene)
-            if name.startswith("rps"):
-                result["rps_cpus"] = scene["veth"].rps_cpus
-                result["rps_local_share"] = rps_locality(result, args, scene)
-    # Read at the stop, so that what stopping logs is counted too.
-    result["log_problems"] = srv.log_problems[:20]
-    keep_latencies(result, name, key, pair, out_dir)
-    result["invalid"] = judge_run(name, result, args)
-    return result
-
-
-def judge_run(name, result, args):
-    """Why a run cannot be used (validity.py), with --max-lag-ms and
-    --max-foreign-cpu."""
-    return validity.judge_run(name, result, args.max_lag_ms,
-                              args.max_foreign_cpu)
-
-
-def warm_up(name, srv, cfg, args, prof, scene, log):
-    """The same load before the measured run, on the same server, not
-    counted: the pool has grown and caches are warm (php: PHP's opcache
-    too).  Fault scenarios start cold: their faults are the load.
-    Returns what the warm-up did, for the run's record."""
-    warmup = php_settings(prof)["php_warmup"] if name == "php" \
-        else prof.get("warmup", 0)
-    if not warmup or name in FAULT_SCENARIOS + ("graceful", "kills"):
-        return {}
-    pool = re.fullmatch(r"pool(\d+)", name)
-    if pool:
-        return warm_pool(int(pool.group(1)), name, srv, cfg, args, prof,
-                         scene, log, warmup)
-    log.write("# warm-up, %s s, not counted\n" % warmup)
-    scenario_run(name, srv, cfg, args, prof, scene, log, secs=warmup)
-    return {"seconds": warmup}
-
-
-def warm_pool(size, name, srv, cfg, args, prof, scene, log, warmup):
-    """A child's first requests pay for its copy-on-write faults and its
-    pools' first allocations (several ms each on the development VM): a
-    pool is warm once every child the load uses has served (the access
-    log's pids), which a fixed time cannot promise at every machine's
-    rate.  Loads in rounds of `warmup` seconds until 90 % of the children
-    have served, or a round brought no child that had not served before
-    (a server that gives connections to the children that served last
-    uses only some of its pool), for at most POOL_WARMUP_PER_CHILD
-    seconds per child."""
-    started = time.time()
-    cap = max(warmup, size * POOL_WARMUP_PER_CHILD)
-    served = -1
-    while True:
-        scenario_run(name, srv, cfg, args, prof, scene, log, secs=warmup)
-        before, served = served, len({
-            l.split()[1] for l in srv.access_log_lines()
-            if len(l.split()) > 2 and l.split()[1].isdigit()})
-        if served >= 0.9 * size or served == before \
-                or time.time() - started >= cap:
-            break
-    took = round(time.time() - started, 1)
-    log.write("# warm-up: %d of %d children served in %s s, not counted\n"
-              % (served, size, took))
-    return {"seconds": took, "children_served": served}
+from measures import host_info, syscalls_per_request  # noqa: E402
+from runner import (server_plan, php_settings, php_clients,  # noqa: E402
+                    scenario_skips, one_run, save_progress)
+from kevents_pass import kernel_event_pass  # noqa: E402
 
 
 def parse_args():
@@ -523,6 +188,16 @@ def parse_args():
     parser.add_argument("--make-cert", metavar="DIR",
                         help="only make the TLS scenarios' test certificate "
                         "in DIR (for a kit without openssl) and exit")
+    parser.add_argument("--idle-policies",
+                        help="comma-separated idle policies each pair runs "
+                        "every configuration under (idlepolicy.py): "
+                        "default (nothing held), poll (/dev/cpu_dma_latency "
+                        "held at 0); default: the profile's")
+    parser.add_argument("--append", action="store_true",
+                        help="add this command's pairs (numbered after the "
+                        "earlier ones) and kernel-event rounds to --out's "
+                        "results.json, made at the same commit: one folder "
+                        "from several short quiet stretches")
     parser.add_argument("--out")
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args()
@@ -543,6 +218,9 @@ def profile_settings(args):
         prof.setdefault("max_pairs", 2 * prof["pairs"])
         args.server_cpus = args.server_cpus or "0"
         args.client_cpus = args.client_cpus or "1"
+    prof["idle_policies"] = idlepolicy.parse_policies(
+        args.idle_policies or ",".join(prof.get("idle_policies",
+                                                ["default"])))
     if args.kevent_rounds:
         prof["kevent_rounds"] = args.kevent_rounds
     if args.kevent_pools:
@@ -710,27 +388,31 @@ def rps_cpu_set(name, args):
     return cpus
 
 
-def complete_pairs(doc, name, keys):
-    """How many pairs of a scenario have a valid run of every
-    configuration."""
+def complete_pairs(doc, name, units, first=0):
+    """How many pairs of a scenario after pair `first` have a valid run of
+    every unit (configuration, idle policy)."""
     valid = {}
     for r in doc["runs"]:
-        if r["scenario"] == name and r["config"] in keys \
+        unit = (r["config"], r.get("idle_policy", "default"))
+        if r["scenario"] == name and unit in units and r["pair"] > first \
                 and "skipped" not in r and not r.get("invalid"):
-            valid.setdefault(r["pair"], set()).add(r["config"])
-    return sum(1 for got in valid.values() if got >= set(keys))
+            valid.setdefault(r["pair"], set()).add(unit)
+    return sum(1 for got in valid.values() if got >= set(units))
 
 
 def run_scenario(name, doc, keys, all_configs, args, prof, log, out_dir):
-    """Every pair: each configuration once, in an order shuffled anew for
-    the pair (seeded by --seed, the scenario and the pair), so that no
-    configuration always follows the same one.  With max_pairs above
-    pairs (the rig's), pairs go on until `pairs` of them have a valid run
-    of every configuration, or max_pairs have run: a busy spell of the
-    host costs a pair, not the figure."""
+    """Every pair: each configuration once under each idle policy, in an
+    order shuffled anew for the pair (seeded by --seed, the scenario and
+    the pair), so that no configuration or policy always follows the same
+    one.  With max_pairs above pairs (the rig's), pairs go on until
+    `pairs` of them have a valid run of every unit, or max_pairs have
+    run: a busy spell of the host costs a pair, not the figure.  With
+    --append, the pairs are numbered after the folder's earlier ones."""
     pairs = prof.get("fault_pairs", prof["pairs"]) \
         if name in ("graceful", "kills") else prof["pairs"]
     max_pairs = max(pairs, prof.get("max_pairs") or pairs)
+    first = max([r["pair"] for r in doc["runs"] if r["scenario"] == name]
+                or [0])
     with scenario_scene(name, doc, keys, all_configs, args, prof, log,
                         out_dir) as scene:
         if scene is None:
@@ -740,43 +422,40 @@ def run_scenario(name, doc, keys, all_configs, args, prof, log, out_dir):
         for key in keys:
             why = scenario_skips(name, all_configs[key], args)
             if why:
-                doc["runs"].append({"scenario": name, "config": key,
-                                    "pair": 0, "skipped": why})
+                if not any(r["scenario"] == name and r["config"] == key
+                           and "skipped" in r for r in doc["runs"]):
+                    doc["runs"].append({"scenario": name, "config": key,
+                                        "pair": 0, "skipped": why})
             else:
                 runnable.append(key)
-        for pair in range(max_pairs):
-            if pair >= pairs and complete_pairs(doc, name, runnable) >= pairs:
+        units = [(key, policy) for key in runnable
+                 for policy in prof["idle_policies"]]
+        for pair in range(first, first + max_pairs):
+            if pair - first >= pairs and \
+                    complete_pairs(doc, name, units, first) >= pairs:
                 break
-            order = list(runnable)
+            order = list(units)
             random.Random("%s/%s/%d" % (args.seed, name, pair)).shuffle(order)
-            for position, key in enumerate(order):
+            for position, (key, policy) in enumerate(order):
                 cfg = all_configs[key]
-                log.write("\n### %s pair %d %s\n" % (name, pair + 1, key))
+                log.write("\n### %s pair %d %s, idle %s\n"
+                          % (name, pair + 1, key, policy))
                 result = one_run(name, key, cfg, args, prof, log, scene,
-                                 out_dir, pair + 1)
+                                 out_dir, pair + 1, policy)
                 result.update({"scenario": name, "config": key,
                                "pair": pair + 1, "position": position})
                 doc["runs"].append(result)
                 save_progress(doc, out_dir)
                 log.flush()
-                print("%-16s pair %d  %-40s rps %8.1f  p99 %7.1f ms  "
-                      "errors %s%s" % (name, pair + 1, cfg["label"][:40],
-                                       result.get("rps", 0.0),
-                                       result.get("p99", float("nan")),
+                print("%-16s pair %d  %-34s %-7s rps %8.1f  p99 %7.1f ms  "
+                      "errors %s%s" % (name, pair + 1, cfg["label"][:34],
+                                       policy, result.get("rps", 0.0),
+                                       result.get("p99") or float("nan"),
                                        sum(result["errors"].values()),
                                        "  INVALID: " + "; ".join(
                                            result["invalid"])
                                        if result["invalid"] else ""))
                 sys.stdout.flush()
-
-
-def save_progress(doc, out_dir):
-    """results.json after every run, so that a run cut short (a crash, a
-    lease that ends) keeps what it measured; report.py reads it."""
-    path = os.path.join(out_dir, "results.json")
-    with open(path + ".tmp", "w") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(path + ".tmp", path)
 
 
 def stop_on_sigterm():
@@ -820,9 +499,17 @@ def main():
         if not os.path.exists(so):
             print("missing %s: run make first" % so)
             return 2
+    why = idlepolicy.unavailable(prof["idle_policies"])
+    if why:
+        print(why)
+        return 2
     stop_on_sigterm()
     started = time.time()
     doc = {"host": host_info(), "host_state": hoststate.host_state(),
+           "idle": idlepolicy.describe(),
+           "idle_policies": prof["idle_policies"],
+           "builds": hoststate.build_identities({k: all_configs[k]
+                                                 for k in keys}),
            "profile": args.profile or "quick",
            "settings": prof, "configs": {k: all_configs[k]["label"]
                                          for k in keys},
@@ -836,6 +523,13 @@ def main():
            "max_foreign_cpu": args.max_foreign_cpu,
            "command": " ".join([os.path.basename(sys.argv[0])]
                                + sys.argv[1:])}
+    doc["invocations"] = [invocation(doc)]
+    if args.append:
+        try:
+            doc = append_to(out_dir, doc)
+        except ValueError as e:
+            print(e)
+            return 2
     print("host: %s" % json.dumps(doc["host"]))
     print("commit %s, seed %s" % (doc["host_state"]["commit"], args.seed))
     if prof["scale"] != 1.0:
@@ -843,7 +537,8 @@ def main():
               % (doc["profile"], prof["scale"], len(doc["server_cpus"]),
                  ", ".join("%s %s" % (k, prof[k]) for k in SCALED
                            if k in prof)))
-    with open(os.path.join(out_dir, "raw.log"), "w") as log:
+    with open(os.path.join(out_dir, "raw.log"),
+              "a" if args.append else "w") as log:
         log.write("$ %s\n" % " ".join([sys.executable] + sys.argv))
         if prof.get("rig"):
             with rig.Rig(server_cpus(args), client_cpus(args), log,
@@ -863,7 +558,9 @@ def main():
         else:
             run_all(doc, keys, scenarios, all_configs, args, prof, log,
                     out_dir)
-    doc["elapsed_s"] = round(time.time() - started, 1)
+    doc["elapsed_s"] = round(time.time() - started
+                             + doc.get("elapsed_before_s", 0), 1)
+    doc["invocations"][-1]["elapsed_s"] = round(time.time() - started, 1)
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(doc, f, indent=1)
     report.write_csv(doc, os.path.join(out_dir, "results.csv"))
@@ -873,6 +570,47 @@ def main():
     print("\nreport: %s (%.0f s)" % (os.path.join(out_dir, "report.md"),
                                       doc["elapsed_s"]))
     return 0
+
+
+def invocation(doc):
+    """What one command added to a folder: the command, when, the host's
+    state and idle policy then."""
+    return {"command": doc["command"],
+            "started": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+            "commit": doc["host_state"]["commit"],
+            "load_average": doc["host_state"]["load_average"],
+            "idle": doc["idle"], "seed": doc["seed"]}
+
+
+def append_to(out_dir, doc):
+    """The folder's results.json, to which this command adds its runs
+    (--append): a campaign split into short quiet stretches writes one
+    folder.  Refused where the folder was made at another commit, or
+    with another profile, baseline or settings that change what a run
+    measures."""
+    path = os.path.join(out_dir, "results.json")
+    try:
+        with open(path) as f:
+            old = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ValueError("--append: no results.json in %s (%s)"
+                         % (out_dir, e))
+    made = old["host_state"]["commit"]
+    if made != doc["host_state"]["commit"] or made.endswith("-dirty"):
+        raise ValueError("--append: %s was made at %s, this tree is at %s"
+                         % (out_dir, made, doc["host_state"]["commit"]))
+    for key in ("profile", "baseline", "conf_base", "server_cpus",
+                "client_cpus"):
+        if old.get(key) != doc.get(key):
+            raise ValueError("--append: %s differs (%s, here %s)"
+                             % (key, old.get(key), doc.get(key)))
+    old["configs"].update(doc["configs"])
+    old.setdefault("invocations", [invocation(old)])
+    old["invocations"] += doc["invocations"]
+    old["elapsed_before_s"] = old.get("elapsed_s", 0)
+    old["idle_policies"] = sorted(set(old.get("idle_policies", ["default"]))
+                                  | set(doc["idle_policies"]))
+    return old
 
 
 def run_all(doc, keys, scenarios, all_configs, args, prof, log, out_dir):
@@ -901,117 +639,6 @@ def run_all(doc, keys, scenarios, all_configs, args, prof, log, out_dir):
             doc["syscalls"][key].get("top")))
     if args.rig and prof.get("kevent_pools") and not args.no_kevents:
         kernel_event_pass(doc, keys, all_configs, args, prof, log, out_dir)
-
-
-def kernel_event_pass(doc, keys, all_configs, args, prof, log, out_dir):
-    """Kernel events per connection (kevents.py) for each configuration at
-    --kevent-rate, else the fixed50 rate, else the profile's kevent_rate:
-    with each pool size of the profile's kevent_pools for the prefork
-    servers and the blocking anchor (whose cost may grow with the pool),
-    with the first for the others; each on a fresh server warmed up at
-    the same rate, with the reuse distance from its access log.  Counts
-    are the same from round to round; NET_RX time is a duration, so the
-    pass runs kevent_rounds rounds, each in an order shuffled anew, and
-    keeps every round (kevents.summarize_rounds gives the medians)."""
-    why = kevents.unavailable()
-    if why:
-        doc["unavailable"]["kevents"] = why
-        print("kernel events: not run: %s" % why)
-        return
-    rate = args.kevent_rate or doc.get("open_rates", {}).get("fixed50") \
-        or prof["kevent_rate"]
-    doc["kevents"] = {"rate": rate, "seconds": prof["kevent_seconds"],
-                      "rounds": prof.get("kevent_rounds", 1), "configs": {}}
-    cases = []
-    for key in keys:
-        cfg = dict(all_configs[key], key=key)
-        if scenario_skips("static-close", cfg, args):
-            continue
-        pooled = (cfg["kind"] == "apache" and cfg.get("mpm") != STOCK_EVENT) \
-            or cfg.get("binary") == "anchor_blocking"
-        cases += [(key, cfg, pool) for pool in (
-            prof["kevent_pools"] if pooled else prof["kevent_pools"][:1])]
-    for round_no in range(doc["kevents"]["rounds"]):
-        order = list(cases)
-        random.Random("%s/kevents/%d" % (args.seed, round_no)).shuffle(order)
-        for key, cfg, pool in order:
-            one = kernel_event_run(key, cfg, pool, rate, args, prof, log,
-                                   out_dir if round_no == 0 else None)
-            doc["kevents"]["configs"].setdefault(key, {}).setdefault(
-                str(pool), []).append(one)
-            save_progress(doc, out_dir)
-            print("kevents %-13s %4d children: %s" % (
-                key, pool, one.get("error") or ", ".join(
-                    "%s %.2f" % (k, v) for k, v in
-                    sorted(one["per_connection"].items()) if v is not None)))
-
-
-def kernel_event_run(key, cfg, pool, rate, args, prof, log, out_dir=None):
-    """One server with `pool` children (prefork) at `rate`: its kernel
-    events, counted from tracepoints around an open-loop run.  With
-    out_dir, the server's configuration goes to its configs/."""
-    pool_prof = dict(prof, workers=pool, start=pool)
-    plan = server_plan("kevents", pool_prof, args, {})
-    secs = prof["kevent_seconds"]
-    log.write("\n### kevents %s, %d children, %d req/s\n" % (key, pool, rate))
-    tag = "%s-kevents-%d" % (key, pool)
-    with cgroupcpu.ServerCgroup(tag) as cgroup, \
-            cgroupcpu.ServerCgroup(tag + "-gen") as gen_cgroup:
-        with make_server(cfg, args, plan, cgroup) as srv:
-            start_server(srv, cfg, plan)
-            if out_dir:
-                save_config(srv, key, "kevents-%d" % pool, out_dir)
-            args.generator_wrapper = gen_cgroup.wrapper()
-            url = target(srv, cfg, {})
-            run_openloop(args, url, "%d:%d" % (max(1, prof.get("warmup", 1)),
-                                               rate), log=log)
-            if not cfg.get("path"):
-                srv.wait_access_log(1, timeout=30)
-            logged = len(srv.access_log_lines())
-            kids = srv.children()
-            threads0 = thread_counts(kids)
-            host0 = args.rig.sample([cgroup.path, gen_cgroup.path])
-            # The counter on the generator's CPUs, in its cgroup: what it
-            # spends is not the host's other work.
-            with kevents.KernelEvents(
-                    os.path.join(cgroup.path or "", "tasks"),
-                    server_cpus(args), gen_cgroup.wrapper()
-                    + ["taskset", "-c", args.client_cpus], log) as ke:
-                result = run_openloop(args, url, "%d:%d" % (secs, rate),
-                                      log=log)
-            host = rig.foreign(host0, args.rig.sample(
-                [cgroup.path, gen_cgroup.path]), server_cpus(args))
-            threads1 = thread_counts(kids)
-            args.generator_wrapper = None
-            if not cfg.get("path"):
-                srv.wait_access_log(logged + result.get("requests", 0),
-                                    timeout=30)
-            # The reuse distance of the measured requests only.
-            lines = srv.access_log_lines()[logged:]
-    one = {"requests": result.get("requests", 0),
-           "offered_rate": result.get("offered_rate"),
-           "rate": result.get("rps"), "errors": result.get("errors", {}),
-           "send_lag_p99": result.get("send_lag_p99"),
-           "counts": ke.result, "log_problems": srv.log_problems[:20],
-           "foreign_cpus": host["foreign_cpus"]}
-    one.update(reuse_distance(lines))
-    # Little's law: connections in the server at once, on average.
-    mean_s = latency.mean_ms(result.get("hist") or {}) / 1e3
-    if result.get("rps") and mean_s == mean_s:
-        one["concurrency"] = round(result["rps"] * mean_s, 2)
-    one["invalid"] = validity.judge_run("kevents", dict(
-        result, generator="openloop"), args.max_lag_ms, 1.0)
-    if "error" in ke.result:
-        one["error"] = ke.result["error"]
-    one["per_connection"] = kevents.per_connection(
-        ke.result, ke.result.get("accepts") or one["requests"],
-        one["requests"])
-    # Per thread, from /proc: the children alive throughout (the pool is
-    # fixed), their main threads against their lingering threads.
-    one["per_connection"].update(thread_delta(
-        threads0, threads1, one["requests"],
-        ke.result.get("accepts") or one["requests"]))
-    return one
 
 
 if __name__ == "__main__":

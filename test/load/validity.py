@@ -51,6 +51,37 @@ def only_stalled(reasons):
                                  for why in reasons)
 
 
+def _overflows(result):
+    return result.get("kernel", {}).get("nstat", {}).get(
+        "TcpExtListenOverflows", 0)
+
+
+def _foreign(result, max_foreign_cpu):
+    foreign = (result.get("rig") or {}).get("foreign_cpus")
+    if foreign is not None and foreign > max_foreign_cpu:
+        return ["other processes took %.1f %% of a CPU (> %g %%)"
+                % (100 * foreign, 100 * max_foreign_cpu)]
+    return []
+
+
+def judge_capacity(result, max_foreign_cpu=MAX_FOREIGN_CPU):
+    """A capacity climb (capacity.py): invalid when its generator failed
+    or sent late at a step (the capacity would be the generator's), when
+    nothing was served, or on the rig when others took more than the
+    bound.  The last step's saturation and accept-queue overflows are the
+    climb's end, not a fault."""
+    reasons = []
+    if not result.get("steps") or result.get("requests", 0) <= 0:
+        reasons.append("nothing served")
+    if result.get("ended_by") == "generator":
+        step = result["steps"][-1]
+        reasons.append("the generator failed at %d req/s (send lag p99 "
+                       "%s ms, errors %s): the capacity would be the "
+                       "generator's" % (step["rate"], step.get(
+                           "send_lag_p99"), json.dumps(step["errors"])))
+    return reasons + _foreign(result, max_foreign_cpu)
+
+
 def judge_run(name, result, max_lag_ms=MAX_LAG_MS,
               max_foreign_cpu=MAX_FOREIGN_CPU):
     """Why a run cannot be used, or []."""
@@ -63,6 +94,8 @@ def judge_run(name, result, max_lag_ms=MAX_LAG_MS,
     for kind in ("EADDRNOTAVAIL", "EMFILE", "ENFILE", "generator_limit"):
         if errors.get(kind):
             reasons.append("generator %s x%d" % (kind, errors[kind]))
+    if result.get("generator") == "capacity":
+        return judge_capacity(result, max_foreign_cpu)
     open_loop = result.get("generator") == "openloop" or \
         "send_lag_p99" in result
     if open_loop and result.get("send_lag_p99", 0) > max_lag_ms:
@@ -81,12 +114,8 @@ def judge_run(name, result, max_lag_ms=MAX_LAG_MS,
             reasons.append("wrk socket errors %s" % json.dumps(failed))
     rig = result.get("rig")
     if rig:
-        foreign = rig.get("foreign_cpus")
-        if foreign is not None and foreign > max_foreign_cpu:
-            reasons.append("other processes took %.1f %% of a CPU (> %g %%)"
-                           % (100 * foreign, 100 * max_foreign_cpu))
-        overflows = result.get("kernel", {}).get("nstat", {}).get(
-            "TcpExtListenOverflows", 0)
+        reasons += _foreign(result, max_foreign_cpu)
+        overflows = _overflows(result)
         if overflows:
             reasons.append("ListenOverflows %d" % overflows)
         server_idle = rig.get("server_idle_share")
