@@ -42,6 +42,8 @@ import os
 import re
 import sys
 
+import checklist
+
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(TOP, "docs", "bench")
 TABLE_DOC = os.path.join(TOP, "docs", "benchmarks.md")
@@ -264,11 +266,7 @@ def load_list(path, columns):
 
 def main():
     results = {}
-
-    def check(label, ok, detail=""):
-        results[label] = bool(ok)
-        print("%s %s%s" % ("ok  " if ok else "FAIL", label,
-                           (": " + detail) if detail and not ok else ""))
+    check = checklist.recorder(results)
 
     rows = claims_rows()
     check("benchmarks.md_has_a_claims_table", rows, "no '## Claims' table")

@@ -33,6 +33,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checklist  # noqa: E402
 from pfbtest import (HTTPD, MODULES, MPM_SO, STATUS_SO,  # noqa: E402
                      STOCK_EVENT, STOCK_PREFORK, TOP, Server, free_port)
 
@@ -134,12 +135,7 @@ def configtest(block, mpm):
 
 def main():
     results = {}
-
-    def check(label, ok, detail=""):
-        results[label] = bool(ok)
-        print("%s %s%s" % ("ok  " if ok else "FAIL", label,
-                           (": " + detail) if detail and not ok else ""),
-              flush=True)
+    check = checklist.recorder(results)
 
     for label, path in (("the MPM", MPM_SO), ("the status module",
                                               STATUS_SO)):

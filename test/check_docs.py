@@ -32,6 +32,8 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 
+import checklist
+
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MPM = os.path.join(TOP, "server", "mpm", "prefork")
 TABLE = os.path.join(TOP, "docs", "kernel-requirements.tsv")
@@ -339,11 +341,7 @@ def check_statement(sentence, table, used_anywhere):
 
 def main():
     results = {}
-
-    def check(label, ok, detail=""):
-        results[label] = bool(ok)
-        print("%s %s%s" % ("ok  " if ok else "FAIL", label,
-                           (": " + detail) if detail and not ok else ""))
+    check = checklist.recorder(results)
 
     # Ranges.
     ranges = directive_ranges()

@@ -45,6 +45,8 @@ import tarfile
 import tempfile
 import xml.etree.ElementTree as ET
 
+import checklist
+
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANUAL = os.path.join(TOP, "docs", "manual")
 MOD = os.path.join(MANUAL, "mod")
@@ -325,11 +327,7 @@ def broken_links(md_path):
 
 def main():
     results = {}
-
-    def check(label, ok, detail=""):
-        results[label] = bool(ok)
-        print("%s %s%s" % ("ok  " if ok else "FAIL", label,
-                           (": " + detail) if detail and not ok else ""))
+    check = checklist.recorder(results)
 
     pages = sorted(f for f in os.listdir(MOD) if f.endswith(".xml"))
     check("manual_has_pages", pages)

@@ -26,6 +26,8 @@ import sys
 
 import yaml
 
+import checklist
+
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RULES = os.path.join(TOP, "contrib", "prometheus", "bucket-alerts.yml")
 TESTS = os.path.join(TOP, "contrib", "prometheus", "bucket-alerts.test.yml")
@@ -52,11 +54,7 @@ def github_anchor(heading):
 
 def main():
     results = {}
-
-    def check(label, ok, detail=""):
-        results[label] = bool(ok)
-        print("%s %s%s" % ("ok  " if ok else "FAIL", label,
-                           (": " + detail) if detail and not ok else ""))
+    check = checklist.recorder(results)
 
     for argv in (["promtool", "check", "rules", RULES],
                  ["promtool", "test", "rules", TESTS]):
