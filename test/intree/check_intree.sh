@@ -51,7 +51,7 @@ SUBSET=(
     test_buckets.ListenerBuckets.test_listen_buckets_4_opens_4_sockets_per_listen
     test_buckets.ListenerBuckets.test_children_spread_and_every_bucket_serves
     test_mpm_basic.PreforkBasics.test_graceful_restart_under_load_loses_nothing
-    test_buckets.ListenerBuckets.test_graceful_restart_keeps_bucket_sockets_and_loses_nothing
+    test_buckets.ListenerBuckets.test_graceful_restart_renews_bucket_sockets_and_loses_nothing
     test_mpm_basic.PreforkBasics.test_sigkilled_child_is_replaced
     test_buckets.ListenerBuckets.test_last_child_of_a_bucket_is_replaced_at_once
     test_mpm_basic.PreforkBasics.test_k_stop_leaves_no_process
