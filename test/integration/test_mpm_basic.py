@@ -168,6 +168,34 @@ class PreforkBasics(unittest.TestCase):
                 self.assertIn("PFB00014: caught SIGTERM, shutting down",
                               srv.error_log())
 
+    def test_stop_lets_a_connection_teardown_finish(self):
+        """A stop that finds a child clearing its connection's pool (the
+        cleanups running: mod_ssl's frees the TLS state) lets the teardown
+        finish before the child exits: leaving from the signal handler
+        would destroy the pools from inside their own cleanups."""
+        extra = ("StartServers 1\nMinSpareServers 1\nMaxSpareServers 2\n"
+                 "<Location /pfb-test>\n    SetHandler pfb-test\n"
+                 "</Location>\n")
+        with Server(extra=extra) as srv:
+            srv.start()
+            s = socket.create_connection(("127.0.0.1", srv.ports[0]),
+                                         timeout=60)
+            # The cleanup waits for the stop's signal (30 s at most).
+            s.sendall(b"GET /pfb-test?teardown=30000 HTTP/1.1\r\n"
+                      b"Host: x\r\nConnection: close\r\n\r\n")
+            status, _ = read_response(s)
+            s.close()
+            self.assertEqual(status, 200)
+            self.assertTrue(srv.wait_log("PFB00181: pfb-test: teardown "
+                                         "begins"))
+            self.assertEqual(srv.stop(), 0)
+            self.assertTrue(srv.wait_exit())
+            self.assertIn("PFB00182: pfb-test: teardown ends (pid %d, "
+                          "interrupted by a signal)"
+                          % int(re.search(r"teardown begins \(pid (\d+)\)",
+                                          srv.error_log()).group(1)),
+                          srv.error_log())
+
     def test_graceful_stop_finishes_requests_in_flight(self):
         with Server(extra="StartServers 3\nGracefulShutdownTimeout 60\n",
                     daemon=True) as srv:

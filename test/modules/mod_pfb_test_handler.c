@@ -8,6 +8,10 @@
  *   ?sleep=MS   sleep MS milliseconds (0-60000, fractions allowed)
  *   ?spin=MS    burn CPU for MS milliseconds (0-60000)
  *   ?hold=MS    send "pid N" at once, then sleep MS milliseconds
+ *   ?teardown=MS answer at once; when the connection's pool is cleared
+ *               (the child's teardown of the connection), log
+ *               "teardown begins", sleep MS milliseconds or until a signal
+ *               interrupts, then log "teardown ends" and which it was
  *
  * "SetHandler pfb-fixed" answers the load suite's 100-byte body and nothing
  * else, with no access-log line (it marks itself like the harness's probes,
@@ -36,8 +40,10 @@
  * Never load it on a production server.
  */
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "apr_strings.h"
@@ -46,6 +52,7 @@
 #include "httpd.h"
 #include "http_config.h"
 #include "http_log.h"
+#include "http_main.h"
 #include "http_protocol.h"
 #include "http_request.h"
 #include "ap_mpm.h"
@@ -68,10 +75,31 @@ static double parse_ms(const char *value)
     return ms;
 }
 
+/* The connection pool's cleanup of ?teardown=MS: a teardown that takes
+ * its time, so that a test can stop the server in the middle of one. */
+static apr_status_t slow_teardown(void *data)
+{
+    const double *ms = data;
+    struct timespec period;
+    int interrupted;
+
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf,
+                 PFBLOGNO(00181) "pfb-test: teardown begins (pid %ld)",
+                 (long)getpid());
+    period.tv_sec = (time_t)(*ms / 1000.0);
+    period.tv_nsec = (long)((*ms - (double)period.tv_sec * 1000.0) * 1.0e6);
+    interrupted = nanosleep(&period, NULL) != 0 && errno == EINTR;
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, ap_server_conf,
+                 PFBLOGNO(00182) "pfb-test: teardown ends (pid %ld, %s)",
+                 (long)getpid(),
+                 interrupted ? "interrupted by a signal" : "slept its time");
+    return APR_SUCCESS;
+}
+
 static int pfb_test_handler(request_rec *r)
 {
     double ms = 0.0;
-    int spin = 0, hold = 0;
+    int spin = 0, hold = 0, teardown = 0;
 
     if (strcmp(r->handler, "pfb-test") != 0) {
         return DECLINED;
@@ -87,6 +115,10 @@ static int pfb_test_handler(request_rec *r)
         else if (strncmp(r->args, "hold=", 5) == 0) {
             ms = parse_ms(r->args + 5);
             hold = 1;
+        }
+        else if (strncmp(r->args, "teardown=", 9) == 0) {
+            ms = parse_ms(r->args + 9);
+            teardown = 1;
         }
         else {
             ms = -1.0;
@@ -107,7 +139,15 @@ static int pfb_test_handler(request_rec *r)
         ap_rprintf(r, "held %.3f ms\n", ms);
         return OK;
     }
-    if (spin) {
+    if (teardown) {
+        double *kept = apr_palloc(r->connection->pool, sizeof(*kept));
+
+        *kept = ms;
+        apr_pool_cleanup_register(r->connection->pool, kept, slow_teardown,
+                                  apr_pool_cleanup_null);
+        ms = 0.0;
+    }
+    else if (spin) {
         apr_time_t until = apr_time_now() + (apr_time_t)(ms * 1000.0);
         volatile unsigned long sink = 0;
 

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
@@ -355,6 +356,9 @@ START_TEST(finish_closes_what_is_left)
 }
 END_TEST
 
+/* No stop: lingering runs its course. */
+static volatile sig_atomic_t no_stop;
+
 /* Lingering in the caller's own thread ends at the client's close. */
 START_TEST(linger_here_ends_at_client_close)
 {
@@ -364,10 +368,69 @@ START_TEST(linger_here_ends_at_client_close)
     ck_assert_int_eq(shutdown(server, SHUT_WR), 0);
     write_all(client, "more", 4);
     ck_assert_int_eq(shutdown(client, SHUT_WR), 0);
-    pf_linger_here(server, 0);
+    pf_linger_here(server, 0, &no_stop);
     close(server);
     ck_assert_int_eq(read_to_eof(client), 0);
     close(client);
+}
+END_TEST
+
+/* What the interrupter thread works on. */
+typedef struct {
+    pthread_t target;
+    int client;
+    volatile int done;
+} interrupter_t;
+
+static void ignore_signal(int sig)
+{
+    (void)sig;
+}
+
+/* Keeps the client talking (so that the quiet expiry keeps moving) and
+ * signals the lingering thread, until it has returned. */
+static void *interrupt_lingering(void *arg)
+{
+    interrupter_t *it = arg;
+
+    while (!it->done) {
+        (void)send(it->client, "x", 1, MSG_NOSIGNAL);
+        pthread_kill(it->target, SIGUSR2);
+        poll(NULL, 0, 1);
+    }
+    return NULL;
+}
+
+/* A stop that arrives while the child lingers itself ends the lingering,
+ * as httpd's child dies in its lingering close: with the client still
+ * sending, lingering would otherwise run to its 30 s cap. */
+START_TEST(linger_here_ends_at_a_stop)
+{
+    static volatile sig_atomic_t stopping = 1;
+    struct sigaction sa, saved;
+    interrupter_t it;
+    pthread_t thread;
+    apr_int64_t started;
+    int server;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = ignore_signal;      /* no SA_RESTART: poll() ends */
+    ck_assert_int_eq(sigaction(SIGUSR2, &sa, &saved), 0);
+    connect_pair(&server, &it.client, 0);
+    ck_assert_int_eq(shutdown(server, SHUT_WR), 0);
+    it.target = pthread_self();
+    it.done = 0;
+    ck_assert_int_eq(pthread_create(&thread, NULL, interrupt_lingering, &it),
+                     0);
+    started = pf_linger_now();
+    pf_linger_here(server, 0, &stopping);
+    it.done = 1;
+    pthread_join(thread, NULL);
+    ck_assert_msg(pf_linger_now() - started < PF_LINGER_MAX_USEC,
+                  "lingered to the cap despite the stop");
+    close(server);
+    close(it.client);
+    ck_assert_int_eq(sigaction(SIGUSR2, &saved, NULL), 0);
 }
 END_TEST
 
@@ -390,6 +453,7 @@ Suite *linger_suite(void)
     tcase_add_test(sockets, finish_waits_for_the_client);
     tcase_add_test(sockets, finish_closes_what_is_left);
     tcase_add_test(sockets, linger_here_ends_at_client_close);
+    tcase_add_test(sockets, linger_here_ends_at_a_stop);
     tcase_set_timeout(sockets, 90);
     suite_add_tcase(s, sockets);
     return s;

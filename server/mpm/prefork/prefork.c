@@ -210,6 +210,11 @@ static apr_pool_t *pchild;
 static int devnull_fd = -1;
 static volatile sig_atomic_t child_die_now;
 static volatile sig_atomic_t child_in_accept_wait;
+/* Set while the child clears its transaction pool or closes its
+ * connection: the pools' cleanups are running, and exiting from the
+ * handler would run them again from inside themselves (mod_ssl freeing
+ * its connection twice).  A stop then leaves from the loop. */
+static volatile sig_atomic_t child_tearing_down;
 /* Where the child is, for its stop handler.  Starting: until child_init
  * has run a stop signal only sets child_die_now and the child leaves
  * right after its start-up, since exiting from the handler would destroy
@@ -433,8 +438,9 @@ static int stop_exit_code(void)
     return stopped_by_another ? APEXIT_CHILDSICK : 0;
 }
 
-/* SIGTERM/SIGHUP: exit now.  A child waiting for a connection only sets
- * the flag and leaves through its accept loop.  A child serving a request
+/* SIGTERM/SIGHUP: exit now.  A child waiting for a connection, or
+ * tearing down the one it served, only sets the flag and leaves through
+ * its loop.  A child serving a request
  * may sit in a blocking read for the whole Timeout, and a stop must not
  * wait that long, so it exits from the handler the way httpd's own
  * children do. */
@@ -448,6 +454,9 @@ static void just_die(int AP_MAYBE_UNUSED(sig), siginfo_t *info,
     }
     if (child_in_accept_wait) {
         stop_accepting();
+        return;
+    }
+    if (child_tearing_down) {
         return;
     }
     clean_child_exit(stop_exit_code());
@@ -612,7 +621,12 @@ static void child_main(int slot, int bucket_index)
             && connections_served >= ap_max_requests_per_child) {
             break;
         }
+        child_tearing_down = 1;
         apr_pool_clear(ptrans);
+        child_tearing_down = 0;
+        if (child_die_now) {
+            break;
+        }
         ap_update_child_status(sbh, SERVER_READY, NULL);
 
         child_in_accept_wait = 1;
@@ -641,7 +655,9 @@ static void child_main(int slot, int bucket_index)
                                                 bucket_alloc);
         if (current_conn) {
             ap_process_connection(current_conn, csd);
-            pf_close_connection(current_conn);
+            child_tearing_down = 1;
+            pf_close_connection(current_conn, &child_die_now);
+            child_tearing_down = 0;
         }
     }
     child_in_accept_wait = 0;

@@ -205,7 +205,7 @@ static void forget_descriptor(apr_socket_t *csd)
     apr_os_sock_put(&csd, &none, NULL);
 }
 
-void pf_close_connection(conn_rec *c)
+void pf_close_connection(conn_rec *c, volatile sig_atomic_t *stop)
 {
     apr_socket_t *csd = ap_get_conn_socket(c);
     pf_linger_exchange_t exchange = in_hand;
@@ -244,7 +244,7 @@ void pf_close_connection(conn_rec *c)
     if (rv != APR_EAGAIN && rv != APR_ENOTIMPL) {
         log_lingering_here(rv);
     }
-    pf_linger_here(fd, short_linger);
+    pf_linger_here(fd, short_linger, stop);
     apr_socket_close(csd);
 }
 

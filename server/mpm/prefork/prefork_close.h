@@ -50,9 +50,9 @@ void pf_close_child_init(volatile apr_int32_t *lingering);
  * the shutdown for writing as httpd does them, then the socket is closed
  * at once when the exchange is complete (pf_linger_decide), else lingered
  * on by the child's lingering thread (or, when that is impossible, here,
- * as httpd does).
+ * as httpd does, until a signal finds @a *stop set).
  */
-void pf_close_connection(conn_rec *c);
+void pf_close_connection(conn_rec *c, volatile sig_atomic_t *stop);
 
 /** Before the child exits: its lingering sockets, PF_CLOSE_EXIT_WAIT at
  *  most. */

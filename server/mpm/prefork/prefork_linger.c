@@ -155,7 +155,7 @@ static pf_linger_read_e read_discard(int fd)
                                                      : PF_READ_ERROR;
 }
 
-void pf_linger_here(int fd, int short_linger)
+void pf_linger_here(int fd, int short_linger, volatile sig_atomic_t *stop)
 {
     pf_linger_times_t t;
     struct pollfd pfd;
@@ -175,7 +175,7 @@ void pf_linger_here(int fd, int short_linger)
         pfd.events = POLLIN;
         pfd.revents = 0;
         rc = poll(&pfd, 1, (int)((expiry - now + 999) / 1000));
-        if (rc < 0 && errno != EINTR) {
+        if (rc < 0 && (errno != EINTR || *stop)) {
             return;
         }
         if (rc <= 0) {

@@ -52,6 +52,8 @@
 #ifndef PREFORK_LINGER_H
 #define PREFORK_LINGER_H
 
+#include <signal.h>
+
 #include "apr.h"
 #include "apr_errno.h"
 
@@ -148,9 +150,11 @@ apr_status_t pf_linger_hand_off(int fd, int short_linger);
 
 /**
  * Lingers on @a fd in the calling thread, as httpd does, until the client
- * closes or the expiry; the caller closes @a fd afterwards.
+ * closes, the expiry, or a signal that finds @a *stop set (the child's
+ * stop: it leaves at once, as httpd's child would die in its lingering
+ * close); the caller closes @a fd afterwards.
  */
-void pf_linger_here(int fd, int short_linger);
+void pf_linger_here(int fd, int short_linger, volatile sig_atomic_t *stop);
 
 /**
  * Before the child exits: waits up to @a max_wait usec for the lingering
