@@ -257,6 +257,23 @@ class LingerAtExit(unittest.TestCase):
     def test_stock_prefork_graceful_stop_loses_no_answer(self):
         self.graceful_stop(STOCK_PREFORK)
 
+    def test_stop_does_not_wait_for_lingering_closes(self):
+        """A stop (SIGTERM), unlike a graceful one, leaves at once, as
+        httpd's child dies in its lingering close: the parent has no child
+        left to signal again (PFB00051) while a client still uploads."""
+        with Server(extra=LIMITED + TWO) as srv:
+            srv.start()
+            self.assertTrue(srv.wait_ready(2))
+            # 32 KiB every 0.5 s: the upload would outlast the 30 s cap.
+            clients = uploads(srv.ports[0], 1, pause=0.5)
+            self.assertTrue(srv.wait_access_log(1))
+            clients[0].go_on.set()
+            self.assertEqual(srv.stop(), 0)
+            self.assertTrue(srv.wait_exit(), "the server did not stop")
+            self.assertEqual(srv.log_count("PFB00051"), 0,
+                             "a child waited for its lingering close")
+            clients[0].thread.join(DEADLINE)
+
     def graceful_restart(self, mpm):
         with Server(extra=LIMITED + POOL, mpm=mpm,
                     expect_log=STOP_LOG) as srv:

@@ -215,6 +215,10 @@ static volatile sig_atomic_t child_in_accept_wait;
  * handler would run them again from inside themselves (mod_ssl freeing
  * its connection twice).  A stop then leaves from the loop. */
 static volatile sig_atomic_t child_tearing_down;
+/* A stop (SIGTERM), not a graceful one: the child leaves without waiting
+ * for its lingering sockets, as httpd's child dies in its lingering
+ * close. */
+static volatile sig_atomic_t child_stopped_at_once;
 /* Where the child is, for its stop handler.  Starting: until child_init
  * has run a stop signal only sets child_die_now and the child leaves
  * right after its start-up, since exiting from the handler would destroy
@@ -449,6 +453,7 @@ static void just_die(int AP_MAYBE_UNUSED(sig), siginfo_t *info,
 {
     note_sender(info);
     child_die_now = 1;
+    child_stopped_at_once = 1;
     if (child_stage != CHILD_SERVING) {
         return;                 /* on its way out, or leaves after start-up */
     }
@@ -661,9 +666,11 @@ static void child_main(int slot, int bucket_index)
         }
     }
     child_in_accept_wait = 0;
-    /* Leaving: not idle while its lingering sockets finish. */
-    ap_update_child_status(sbh, SERVER_GRACEFUL, NULL);
-    pf_close_finish();
+    if (!child_stopped_at_once) {
+        /* Leaving: not idle while its lingering sockets finish. */
+        ap_update_child_status(sbh, SERVER_GRACEFUL, NULL);
+        pf_close_finish();
+    }
     clean_child_exit(stop_exit_code());
 }
 
