@@ -430,7 +430,7 @@ START_TEST(test_kernel_hands_a_closing_sockets_queue_over)
             ck_assert_int_eq(shutdown(g.fds[0], SHUT_RDWR), 0);
         }
         else {
-            ck_assert_int_eq(pf_steer_handover(fresh, g.fds[0]),
+            ck_assert_int_eq(pf_steer_handover(fresh, g.fds[0], 0),
                              APR_SUCCESS);
         }
         for (i = 0, got = 0; i < 6; i++) {
@@ -450,6 +450,64 @@ START_TEST(test_kernel_hands_a_closing_sockets_queue_over)
         pf_steer_kernel_close(prog_fd);
         close_group(&g);
     }
+}
+END_TEST
+
+/* A handshake in flight on the old socket is handed over when its last
+ * packet comes, which takes a round trip on a real network, and only if
+ * the group still has the program then: where the new socket is its
+ * Listen's only one, the handover's program stays on the group.  Seen
+ * from outside: a socket that joins the group afterwards gets nothing
+ * while the program stays, and its hash share once it is detached. */
+START_TEST(test_kernel_handover_program_stays_with_one_socket)
+{
+    char why[256];
+    int stays, i, fd, out, one = 1, taken[2] = { 0, 0 };
+    apr_socket_t *fresh = NULL;
+    group_t g;
+
+    if (!pf_steer_can_hand_over(why, sizeof(why))) {
+        printf("steer-kernel: no handover on this kernel (%s)\n", why);
+        return;
+    }
+    for (stays = 0; stays < 2; stays++) {
+        open_group(&g, 1, -1);
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&g.addr, sizeof(g.addr)),
+                         0);
+        ck_assert_int_eq(listen(fd, 64), 0);
+        ck_assert_int_eq(apr_os_sock_put(&fresh, &fd, g.pool), APR_SUCCESS);
+        ck_assert_int_eq(pf_steer_handover(fresh, g.fds[0], stays),
+                         APR_SUCCESS);
+        out = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        setsockopt(out, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+        ck_assert_int_eq(bind(out, (struct sockaddr *)&g.addr,
+                              sizeof(g.addr)), 0);
+        ck_assert_int_eq(listen(out, 64), 0);
+        fcntl(out, F_SETFL, O_NONBLOCK);
+        for (i = 0; i < 40; i++) {
+            int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), a;
+
+            ck_assert_int_eq(connect(c, (struct sockaddr *)&g.addr,
+                                     sizeof(g.addr)), 0);
+            if ((a = accept(out, NULL, NULL)) >= 0) {
+                taken[stays]++;
+                close(a);
+            }
+            close(c);
+        }
+        close(out);
+        close(fd);
+        fresh = NULL;
+        close_group(&g);
+    }
+    ck_assert_msg(taken[1] == 0, "the outsider took %d of 40 with the "
+                  "program on the group", taken[1]);
+    /* Detached, the kernel's hash gives it about half (none of 40: one
+     * chance in 2^40). */
+    ck_assert_msg(taken[0] > 0, "the outsider took none of 40 with the "
+                  "program detached");
 }
 END_TEST
 
@@ -507,6 +565,7 @@ Suite *steer_kernel_suite(void)
     tcase_add_test(tc, test_kernel_runs_hash_program);
     tcase_add_test(tc, test_kernel_never_falls_back_to_the_kernels_hash);
     tcase_add_test(tc, test_kernel_hands_a_closing_sockets_queue_over);
+    tcase_add_test(tc, test_kernel_handover_program_stays_with_one_socket);
     tcase_add_test(tc, test_kernel_runs_cpu_program);
     suite_add_tcase(s, tc);
     return s;

@@ -316,12 +316,16 @@ static int has_queue(int fd)
 
 /* The replaced sockets stop listening, once the new ones are where the
  * group's program chooses: through steering's map where its programs are
- * on the groups, else through a handover's program for the moment. */
+ * on the groups, else through a handover's program, which stays on a
+ * group whose Listen has one socket, for the handshakes still in flight
+ * on the old one. */
 static void retire_replaced(pf_sockguard_t *g, server_rec *s)
 {
     pf_guard_retiring_t *list;
     int i, n = pf_guard_retiring(g->book, &list), lost = 0, steered;
     int reuseport = wants_reuseport(g), none = 0;
+    int one_per_listen = g->gen->plan.mode != PFB_MODE_REUSEPORT
+                         || g->gen->plan.buckets_per_listen == 1;
     apr_os_sock_t fd;
 
     if (n == 0) {
@@ -334,7 +338,8 @@ static void retire_replaced(pf_sockguard_t *g, server_rec *s)
     for (i = 0; i < n; i++) {
         if (steered ? !pf_steer_hands_over(g->steer)
                     : (g->can_hand_over != 1
-                       || pf_steer_handover(list[i].fresh, list[i].old_fd)
+                       || pf_steer_handover(list[i].fresh, list[i].old_fd,
+                                            one_per_listen)
                               != APR_SUCCESS)) {
             lost += has_queue(list[i].old_fd);
         }

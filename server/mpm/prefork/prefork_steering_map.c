@@ -227,7 +227,7 @@ int pf_steer_can_hand_over(char *why, apr_size_t why_len)
     return hands_over;
 }
 
-apr_status_t pf_steer_handover(apr_socket_t *fresh, int old_fd)
+apr_status_t pf_steer_handover(apr_socket_t *fresh, int old_fd, int stays)
 {
     int map_fd, prog_fd, hands_over;
     apr_status_t rv;
@@ -248,7 +248,9 @@ apr_status_t pf_steer_handover(apr_socket_t *fresh, int old_fd)
         if (shutdown(old_fd, SHUT_RDWR) != 0) {
             rv = errno;
         }
-        pf_steer_kernel_detach(fresh);
+        if (!stays) {
+            pf_steer_kernel_detach(fresh);
+        }
     }
     pf_steer_kernel_close(prog_fd);
     pf_steer_kernel_close(map_fd);

@@ -28,7 +28,7 @@
  * keeps a copy): the new socket joins the old one's group, takes its key
  * in the map, and the old one stops listening.  Where no steering program
  * is on the group (one bucket, ListenBucketSteering's program refused),
- * pf_steer_handover() puts one there for the moment.
+ * pf_steer_handover() puts one there.
  */
 
 #ifndef PREFORK_STEERING_MAP_H
@@ -91,10 +91,16 @@ int pf_steer_can_hand_over(char *why, apr_size_t why_len);
  * Stops @a old_fd listening with its queued connections, and handshakes
  * in flight, handed to @a fresh, a socket in its reuseport group that no
  * steering program serves: the hash program on a map of one socket,
- * @a fresh, is attached to the group for the moment and detached after.
+ * @a fresh, is attached to the group.  A handshake in flight on @a old_fd
+ * is handed over when the client's last packet of it comes, a round trip
+ * or more later, and only while the group has the program: with
+ * @a stays (@a fresh is its Listen's only socket) the program stays on
+ * the group, choosing @a fresh, until something replaces it; otherwise
+ * (other sockets of the Listen would get nothing) it is detached at once
+ * and those handshakes are reset.
  * @return APR_SUCCESS when handed over; otherwise @a old_fd is left
  *         listening, for the caller to stop (its queue is then reset)
  */
-apr_status_t pf_steer_handover(apr_socket_t *fresh, int old_fd);
+apr_status_t pf_steer_handover(apr_socket_t *fresh, int old_fd, int stays);
 
 #endif /* PREFORK_STEERING_MAP_H */
