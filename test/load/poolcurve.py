@@ -35,6 +35,12 @@ times.  The folder holds one commit's measurements: `run` refuses a tree with
 changes, or one whose commit differs from the plan's in any file a run
 executes (NOT_MEASURED lists what may differ: documents, the claims
 check, the report); each session records the commit it ran at.
+
+With --after-graceful each session then serves each (rate, idle policy)
+once more, each run right after a graceful restart of its own (`-k
+graceful`'s signal) whose new children all wait in accept(): a pool that
+has served nothing since its fork, as admins' servers are after every
+reload.  These runs are reported as the build's "+graceful" variant.
 """
 
 import argparse
@@ -72,6 +78,10 @@ RATES = (1000, 2500)
 # rotation, stop), for --budget-s; refined from the folder's own sessions.
 SESSION_FIXED_S = 12.0
 SESSION_PER_CHILD_S = 0.012
+# A graceful restart's cost per child (fork of the new one, exit of the
+# old), for the estimate of an --after-graceful session.
+GRACEFUL_PER_CHILD_S = 0.01
+AFTER_GRACEFUL = "+graceful"
 
 
 def plan_sessions(seed, pairs, builds, pools, rates, policies, first=1):
@@ -101,8 +111,14 @@ def session_estimate(doc, pool, runs, seconds):
             if s["pool"] == pool and s.get("took_s")]
     if took:
         return max(took)
-    return SESSION_FIXED_S + SESSION_PER_CHILD_S * pool * \
-        doc["settings"]["warm_requests"] + runs * (seconds + 2.0)
+    settings = doc["settings"]
+    warm = pool * settings["warm_requests"] / float(settings["warm_rate"])
+    estimate = SESSION_FIXED_S + SESSION_PER_CHILD_S * pool + \
+        1.5 * warm + runs * (seconds + 2.0)
+    if settings.get("after_graceful"):
+        estimate += runs * (seconds + 2.0 + GRACEFUL_PER_CHILD_S * pool
+                            + 5.0)
+    return estimate
 
 
 def needs_again(doc, session):
@@ -188,6 +204,45 @@ def timed_run(srv, cfg, cgroups, args, rate, policy, seconds, log):
     result.update(reuse_distance(srv.access_log_lines()[logged:]))
     return result
 
+# accept() and accept4() on x86_64 and aarch64 (/proc/PID/syscall's first
+# field while a process is in a system call).
+ACCEPT_SYSCALLS = {"x86_64": ("43", "288"), "aarch64": ("202", "242")}
+
+
+def in_accept(pid):
+    """Whether a process sleeps in accept(): waits on its listener's queue."""
+    calls = ACCEPT_SYSCALLS.get(os.uname().machine, ())
+    try:
+        with open("/proc/%d/syscall" % pid) as f:
+            return f.read().split()[0] in calls
+    except (OSError, IndexError):
+        return False
+
+
+def restart_gracefully(srv, pool, log, timeout=300):
+    """The graceful restart's signal, then a wait, without a request (one
+    would warm a child), until the server's children are `pool` new ones,
+    each waiting in accept(), and none of the old generation is left.
+    Returns what it saw."""
+    old = set(srv.children())
+    started = time.time()
+    srv.graceful()
+    while True:
+        kids = set(srv.children())
+        new = kids - old
+        waiting = sum(1 for pid in new if in_accept(pid))
+        if len(new) >= pool and not kids & old and waiting >= pool:
+            break
+        if time.time() - started > timeout:
+            raise RuntimeError("graceful restart: %d of %d new children "
+                               "waiting, %d old left after %d s"
+                               % (waiting, pool, len(kids & old), timeout))
+        time.sleep(0.05)
+    took = round(time.time() - started, 1)
+    log.write("# graceful restart: %d new children waiting in %s s\n"
+              % (waiting, took))
+    return {"seconds": took, "children": len(new), "waiting": waiting}
+
 
 def counted_window(srv, cfg, cgroups, args, rate, seconds, log):
     """The kernel events of `seconds` at `rate` (default policy)."""
@@ -212,6 +267,47 @@ def counted_window(srv, cfg, cgroups, args, rate, seconds, log):
     if "error" in ke.result:
         one["error"] = ke.result["error"]
     return one
+
+
+def record_run(doc, session, result, config, rate, policy, position,
+               args, out_dir):
+    """A timed run's result, judged, kept in doc and printed; `config` is
+    the build, or its "+graceful" variant."""
+    pool = session["pool"]
+    result.update({"scenario": "rate%d" % rate, "rate": rate,
+                   "config": config, "pool": pool,
+                   "pair": session["pair"], "session": session["id"],
+                   "attempt": session["attempt"], "position": position})
+    keep_latencies(result, "pool%d-rate%d" % (pool, rate),
+                   "%s-%s-a%d" % (config, policy, session["attempt"]),
+                   session["pair"], out_dir)
+    result["invalid"] = validity.judge_run(
+        "rate%d" % rate, result, args.max_lag_ms, args.max_foreign_cpu)
+    doc["runs"].append(result)
+    print("%-26s %-16s %4d req/s %-7s cpu %6s us/req  p99 %7.2f ms%s"
+          % (session["id"], config, rate, policy,
+             "%.1f" % report_pool.cpu_us(result)
+             if report_pool.cpu_us(result) else "-",
+             result.get("p99") or float("nan"),
+             "  INVALID: " + "; ".join(result["invalid"])
+             if result["invalid"] else ""))
+    sys.stdout.flush()
+
+
+def after_graceful_runs(doc, session, srv, cfg, cgroups, args, log,
+                        out_dir):
+    """Each (rate, policy) of the session once more, in the same order,
+    each right after a graceful restart of its own."""
+    settings = doc["settings"]
+    restarts = []
+    for position, (rate, policy) in enumerate(session["order"]):
+        restarts.append(restart_gracefully(srv, session["pool"], log))
+        result = timed_run(srv, cfg, cgroups, args, rate, policy,
+                           settings["seconds"], log)
+        result["graceful_restart"] = restarts[-1]
+        record_run(doc, session, result, session["build"] + AFTER_GRACEFUL,
+                   rate, policy, position, args, out_dir)
+    return restarts
 
 
 def run_session(doc, session, all_configs, args, log, out_dir):
@@ -247,31 +343,15 @@ def run_session(doc, session, all_configs, args, log, out_dir):
             for position, (rate, policy) in enumerate(session["order"]):
                 result = timed_run(srv, cfg, (cgroup, gen_cgroup), args,
                                    rate, policy, settings["seconds"], log)
-                result.update({"scenario": "rate%d" % rate, "rate": rate,
-                               "config": session["build"], "pool": pool,
-                               "pair": session["pair"],
-                               "session": session["id"],
-                               "attempt": session["attempt"],
-                               "position": position})
-                keep_latencies(result, "pool%d-rate%d" % (pool, rate),
-                               "%s-%s-a%d" % (session["build"], policy,
-                                              session["attempt"]),
-                               session["pair"], out_dir)
-                result["invalid"] = validity.judge_run(
-                    "rate%d" % rate, result, args.max_lag_ms,
-                    args.max_foreign_cpu)
-                doc["runs"].append(result)
-                print("%-26s %4d req/s %-7s cpu %6s us/req  p99 %7.2f ms%s"
-                      % (session["id"], rate, policy,
-                         "%.1f" % report_pool.cpu_us(result)
-                         if report_pool.cpu_us(result) else "-",
-                         result.get("p99") or float("nan"),
-                         "  INVALID: " + "; ".join(result["invalid"])
-                         if result["invalid"] else ""))
-                sys.stdout.flush()
+                record_run(doc, session, result, session["build"], rate,
+                           policy, position, args, out_dir)
             record["counted"] = counted_window(
                 srv, cfg, (cgroup, gen_cgroup), args, settings["warm_rate"],
                 settings["count_seconds"], log)
+            if settings.get("after_graceful"):
+                record["graceful"] = after_graceful_runs(
+                    doc, session, srv, cfg, (cgroup, gen_cgroup), args, log,
+                    out_dir)
             record["children_end"] = len(srv.children())
     record["log_problems"] = srv.log_problems[:20]
     record["took_s"] = round(time.time() - began, 1)
@@ -284,7 +364,8 @@ def new_folder(args, out_dir):
     args.seed = args.seed or str(int(time.time()))
     settings = {"pairs": args.pairs, "seconds": args.seconds,
                 "warm_requests": args.warm_requests,
-                "warm_rate": min(args.rates),
+                "warm_rate": args.warm_rate or min(args.rates),
+                "after_graceful": args.after_graceful,
                 "count_seconds": args.count_seconds,
                 "builds": args.builds, "pools": args.pools,
                 "rates": args.rates, "policies": args.policies,
@@ -297,7 +378,11 @@ def new_folder(args, out_dir):
             "idle": idlepolicy.describe(), "seed": args.seed,
             "settings": settings, "server_cpus": server_cpus(args),
             "client_cpus": client_cpus(args),
-            "configs": {k: configs(args)[k]["label"] for k in args.builds},
+            "configs": dict(
+                {k: configs(args)[k]["label"] for k in args.builds},
+                **{k + AFTER_GRACEFUL: configs(args)[k]["label"]
+                   + ", right after a graceful restart"
+                   for k in args.builds if args.after_graceful}),
             "builds": hoststate.build_identities(
                 {k: configs(args)[k] for k in args.builds}),
             "plan": plan_sessions(args.seed, args.pairs, args.builds,
@@ -353,6 +438,8 @@ def cmd_run(args):
                     "builds", "pools", "rates", "policies", "max_lag_ms",
                     "max_foreign_cpu", "quiet_wait", "attempts"):
             setattr(args, key, doc["settings"][key])
+        args.warm_rate = doc["settings"]["warm_rate"]
+        args.after_graceful = doc["settings"].get("after_graceful", False)
     else:
         doc = new_folder(args, out_dir)
     made = doc["host_state"]["commit"]
@@ -484,6 +571,13 @@ def parse_args():
     run.add_argument("--warm-requests", type=int, default=5,
                      help="requests every child serves before the timed "
                      "runs (default 5; `warmth` shows why)")
+    run.add_argument("--warm-rate", type=int,
+                     help="the warm-up's rate (default the lowest of "
+                     "--rates)")
+    run.add_argument("--after-graceful", action="store_true",
+                     help="each (rate, policy) once more per session, each "
+                     "right after a graceful restart (the build's "
+                     "\"+graceful\" variant in the report)")
     run.add_argument("--count-seconds", type=int, default=2,
                      help="the counted window (default 2)")
     run.add_argument("--builds", type=lambda s: s.split(","),

@@ -34,6 +34,15 @@ def cpu_us(run):
     return run["server_cpus_s"] * 1e6 / run["requests"]
 
 
+def report_builds(doc):
+    """The builds of the report's tables: each build, then, where the
+    folder has them (poolcurve.py --after-graceful), each build's runs
+    right after a graceful restart, as a variant of its own."""
+    s = doc["settings"]
+    return list(s["builds"]) + ([b + "+graceful" for b in s["builds"]]
+                                if s.get("after_graceful") else [])
+
+
 def cell_runs(doc, build, pool, rate, policy):
     """{pair: run} of one cell: each pair's latest attempt that is valid
     or saturated (saturation is the server's result); host or generator
@@ -131,7 +140,7 @@ def curve_table(doc, rate, policy):
         "[95 %% CI] | × %d children, per pair [CI] | verdict | p99 ms [CI] | "
         "p99.9 ms (median) | achieved req/s (median) |" % pools[0],
         "|---|---|---|---|---|---|---|---|---|"]
-    for build in s["builds"]:
+    for build in report_builds(doc):
         base = cell_runs(doc, build, pools[0], rate, policy)
         for pool in pools:
             runs = cell_runs(doc, build, pool, rate, policy)
@@ -175,7 +184,7 @@ def slope_table(doc):
              "| build | rate | idle policy | ns per child [CI] | pairs | "
              "predicted ns per child | against the prediction |",
              "|---|---|---|---|---|---|---|"]
-    for build in s["builds"]:
+    for build in report_builds(doc):
         for rate in s["rates"]:
             for policy in s["policies"]:
                 slopes = pair_slopes(doc, build, rate, policy, pools)
@@ -385,7 +394,7 @@ def write(doc, out_dir):
              "MaxRequestWorkers = ServerLimit, no retirement); open loop at "
              "%s req/s, %d s a run, under idle policies %s; %d pairs. Each "
              "session (one server) warmed up at %d req/s until every child "
-             "had served %d requests. Server on CPU %s with its receive "
+             "had served %d requests%s. Server on CPU %s with its receive "
              "softirq (the rig), the generator on CPU %s." % (
                  doc["host_state"]["commit"], ", ".join(
                      "%s (%d sessions)" % kv for kv in commits.items()),
@@ -395,7 +404,12 @@ def write(doc, out_dir):
                  ", ".join(map(str, s["pools"])),
                  " and ".join(map(str, s["rates"])), s["seconds"],
                  " and ".join(s["policies"]), s["pairs"], s["warm_rate"],
-                 s["warm_requests"], ",".join(map(str, doc["server_cpus"])),
+                 s["warm_requests"],
+                 "; then, with the build's \"+graceful\" variant, each "
+                 "(rate, policy) once more, each run right after a graceful "
+                 "restart of its own whose new children all waited in "
+                 "accept()" if s.get("after_graceful") else "",
+                 ",".join(map(str, doc["server_cpus"])),
                  ",".join(map(str, doc["client_cpus"])))]
     lines += ["", "Server CPU µs/request: the server CPU's busy time (the "
               "elapsed time less the tick's idle time; softirq included) "

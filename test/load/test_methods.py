@@ -197,6 +197,26 @@ class PoolPlan(unittest.TestCase):
         doc["runs"].append({"session": again[0]["id"], "invalid": []})
         self.assertEqual(poolcurve.pending(doc, 3), [])
 
+    def test_after_graceful_is_a_variant_of_each_build(self):
+        doc = {"settings": {"builds": ["a", "b"], "after_graceful": True}}
+        self.assertEqual(report_pool.report_builds(doc),
+                         ["a", "b", "a+graceful", "b+graceful"])
+        doc["settings"]["after_graceful"] = False
+        self.assertEqual(report_pool.report_builds(doc), ["a", "b"])
+
+    def test_estimate_counts_the_warm_up_at_its_rate(self):
+        doc = {"settings": {"warm_requests": 100, "warm_rate": 2500,
+                            "after_graceful": False}, "sessions": []}
+        small = poolcurve.session_estimate(doc, 64, 2, 5)
+        large = poolcurve.session_estimate(doc, 2048, 2, 5)
+        # 2048 children x 100 requests at 2500 req/s: 82 s of warm-up.
+        self.assertGreater(large - small, 82)
+        doc["settings"]["after_graceful"] = True
+        self.assertGreater(poolcurve.session_estimate(doc, 2048, 2, 5),
+                           large + 2 * 5)
+        doc["sessions"].append({"pool": 2048, "took_s": 99.0})
+        self.assertEqual(poolcurve.session_estimate(doc, 2048, 2, 5), 99.0)
+
     def test_saturation_is_told_apart(self):
         self.assertTrue(report_pool.only_saturated(
             ["achieved 1.0 req/s, under 97 % of the 2.0 offered "
