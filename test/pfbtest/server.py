@@ -83,6 +83,10 @@ Timeout 30
 # fails a test unless the test expects its tag.
 ROUTINE_TAGS = frozenset()
 
+# The MPM's notice that a start or restart is complete: logged after the
+# parent has published the generation for the status module.
+RESUMED = "PFB00017"
+
 # Mode letters of the pfb-scoreboard handler (mod_status's): starting,
 # and the states of a child that finished starting and serves.
 STARTING = "S"
@@ -236,6 +240,7 @@ class Server:
         self.proc = None
         self.wrapper = []           # e.g. valgrind and its options
         self.probe_connections = 0
+        self.resumed_before = 0     # RESUMED lines before the last start
         self.ports = []
         self.conf = os.path.join(self.root, "httpd.conf")
         self.startup_output = ""
@@ -300,6 +305,7 @@ class Server:
             self.ports = [free_port(self.listen_host)
                           for _ in range(self.nports)]
             self.probe_connections = 0
+            self.resumed_before = self.log_count(RESUMED)
             self.write_conf()
             if self.daemon:
                 rc = self._start_daemon(expect_failure, timeout)
@@ -426,10 +432,22 @@ class Server:
                         errors="replace")
                 return False
             if self.pid() and all(self._can_connect(p) for p in self.ports):
-                if len(self.children()) > 0:
+                if len(self.children()) > 0 and self._resumed():
                     return True
             time.sleep(0.05)
         return False
+
+    def announces_resuming(self):
+        """Whether the MPM is this project's, which logs RESUMED once it
+        has published what the status module reports; Debian's MPMs do
+        not say it."""
+        return self.mpm not in (config.STOCK_PREFORK, config.STOCK_EVENT)
+
+    def _resumed(self):
+        """A child can answer before the parent has published the
+        generation it started: a start is complete once it is."""
+        return not self.announces_resuming() or \
+            self.log_count(RESUMED) > self.resumed_before
 
     def _can_connect(self, port):
         try:
@@ -459,9 +477,10 @@ class Server:
         """A graceful restart that returns once a child of the new
         generation finished starting; returns that generation."""
         before = self.scoreboard().newest_generation()
+        self.resumed_before = self.log_count(RESUMED)
         self.graceful()
         board = self.wait_for(
-            lambda: self._board_if(
+            lambda: self._resumed() and self._board_if(
                 lambda b: b.serving(generation=before + 1)), timeout)
         if not board:
             # What the lead needs to tell a lost signal from a dead parent.

@@ -1213,6 +1213,11 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
 
     pf_steer_attach(retained->steer, &retained->gen, conf.steering,
                     conf.cpu_affinity, pconf, s);
+    /* The steering in force, before any child can answer a status
+     * request; the children's figures follow after they are forked. */
+    pf_bucketset_publish(retained->buckets, NULL,
+                         retained->mpm->my_generation,
+                         retained->children->used);
     startup_children(s);
     /* The new generation is accepting; now let the old one go, so that
      * no bucket is ever left without a child, then the sockets it held. */

@@ -132,7 +132,8 @@ pf_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs);
  * The publish step: writes every parent-owned field of the segment (the
  * header, the bucket table, each bucket's record with the figures of
  * @a obs and what its identity's children accepted) from the parent's
- * own state.  Writes only: it attaches, maps and corrects nothing.
+ * own state.  Writes only: it attaches, maps and corrects nothing.  With
+ * @a obs NULL only the header and the bucket table are written.
  */
 void pf_bucketset_publish(pf_bucketset_t *bs, const pf_observation_t *obs,
                           ap_generation_t number, int slots_used);
