@@ -126,11 +126,14 @@ def wait_children(srv, n):
 
 
 def wait_counted_idle(srv, per_bucket):
-    """Waits until the published idle counts say every child is idle: the
-    children counted themselves before waiting in accept(), and a cycle
-    published it."""
+    """Waits for a publish in which every child is idle both as the
+    scoreboard says and as the program's counts say: the children counted
+    themselves before waiting in accept(), and the cycle saw each of them
+    past its start.  (A child that finishes starting while the parent
+    reads the two figures is idle in one and not yet in the other.)"""
     return srv.wait_for(lambda: all(
         b["steering"]["idle"] == per_bucket
+        and b["children"]["idle"] == per_bucket
         for b in status_json(srv)["buckets"]))
 
 
@@ -271,10 +274,15 @@ class IdleSteering(unittest.TestCase):
                     expect_log=FULL_LOG + ("PFB00035",)) as srv:
             self.start(srv)
 
-            def counts_true():
-                snap = status_json(srv)
+            def counts_true(snap=None):
+                snap = snap or status_json(srv)
                 return all(b["steering"]["idle"] == b["children"]["idle"]
                            for b in snap["buckets"]), snap
+
+            def one_child_in(b):
+                snap = status_json(srv)
+                return snap if snap["buckets"][b]["children"]["total"] == 1 \
+                    else None
 
             ok, snap = counts_true()
             self.assertTrue(ok, snap["buckets"])
@@ -286,11 +294,11 @@ class IdleSteering(unittest.TestCase):
                 # The first figures published after the parent reaped it
                 # (the bucket shows one child) must already be true: the
                 # drift correction, which needs two cycles, cannot be what
-                # fixed them.
-                self.assertTrue(srv.wait_for(
-                    lambda: status_json(srv)["buckets"][b]["children"]
-                    ["total"] == 1))
-                ok, snap = counts_true()
+                # fixed them.  Those figures themselves, not a later
+                # publish, in which the replacement may be starting.
+                snap = srv.wait_for(lambda: one_child_in(b))
+                self.assertTrue(snap, status_json(srv))
+                ok, snap = counts_true(snap)
                 self.assertTrue(ok, [(x["steering"], x["children"])
                                      for x in snap["buckets"]])
             restarts_under_load(self, srv, concurrency=4)
