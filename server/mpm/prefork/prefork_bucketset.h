@@ -133,7 +133,8 @@ pf_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs);
  * header, the bucket table, each bucket's record with the figures of
  * @a obs and what its identity's children accepted) from the parent's
  * own state.  Writes only: it attaches, maps and corrects nothing.  With
- * @a obs NULL only the header and the bucket table are written.
+ * @a obs NULL the records keep the figures they have: the header, the
+ * bucket table and the identities are written.
  */
 void pf_bucketset_publish(pf_bucketset_t *bs, const pf_observation_t *obs,
                           ap_generation_t number, int slots_used);
