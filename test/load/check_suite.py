@@ -32,8 +32,12 @@ kernel-event pass must count the blocking anchor's four system calls
 (accept4, read, write, close) and one voluntary switch per request, and
 NET_RX time for its packets.  Also the idle policy and the method's new
 parts: the rig's runs above hold /dev/cpu_dma_latency at 0 in one
-configuration (the record must say 0 was in force), and one second of
-capacity stepping must report a capacity."""
+configuration (the record must say 0 was in force) and count entries
+into the cpuidle states; on a host with no cpuidle state for the latency
+to bar (driver `none`) only `default` runs, and the record must say why
+poll did not.  One second of capacity stepping must report a capacity.
+PFB_SYSFS (idlepolicy.py) points the suite and these checks at another
+sysfs tree."""
 
 import json
 import os
@@ -43,6 +47,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "..", "..", "bench-results")
+sys.path.insert(0, HERE)
+
+import idlepolicy  # noqa: E402
 
 
 def run_suite(out, args):
@@ -158,8 +165,10 @@ def check_round3():
         "--pairs", "1", "--seconds", "1", "--warmup", "0",
         "--max-lag-ms", "1000"])
     # The anchors profile runs each pair under every idle policy it
-    # records (idlepolicy.py: as configured, and polling).
+    # records (idlepolicy.py: as configured, and polling where the host
+    # can hold it).
     policies = len(doc.get("settings", {}).get("idle_policies") or [1])
+    problems += policy_problems("round3", doc, ran, idlepolicy.describe())
     problems += count_runs(doc, ran, {"rate": 4 * policies,
                                       "static-close": 4 * policies,
                                       "tls-close": 3 * policies,
@@ -203,9 +212,53 @@ def hog(cpu):
                              "-c", "while True: pass"])
 
 
+def policy_problems(where, doc, runs, host):
+    """Problems with which idle policies a folder ran, given `host`
+    (idlepolicy.describe() as this check reads it): where the host can
+    hold poll, default and poll both ran; where it cannot, only default
+    ran, the folder says why poll did not, and every run says that poll
+    could not be held here."""
+    problems = []
+    holdable, _ = idlepolicy.holdable(host)
+    if doc.get("idle", {}).get("poll_holdable") is not holdable:
+        problems.append("%s: the folder records poll_holdable %s, this "
+                        "host's cpuidle says %s" % (
+                            where, doc.get("idle", {}).get("poll_holdable"),
+                            holdable))
+    for r in runs:
+        if r.get("idle_policy_holdable") is not holdable:
+            problems.append("%s: %s/%s records idle_policy_holdable %s, "
+                            "this host's cpuidle says %s" % (
+                                where, r["scenario"], r["config"],
+                                r.get("idle_policy_holdable"), holdable))
+        elif not holdable and not r.get("idle_policy_not_holdable"):
+            problems.append("%s: %s/%s does not say why poll cannot be "
+                            "held" % (where, r["scenario"], r["config"]))
+    ran = sorted({r.get("idle_policy") for r in runs})
+    if holdable and ran != ["default", "poll"]:
+        problems.append("%s: did not run both idle policies: %s"
+                        % (where, ran))
+    if not holdable:
+        if ran != ["default"]:
+            problems.append("%s: poll cannot be held here, yet the runs' "
+                            "idle policies are %s" % (where, ran))
+        if not doc.get("idle_policies_not_run", {}).get("poll"):
+            problems.append("%s: poll cannot be held here and the folder "
+                            "does not say why it was not run" % where)
+    return problems
+
+
+def entries_problems(where, runs, host):
+    """Runs that counted no entries into a cpuidle state, where the host
+    has states to enter (a host without a cpuidle driver has none)."""
+    if not host.get("states"):
+        return []
+    return ["%s: %s recorded no cpuidle entries" % (where, r["config"])
+            for r in runs if not r.get("idle", {}).get("entries")]
+
+
 def check_rig():
     """The rig's validity rules on real runs, and its event counter."""
-    sys.path.insert(0, HERE)
     import rig
     why = rig.unavailable()
     if why:
@@ -241,6 +294,9 @@ def check_rig():
         "--workers", "8"])
     ran += got
     problems += probs
+    host = idlepolicy.describe()
+    problems += policy_problems("rig", doc, got, host)
+    problems += entries_problems("rig", got, host)
     for r in got:
         if not any("saturated" in w for w in r["invalid"]):
             problems.append("rig: %s at 60000 req/s offered was not reported "
@@ -255,13 +311,6 @@ def check_rig():
         if r.get("idle_policy") == "default" and held == 0:
             problems.append("rig: %s under the default policy ran with "
                             "cpu_dma_latency held at 0" % r["config"])
-        if not r.get("idle", {}).get("entries"):
-            problems.append("rig: %s recorded no cpuidle entries"
-                            % r["config"])
-    if sorted({r.get("idle_policy") for r in got}) != ["default", "poll"]:
-        problems.append("rig: the rig profile did not run both idle "
-                        "policies: %s" % sorted({r.get("idle_policy")
-                                                 for r in got}))
     # Capacity by stepping the rate, one climb.
     _, got, probs = run_suite(os.path.join(RESULTS, "ci-rig-capacity"), [
         "--profile", "rig", "--configs", "anchor-blocking",

@@ -18,6 +18,12 @@ two of them:
             may pick no state with an exit latency above 0, so an idle CPU
             polls.
 
+A host with no cpuidle state for that latency to bar (current_driver
+`none`: the idle loop then waits the architecture's way) cannot hold
+`poll`: holdable() says so and why, suite.py leaves poll out there
+(plan()) where poolcurve.py and stall.py refuse it (unavailable()), and
+describe() and each run's record carry the verdict.
+
 Per run, on the server's CPUs: the busy time (the elapsed time less the
 idle time the tick accounts, in ns: see delta() for why not cpuidle's
 residency), each cpuidle state's entries and residency, the interrupts of
@@ -31,9 +37,10 @@ import re
 import struct
 import time
 
-CPU_DIR = "/sys/devices/system/cpu"
+# sysfs's root; PFB_SYSFS names another (a fake tree a test builds), so
+# that the decisions below can be checked for a host unlike this one.
+SYSFS = "/sys"
 DMA_LATENCY = "/dev/cpu_dma_latency"
-HALTPOLL_PARAMS = "/sys/module/haltpoll/parameters"
 POLICIES = ("default", "poll")
 LABELS = {"default": "idle as configured",
           "poll": "cpu_dma_latency held at 0 (polls)"}
@@ -64,15 +71,24 @@ def parse_policies(text):
     return names or ["default"]
 
 
-def describe():
+def sysfs_root(root=None):
+    return root or os.environ.get("PFB_SYSFS") or SYSFS
+
+
+def cpu_dir(root=None):
+    return os.path.join(sysfs_root(root), "devices", "system", "cpu")
+
+
+def describe(root=None):
     """What decides how an idle vCPU waits, for the run's record: the
     cpuidle driver and governor, each state's name, exit latency and
     whether it is disabled (CPU 0's), the guest haltpoll parameters, the
-    PM QoS latency in force now, and whether the host's own halt polling
-    is visible (it is not, from a guest)."""
-    base = os.path.join(CPU_DIR, "cpuidle")
+    PM QoS latency in force now, whether the host's own halt polling
+    is visible (it is not, from a guest), and whether the poll policy can
+    be held here (holdable())."""
+    base = os.path.join(cpu_dir(root), "cpuidle")
     states = []
-    cpu0 = os.path.join(CPU_DIR, "cpu0", "cpuidle")
+    cpu0 = os.path.join(cpu_dir(root), "cpu0", "cpuidle")
     for name in sorted(os.listdir(cpu0)) if os.path.isdir(cpu0) else []:
         if re.fullmatch(r"state\d+", name):
             d = os.path.join(cpu0, name)
@@ -80,15 +96,67 @@ def describe():
                            "latency_us": _int(_read(d + "/latency")),
                            "disable": _int(_read(d + "/disable"))})
     params = {}
-    if os.path.isdir(HALTPOLL_PARAMS):
-        for name in sorted(os.listdir(HALTPOLL_PARAMS)):
-            params[name] = _read(os.path.join(HALTPOLL_PARAMS, name))
-    return {"driver": _read(base + "/current_driver", "none"),
+    haltpoll = os.path.join(sysfs_root(root), "module", "haltpoll",
+                            "parameters")
+    if os.path.isdir(haltpoll):
+        for name in sorted(os.listdir(haltpoll)):
+            params[name] = _read(os.path.join(haltpoll, name))
+    idle = {"driver": _read(base + "/current_driver", "none"),
             "governor": _read(base + "/current_governor",
                               _read(base + "/current_governor_ro", "none")),
             "states": states, "guest_haltpoll": params,
             "cpu_dma_latency_us": current_latency(),
             "host_halt_poll": "not visible from the guest"}
+    idle["poll_holdable"], why = holdable(idle)
+    if why:
+        idle["poll_not_holdable"] = why
+    return idle
+
+
+def holdable(idle):
+    """(True, None) where holding /dev/cpu_dma_latency at 0 can change how
+    an idle CPU waits, given describe()'s record; else (False, why).
+
+    The latency only bars cpuidle states whose exit latency exceeds it.
+    Without a cpuidle driver (current_driver missing or `none`) the idle
+    loop takes the architecture's default wait and consults no such
+    latency; with no state, or only states of exit latency 0, there is
+    nothing to bar.  A run under `poll` there would be a `default` run
+    under another name."""
+    driver = idle.get("driver")
+    if driver in (None, "", "none"):
+        return False, ("cpuidle driver %s: no idle state for "
+                       "/dev/cpu_dma_latency to bar, so holding it at 0 "
+                       "changes nothing" % (driver or "missing"))
+    states = idle.get("states") or []
+    if not states:
+        return False, ("cpuidle driver %s has no idle states: nothing for "
+                       "/dev/cpu_dma_latency to bar" % driver)
+    if all(s.get("latency_us") == 0 for s in states):
+        return False, ("every idle state of cpuidle driver %s has exit "
+                       "latency 0: /dev/cpu_dma_latency at 0 bars none"
+                       % driver)
+    return True, None
+
+
+def plan(policies, idle):
+    """(the policies to run, {policy: why it is not run}): `poll` is
+    dropped where it cannot be held (holdable()), so that no run is
+    called poll that did not poll."""
+    ok, why = holdable(idle)
+    if ok or "poll" not in policies:
+        return list(policies), {}
+    return [p for p in policies if p != "poll"], {"poll": why}
+
+
+def label(policy, idle=None):
+    """The policy's name in a report.  A folder made before poll was
+    dropped where it cannot be held may hold poll runs from such a host
+    (`idle`, its describe() record): they are named for what they were
+    (the report's idle-policy section says why)."""
+    if policy == "poll" and idle and not holdable(idle)[0]:
+        return "poll requested, not held"
+    return LABELS.get(policy, policy)
 
 
 def _int(text):
@@ -113,15 +181,33 @@ class Hold:
     """Holds /dev/cpu_dma_latency at `value` µs while the context lasts
     (policy 'poll': 0); policy 'default' holds nothing.  The request lasts
     as long as the file stays open, so a crash releases it too.  .held
-    says what the kernel reported in force once the request was made."""
+    says what the kernel reported in force once the request was made;
+    .holdable and .why_not whether poll could be held on this host
+    (holdable()), for every run's record.  Refuses poll where it cannot
+    be held, rather than run it as default under poll's name."""
 
     def __init__(self, policy, value=0):
         self.policy = policy
         self.value = value
         self.fd = None
         self.held = None
+        self.holdable = None
+        self.why_not = None
+
+    def record(self):
+        """The run's fields: the latency held, and whether poll could be
+        held here (with the reason where not)."""
+        fields = {"idle_held_us": self.held,
+                  "idle_policy_holdable": self.holdable}
+        if self.why_not:
+            fields["idle_policy_not_holdable"] = self.why_not
+        return fields
 
     def __enter__(self):
+        self.holdable, self.why_not = holdable(describe())
+        if self.policy == "poll" and not self.holdable:
+            raise RuntimeError("idle policy poll cannot be held here: %s"
+                               % self.why_not)
         if self.policy == "poll":
             self.fd = os.open(DMA_LATENCY, os.O_WRONLY)
             os.write(self.fd, struct.pack("=i", self.value))
@@ -142,18 +228,25 @@ class Hold:
         return False
 
 
-def unavailable(policies):
-    """Why these policies cannot be held here, or None."""
-    if "poll" in policies and not os.access(DMA_LATENCY, os.W_OK):
+def unavailable(policies, idle=None):
+    """Why these policies cannot be held here, or None (`idle`: describe()'s
+    record, read now if not given)."""
+    if "poll" not in policies:
+        return None
+    ok, why = holdable(idle or describe())
+    if not ok:
+        return "policy poll cannot be held here: %s" % why
+    if not os.access(DMA_LATENCY, os.W_OK):
         return "policy poll needs %s writable (root)" % DMA_LATENCY
     return None
 
 
-def cpuidle_counts(cpus):
-    """{cpu: {state name: [entries, residency µs]}} on the given CPUs."""
+def cpuidle_counts(cpus, root=None):
+    """{cpu: {state name: [entries, residency µs]}} on the given CPUs
+    (empty where the CPU has no cpuidle states)."""
     counts = {}
     for cpu in cpus:
-        d = os.path.join(CPU_DIR, "cpu%d" % cpu, "cpuidle")
+        d = os.path.join(cpu_dir(root), "cpu%d" % cpu, "cpuidle")
         per = {}
         for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
             if not re.fullmatch(r"state\d+", name):

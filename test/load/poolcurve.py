@@ -198,7 +198,7 @@ def timed_run(srv, cfg, cgroups, args, rate, policy, seconds, log):
         result = measure(srv, cgroups, args, log, lambda: run_openloop(
             args, url, "%d:%d" % (seconds, rate), log=log))
     result["idle_policy"] = policy
-    result["idle_held_us"] = hold.held
+    result.update(hold.record())
     result["rig"]["quiet_wait"] = quiet
     srv.wait_access_log(logged + result.get("requests", 0), timeout=30)
     result.update(reuse_distance(srv.access_log_lines()[logged:]))

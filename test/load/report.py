@@ -849,8 +849,8 @@ def write_report(doc, out_dir, name="report.md"):
     # under the same one (charts from the first).
     for policy, view in report_idle.policy_views(doc):
         for scenario in scenarios:
-            lines += ["", "## %s%s" % (scenario, report_idle.heading(policy)),
-                      ""]
+            lines += ["", "## %s%s" % (scenario,
+                                       report_idle.heading(policy, doc)), ""]
             lines += scenario_table(view, scenario, out_dir)
             # A published folder's NAME.report.md adds no chart beside the
             # published ones.
@@ -870,7 +870,7 @@ def write_report(doc, out_dir, name="report.md"):
             heads = [i for i, line in enumerate(part)
                      if line.startswith("## ")]
             if heads and policy is not None:
-                part[heads[0]] += report_idle.heading(policy)
+                part[heads[0]] += report_idle.heading(policy, doc)
             lines += part
     lines += report_idle.effect_section(doc)
     lines += report_idle.beside_section(doc)

@@ -30,9 +30,9 @@ def policy_views(doc):
             for p in found]
 
 
-def heading(policy):
-    return "" if policy is None else " — idle: %s" % idlepolicy.LABELS.get(
-        policy, policy)
+def heading(policy, doc=None):
+    return "" if policy is None else " — idle: %s" % idlepolicy.label(
+        policy, (doc or {}).get("idle"))
 
 
 def _valid(doc, scenario, key, policy):
@@ -88,18 +88,27 @@ def describe_lines(doc):
         for s in idle.get("states", []))
     params = ", ".join("%s %s" % kv for kv in
                        idle.get("guest_haltpoll", {}).items()) or "none"
+    not_run = doc.get("idle_policies_not_run", {})
+    ok, why = idlepolicy.holdable(idle)
+    if ok:
+        held = (" `poll` holds /dev/cpu_dma_latency at 0 for the run (the "
+                "file kept open with a 0 written), so the governor picks "
+                "no state with an exit latency above 0 and idle CPUs poll.")
+    elif "poll" in not_run:
+        held = ""
+    else:
+        held = " The idle policy cannot be held on this host: %s." % why
+    not_run = "".join(" Not run: %s (%s)." % kv for kv in sorted(
+        not_run.items()))
     return ["", "## Idle policy", "",
             "cpuidle driver `%s`, governor `%s`; states: %s; guest "
             "haltpoll parameters: %s; PM QoS CPU latency at the start: %s "
-            "µs; the host's halt polling: %s. Policies run: %s. `poll` "
-            "holds /dev/cpu_dma_latency at 0 for the run (the file kept "
-            "open with a 0 written), so the governor picks no state with "
-            "an exit latency above 0 and idle CPUs poll." % (
+            "µs; the host's halt polling: %s. Policies run: %s.%s%s" % (
                 idle.get("driver"), idle.get("governor"), states or "none",
                 params, idle.get("cpu_dma_latency_us"),
                 idle.get("host_halt_poll"),
-                ", ".join("%s (%s)" % (p, idlepolicy.LABELS.get(p, p))
-                          for p in policies(doc)))]
+                ", ".join("%s (%s)" % (p, idlepolicy.label(p, idle))
+                          for p in policies(doc)), not_run, held)]
 
 
 BESIDE = (("halts/req", "halts_per_request", 2),
@@ -138,7 +147,8 @@ def beside_section(doc):
                 if not runs:
                     continue
                 row = [scenario, doc["configs"][key],
-                       idlepolicy.LABELS.get(policy, policy), str(len(runs))]
+                       idlepolicy.label(policy, doc.get("idle")),
+                       str(len(runs))]
                 row += [_fmt(_median([r["idle"].get(k) for r in runs]), d)
                         for _, k, d in BESIDE]
                 row += [_fmt(_median([r.get("ctx_voluntary", 0)
@@ -168,7 +178,15 @@ def effect_section(doc):
                               "static", "pool"))]
     if not timed:
         return []
-    lines = ["", "## What polling changed (per pair: poll ÷ default)", "",
+    # A folder from a host where poll could not be held, made before
+    # such a host's runs dropped poll (idlepolicy.plan), holds runs named
+    # poll that did not poll.
+    ok, why = idlepolicy.holdable(doc["idle"]) if doc.get("idle") \
+        else (True, None)
+    title = "What polling changed (per pair: poll ÷ default)" if ok else \
+        "Runs named poll did not poll here (%s); per pair: poll ÷ " \
+        "default" % why
+    lines = ["", "## " + title, "",
              "| scenario | configuration | server CPU µs/req | p99 | req/s "
              "|", "|---|---|---|---|---|"]
     for scenario in timed:

@@ -135,7 +135,7 @@ def curve_table(doc, rate, policy):
     s = doc["settings"]
     pools = sorted(s["pools"])
     lines = ["", "### %d req/s, idle: %s" % (
-        rate, idlepolicy.LABELS.get(policy, policy)), "",
+        rate, idlepolicy.label(policy, doc.get("idle"))), "",
         "| build | children | pairs (valid / saturated) | server CPU µs/req "
         "[95 %% CI] | × %d children, per pair [CI] | verdict | p99 ms [CI] | "
         "p99.9 ms (median) | achieved req/s (median) |" % pools[0],
@@ -191,7 +191,7 @@ def slope_table(doc):
                 pred = (prediction or {}).get("slope_ns", {}).get(build)
                 lines.append("| %s | %d | %s | %s | %d | %s | %s |" % (
                     doc["configs"].get(build, build), rate,
-                    idlepolicy.LABELS.get(policy, policy),
+                    idlepolicy.label(policy, doc.get("idle")),
                     ci_text(slopes, 0), len(slopes),
                     "%s to %s" % tuple(pred) if pred else "–",
                     against_prediction(slopes, pred)))
@@ -227,7 +227,8 @@ def summary_table(doc):
              "[95 %% CI] (valid pairs), then the verdict; \"saturated\" "
              "where every pair completed under 97 %% of the rate." % pools[0],
              "", "| build | children | " + " | ".join(
-                 "%d req/s, %s" % (rate, idlepolicy.LABELS.get(policy, policy))
+                 "%d req/s, %s" % (rate,
+                                   idlepolicy.label(policy, doc.get("idle")))
                  for rate, policy in cells) + " |",
              "|---|---|" + "---|" * len(cells)]
     for build in s["builds"]:

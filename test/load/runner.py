@@ -275,7 +275,7 @@ def one_run(name, key, cfg, args, prof, log, scene=None, out_dir=None,
                     srv, (cgroup, gen_cgroup), args, log,
                     lambda: scenario_run(name, srv, cfg, args, prof, scene,
                                          log))
-                result["idle_held_us"] = hold.held
+                result.update(hold.record())
             result["idle_policy"] = policy
             result["warmup"] = warmed
             if args.rig:

@@ -218,7 +218,7 @@ def one(unit, all_configs, args, settings, log, out_dir, trace=False):
                 waits = {"generator_run": time_wait(gen_ns, since),
                          "server_run": time_wait([], since),
                          "window_s": round(since, 1)}
-            result["idle_held_us"] = hold.held
+            result.update(hold.record())
             result["time_wait"] = waits
             result["seconds"] = settings["seconds"]
             result["warmup_s"] = settings["warmup"]
@@ -371,7 +371,7 @@ def write_report(doc, out_dir):
         lines.append("| %s | %s | %d | %s | %d | %s | %s | %s | %d of %d | "
                      "%s | %s | %s | %s | %s | %s | %s |" % (
                          doc["configs"][key[0]], key[1], key[2],
-                         idlepolicy.LABELS.get(key[3], key[3]), len(runs),
+                         idlepolicy.label(key[3], doc.get("idle")), len(runs),
                          _ci([r.get("rps") for r in runs], 0),
                          _ci([100 * share(r["idle"]) for r in runs], 0),
                          _ci([100 * share(r.get("client_idle"))
@@ -486,7 +486,7 @@ def trace_lines(doc):
                      "%.0f %% (%d, %s) | %s | %s / %s | %s | %s |" % (
                          doc["configs"].get(t["config"], t["config"]),
                          t["path"], t["connections"],
-                         idlepolicy.LABELS.get(t["idle_policy"]),
+                         idlepolicy.label(t["idle_policy"], doc.get("idle")),
                          t.get("rps") or 0,
                          100 * tr["cpus"][cpus[0]]["idle_share"],
                          100 * tr["cpus"][cpus[-1]]["idle_share"],

@@ -192,7 +192,9 @@ def parse_args():
                         help="comma-separated idle policies each pair runs "
                         "every configuration under (idlepolicy.py): "
                         "default (nothing held), poll (/dev/cpu_dma_latency "
-                        "held at 0); default: the profile's")
+                        "held at 0); default: the profile's. poll is "
+                        "left out, and the record says why, where the host "
+                        "has no cpuidle state for it to bar")
     parser.add_argument("--append", action="store_true",
                         help="add this command's pairs (numbered after the "
                         "earlier ones) and kernel-event rounds to --out's "
@@ -499,15 +501,25 @@ def main():
         if not os.path.exists(so):
             print("missing %s: run make first" % so)
             return 2
-    why = idlepolicy.unavailable(prof["idle_policies"])
+    # Where poll cannot be held (no cpuidle states), a run under it would
+    # be a default run under poll's name: the profile runs without it
+    # and the record says why.
+    idle = idlepolicy.describe()
+    prof["idle_policies"], not_run = idlepolicy.plan(prof["idle_policies"],
+                                                     idle)
+    for policy, reason in sorted(not_run.items()):
+        print("idle policy %s not run: %s" % (policy, reason))
+    if not prof["idle_policies"]:
+        return 2
+    why = idlepolicy.unavailable(prof["idle_policies"], idle)
     if why:
         print(why)
         return 2
     stop_on_sigterm()
     started = time.time()
     doc = {"host": host_info(), "host_state": hoststate.host_state(),
-           "idle": idlepolicy.describe(),
-           "idle_policies": prof["idle_policies"],
+           "idle": idle, "idle_policies": prof["idle_policies"],
+           "idle_policies_not_run": not_run,
            "builds": hoststate.build_identities({k: all_configs[k]
                                                  for k in keys}),
            "profile": args.profile or "quick",
@@ -610,6 +622,8 @@ def append_to(out_dir, doc):
     old["elapsed_before_s"] = old.get("elapsed_s", 0)
     old["idle_policies"] = sorted(set(old.get("idle_policies", ["default"]))
                                   | set(doc["idle_policies"]))
+    old.setdefault("idle_policies_not_run", {}).update(
+        doc["idle_policies_not_run"])
     return old
 
 

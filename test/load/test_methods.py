@@ -2,7 +2,9 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """Unit tests of the method's pure parts: the idle policy's names and
 counters (idlepolicy.py: /proc/interrupts, softnet_stat, the busy time
-from the tick's idle time), capacity by stepping (capacity.py), the pool
+from the tick's idle time), whether poll can be held on a host, read from
+fake sysfs trees, and what check_suite.py demands of the records on
+each kind of host, capacity by stepping (capacity.py), the pool
 curve's plan, what counts as saturated and the per-pair slope
 (poolcurve.py, report_pool.py), the per-round growth of NET_RX
 (report_rig.py), and the stall controls' verdicts (stall.py).  Run by
@@ -10,15 +12,19 @@ check_suite.py, or alone: python3 test/load/test_methods.py"""
 
 import os
 import sys
+import tempfile
 import unittest
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 import capacity  # noqa: E402
+import check_suite  # noqa: E402
 import idlepolicy  # noqa: E402
 import poolcurve  # noqa: E402
+import report_idle  # noqa: E402
 import report_pool  # noqa: E402
 import report_rig  # noqa: E402
 import stall  # noqa: E402
@@ -103,6 +109,247 @@ class IdlePolicy(unittest.TestCase):
         self.assertAlmostEqual(d["busy_s"], 0.8)
         self.assertEqual(d["idle_source"], "cpuidle")
         self.assertEqual(d["polls"], 5000)
+
+
+def fake_sysfs(root, driver, states, cpus=2):
+    """A sysfs tree under `root` as idlepolicy reads it: the cpuidle driver
+    (no current_driver file where `driver` is None), each CPU's states as
+    (name, exit latency µs, entries), and haltpoll's parameters where the
+    driver is haltpoll."""
+    def write(path, text):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write("%s\n" % text)
+    cpu = os.path.join(root, "devices", "system", "cpu")
+    if driver is not None:
+        write(os.path.join(cpu, "cpuidle", "current_driver"), driver)
+        write(os.path.join(cpu, "cpuidle", "current_governor_ro"),
+              "menu" if driver != "none" else "none")
+    for n in range(cpus):
+        os.makedirs(os.path.join(cpu, "cpu%d" % n), exist_ok=True)
+        for i, (name, latency, usage) in enumerate(states):
+            d = os.path.join(cpu, "cpu%d" % n, "cpuidle", "state%d" % i)
+            for key, value in (("name", name), ("latency", latency),
+                               ("disable", 0), ("usage", usage),
+                               ("time", 10 * usage)):
+                write(os.path.join(d, key), value)
+    if driver == "haltpoll":
+        write(os.path.join(root, "module", "haltpoll", "parameters",
+                           "guest_halt_poll_ns"), 0)
+
+
+# This development VM's states (cpu0/cpuidle/state*/name, latency).
+HALTPOLL_STATES = [("POLL", 0, 5), ("haltpoll idle", 1, 700)]
+
+
+class IdleHost(unittest.TestCase):
+    """Whether poll can be held, from the host's cpuidle: a kernel with no
+    cpuidle driver (current_driver `none`) has no state for
+    /dev/cpu_dma_latency to bar, so a run under poll there is not one."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def host(self, name, driver, states):
+        root = os.path.join(self.tmp.name, name)
+        fake_sysfs(root, driver, states)
+        return root
+
+    def assert_not_holdable(self, root, why):
+        idle = idlepolicy.describe(root)
+        self.assertEqual(idle["states"], [])
+        self.assertIs(idle["poll_holdable"], False)
+        self.assertIn(why, idle["poll_not_holdable"])
+        self.assertEqual(idlepolicy.plan(["default", "poll"], idle),
+                         (["default"], {"poll": idle["poll_not_holdable"]}))
+        self.assertEqual(idlepolicy.plan(["default"], idle),
+                         (["default"], {}))
+        self.assertIn("cannot be held here",
+                      idlepolicy.unavailable(["poll"], idle))
+        self.assertIsNone(idlepolicy.unavailable(["default"], idle))
+        self.assertNotEqual(idlepolicy.label("poll", idle),
+                            idlepolicy.LABELS["poll"])
+        self.assertIn("not held", idlepolicy.label("poll", idle))
+        self.assertEqual(idlepolicy.label("default", idle),
+                         idlepolicy.LABELS["default"])
+        self.assertEqual(idlepolicy.cpuidle_counts([0, 1], root),
+                         {0: {}, 1: {}})
+        return idle
+
+    def test_driver_none_cannot_hold_poll(self):
+        idle = self.assert_not_holdable(self.host("none", "none", []),
+                                        "cpuidle driver none: no idle state")
+        self.assertEqual(idle["driver"], "none")
+
+    def test_no_driver_file_cannot_hold_poll(self):
+        idle = self.assert_not_holdable(self.host("missing", None, []),
+                                        "cpuidle driver none: no idle state")
+        self.assertEqual(idle["driver"], "none")
+        self.assertEqual(idle["governor"], "none")
+
+    def test_driver_without_states_cannot_hold_poll(self):
+        self.assert_not_holdable(self.host("empty", "acpi_idle", []),
+                                 "acpi_idle has no idle states")
+
+    def test_states_of_exit_latency_0_leave_nothing_to_bar(self):
+        idle = idlepolicy.describe(self.host("pollonly", "haltpoll",
+                                             [("POLL", 0, 5)]))
+        self.assertEqual(idlepolicy.holdable(idle),
+                         (False, idle["poll_not_holdable"]))
+        self.assertIn("exit latency 0", idle["poll_not_holdable"])
+
+    def test_haltpoll_with_states_holds_poll(self):
+        root = self.host("haltpoll", "haltpoll", HALTPOLL_STATES)
+        idle = idlepolicy.describe(root)
+        self.assertEqual(idle["driver"], "haltpoll")
+        self.assertEqual([(s["name"], s["latency_us"])
+                          for s in idle["states"]],
+                         [("POLL", 0), ("haltpoll idle", 1)])
+        self.assertEqual(idle["guest_haltpoll"], {"guest_halt_poll_ns": "0"})
+        self.assertIs(idle["poll_holdable"], True)
+        self.assertNotIn("poll_not_holdable", idle)
+        self.assertEqual(idlepolicy.plan(["default", "poll"], idle),
+                         (["default", "poll"], {}))
+        self.assertEqual(idlepolicy.label("poll", idle),
+                         idlepolicy.LABELS["poll"])
+        self.assertEqual(idlepolicy.cpuidle_counts([1], root),
+                         {1: {"POLL": [5, 50], "haltpoll idle": [700, 7000]}})
+
+    def test_the_environment_names_the_tree(self):
+        root = self.host("none", "none", [])
+        with mock.patch.dict(os.environ, {"PFB_SYSFS": root}):
+            self.assertIs(idlepolicy.describe()["poll_holdable"], False)
+            # Refused before /dev/cpu_dma_latency is opened.
+            with self.assertRaises(RuntimeError):
+                with idlepolicy.Hold("poll"):
+                    pass
+            with idlepolicy.Hold("default") as hold:
+                record = hold.record()
+        self.assertIs(record["idle_policy_holdable"], False)
+        self.assertIn("cpuidle driver none: no idle state",
+                      record["idle_policy_not_holdable"])
+        root = self.host("haltpoll", "haltpoll", HALTPOLL_STATES)
+        with mock.patch.dict(os.environ, {"PFB_SYSFS": root}):
+            with idlepolicy.Hold("default") as hold:
+                record = hold.record()
+        self.assertIs(record["idle_policy_holdable"], True)
+        self.assertNotIn("idle_policy_not_holdable", record)
+
+
+def rig_run(policy, idle, entries):
+    run = {"scenario": "rate", "config": "pfb-1", "idle_policy": policy,
+           "idle_policy_holdable": idle["poll_holdable"],
+           "idle": {"entries": entries}}
+    if not idle["poll_holdable"]:
+        run["idle_policy_not_holdable"] = idle["poll_not_holdable"]
+    return run
+
+
+class IdleChecks(unittest.TestCase):
+    """check_suite.py's idle-policy checks on the records of a host without
+    cpuidle and of one with haltpoll's states: lenient only where the host
+    has nothing to hold or count."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        fake_sysfs(os.path.join(tmp.name, "none"), "none", [])
+        fake_sysfs(os.path.join(tmp.name, "hp"), "haltpoll", HALTPOLL_STATES)
+        self.none = idlepolicy.describe(os.path.join(tmp.name, "none"))
+        self.haltpoll = idlepolicy.describe(os.path.join(tmp.name, "hp"))
+
+    def folder(self, idle, policies):
+        run, not_run = idlepolicy.plan(policies, idle)
+        return {"idle": idle, "idle_policies": run,
+                "idle_policies_not_run": not_run}
+
+    def test_no_cpuidle_default_only_with_the_reason_passes(self):
+        doc = self.folder(self.none, ["default", "poll"])
+        runs = [rig_run("default", self.none, {})]
+        self.assertEqual(check_suite.policy_problems("rig", doc, runs,
+                                                     self.none), [])
+        self.assertEqual(check_suite.entries_problems("rig", runs,
+                                                      self.none), [])
+
+    def test_no_cpuidle_a_poll_run_or_no_reason_fails(self):
+        doc = self.folder(self.none, ["default", "poll"])
+        runs = [rig_run("default", self.none, {}),
+                rig_run("poll", self.none, {})]
+        problems = check_suite.policy_problems("rig", doc, runs, self.none)
+        self.assertEqual(len(problems), 1)
+        self.assertIn("poll cannot be held here, yet", problems[0])
+        doc["idle_policies_not_run"] = {}
+        bare = dict(rig_run("default", self.none, {}))
+        del bare["idle_policy_not_holdable"]
+        problems = check_suite.policy_problems("rig", doc, [bare], self.none)
+        self.assertEqual(len(problems), 2)
+        self.assertIn("does not say why poll cannot be held", problems[0])
+        self.assertIn("does not say why it was not run", problems[1])
+
+    def test_haltpoll_both_policies_with_entries_pass(self):
+        doc = self.folder(self.haltpoll, ["default", "poll"])
+        runs = [rig_run(p, self.haltpoll, {"POLL": 3, "haltpoll idle": 90})
+                for p in ("default", "poll")]
+        self.assertEqual(check_suite.policy_problems("rig", doc, runs,
+                                                     self.haltpoll), [])
+        self.assertEqual(check_suite.entries_problems("rig", runs,
+                                                      self.haltpoll), [])
+
+    def test_haltpoll_missing_entries_or_poll_fails(self):
+        doc = self.folder(self.haltpoll, ["default", "poll"])
+        runs = [rig_run(p, self.haltpoll, {}) for p in ("default", "poll")]
+        self.assertEqual(len(check_suite.entries_problems(
+            "rig", runs, self.haltpoll)), 2)
+        problems = check_suite.policy_problems("rig", doc, runs[:1],
+                                               self.haltpoll)
+        self.assertEqual(problems, ["rig: did not run both idle policies: "
+                                    "['default']"])
+
+    def test_a_record_that_disagrees_with_the_host_fails(self):
+        # A folder that says poll could not be held, checked on a host
+        # with states: the check reads the host, not the folder's word.
+        doc = self.folder(self.none, ["default", "poll"])
+        runs = [rig_run("default", self.none, {})]
+        problems = check_suite.policy_problems("rig", doc, runs,
+                                               self.haltpoll)
+        self.assertIn("rig: the folder records poll_holdable False, this "
+                      "host's cpuidle says True", problems)
+        self.assertIn("rig: did not run both idle policies: ['default']",
+                      problems)
+        self.assertEqual(len(check_suite.entries_problems(
+            "rig", runs, self.haltpoll)), 1)
+
+
+class IdleReports(unittest.TestCase):
+    """report.md's idle-policy lines for a host without cpuidle: poll is
+    said not run, or, in a folder made before runs dropped it there, named
+    as not held; never labelled as polling."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        fake_sysfs(tmp.name, "none", [])
+        self.idle = idlepolicy.describe(tmp.name)
+
+    def test_the_policy_section_says_poll_was_not_run_and_why(self):
+        run, not_run = idlepolicy.plan(["default", "poll"], self.idle)
+        doc = {"idle": self.idle, "idle_policies_not_run": not_run,
+               "runs": [rig_run(p, self.idle, {}) for p in run]}
+        text = "\n".join(report_idle.describe_lines(doc))
+        self.assertIn("Policies run: default (idle as configured). Not run: "
+                      "poll (%s)." % not_run["poll"], text)
+        self.assertNotIn(idlepolicy.LABELS["poll"], text)
+
+    def test_old_poll_runs_are_named_not_held(self):
+        doc = {"idle": self.idle, "runs": [rig_run(p, self.idle, {})
+                                           for p in ("default", "poll")]}
+        self.assertIn("not held", report_idle.heading("poll", doc))
+        text = "\n".join(report_idle.describe_lines(doc))
+        self.assertIn("poll (poll requested, not held", text)
+        self.assertIn("The idle policy cannot be held on this host: %s."
+                      % self.idle["poll_not_holdable"], text)
+        self.assertNotIn(idlepolicy.LABELS["poll"], text)
 
 
 def step(offered, achieved, p99, lag=0.1, errors=None):
