@@ -56,6 +56,7 @@
  *   sock=detach      SO_DETACH_REUSEPORT_BPF
  *   sock=shutdown    shutdown(SHUT_RDWR): the socket stops listening
  *   sock=connect     shutdown, then connect() the socket somewhere else
+ *                    (again while the parent makes it listen in between)
  *   sock=backlog     listen(fd, 1)
  *   sock=nonblock    O_NONBLOCK on the shared open file description
  *   sock=rcvtimeo    SO_RCVTIMEO of a microsecond

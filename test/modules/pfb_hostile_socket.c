@@ -146,6 +146,33 @@ static int async_attack(int fd, const char *how, const char *sig)
     return fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC);
 }
 
+/* sock=connect: the socket stops listening and is connected to its own
+ * port, where another bucket answers the handshake.  shutdown() wakes the
+ * siblings blocked in accept(); they fail and leave, and the parent,
+ * reaping them, may make the socket listen again before connect() runs
+ * (connect() then says EISCONN).  A socket found listening again is
+ * attacked again, as a child set on it would be: the parent puts a socket
+ * right in place only once and replaces it the next time, so this ends
+ * with the socket connected, or replaced. */
+#define CONNECT_TRIES 10
+
+static int connect_attack(int fd, const struct sockaddr *addr,
+                          socklen_t addr_len)
+{
+    int tries, rc = -1;
+
+    for (tries = 0; tries < CONNECT_TRIES; tries++) {
+        if (shutdown(fd, SHUT_RD) != 0) {
+            return -1;
+        }
+        rc = connect(fd, addr, addr_len);
+        if (rc == 0 || errno != EISCONN || !is_listening(fd)) {
+            return rc;
+        }
+    }
+    return rc;
+}
+
 /* One attack on one listening socket: 0 or an errno. */
 static int socket_attack(int fd, const char *how, const char *opt,
                          const char *sig)
@@ -183,11 +210,7 @@ static int socket_attack(int fd, const char *how, const char *opt,
     else if (strcmp(how, "connect") == 0) {
         rc = getsockname(fd, (struct sockaddr *)&addr, &addr_len);
         if (rc == 0) {
-            rc = shutdown(fd, SHUT_RD);
-        }
-        if (rc == 0) {
-            /* To the same port: another bucket answers the handshake. */
-            rc = connect(fd, (struct sockaddr *)&addr, addr_len);
+            rc = connect_attack(fd, (struct sockaddr *)&addr, addr_len);
         }
     }
     else if (strcmp(how, "backlog") == 0) {
