@@ -9,7 +9,7 @@ that the C unit tests check too (test/unit/maintenance_cases.txt,
 test/unit/idle_steering_cases.txt): if the model and the MPM came to
 disagree on a state, one of the two would fail.
 
-  python3 test/load/sim/test_bucketsim.py
+  python3 bench/sim/test_bucketsim.py
 """
 
 import ctypes
@@ -22,8 +22,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bucketsim  # noqa: E402
 
-CASES = os.path.join(HERE, "..", "..", "unit", "maintenance_cases.txt")
-IDLE_CASES = os.path.join(HERE, "..", "..", "unit",
+CASES = os.path.join(HERE, "..", "..", "test", "unit",
+                     "maintenance_cases.txt")
+IDLE_CASES = os.path.join(HERE, "..", "..", "test", "unit",
                           "idle_steering_cases.txt")
 
 

@@ -1,9 +1,9 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """Writes the load suite's report.md and gnuplot charts from its results.
 
-  python3 test/load/report.py bench-results/suite-.../results.json
-  python3 test/load/report.py docs/bench/DIR/NAME.results.json.gz
-      # -> docs/bench/DIR/NAME.report.md
+  python3 bench/report.py bench-results/suite-.../results.json
+  python3 bench/report.py bench/results/DIR/NAME.results.json.gz
+      # -> bench/results/DIR/NAME.report.md
 
 Every run's percentiles are taken again from its latency histogram
 (latency/*.hist.gz, see latency.py) where the folder has it, so a
@@ -525,7 +525,7 @@ def php_section(doc):
         return []
     st = dict(doc.get("php", {}))
     lines = ["", "## php (mod_php, mixed cost)", "",
-             "test/load/php/mixed.php: 70 %% of requests ~1 ms of CPU, 30 %% "
+             "bench/php/mixed.php: 70 %% of requests ~1 ms of CPU, 30 %% "
              "0.2 ms of CPU and a 5–30 ms wait. %s clients (Connection: "
              "close) after a %s s warm-up; StartServers %s, Min/MaxSpare"
              "Servers %s/%s, MaxRequestWorkers %s. Memory: the children's "
@@ -745,7 +745,7 @@ def crossnode_section(doc):
             "Server CPU per request with cpu steering's children pinned "
             "half the CPU list away from their bucket's CPU, minus with "
             "them on it, per pair: %s µs (the model's cross cost: "
-            "`test/load/sim/twosocket.py --x-away-us`); p99 difference %s "
+            "`bench/sim/twosocket.py --x-away-us`); p99 difference %s "
             "ms." % (stats.fmt_ci(stats.median_ci(diffs), 1),
                      stats.fmt_ci(stats.median_ci(p99), 2))]
 

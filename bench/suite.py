@@ -3,30 +3,30 @@
 """The load-test suite: a scenario matrix over this MPM, Debian's stock
 prefork and event MPMs and nginx, run interleaved, with a report.
 
-  python3 test/load/suite.py --quick          # CI smoke test, < 2 minutes
-  python3 test/load/suite.py --full           # < 15 minutes on 2 cores
-  python3 test/load/suite.py --profile=rig    # the rig (rig.py): the server
+  python3 bench/suite.py --quick          # CI smoke test, < 2 minutes
+  python3 bench/suite.py --full           # < 15 minutes on 2 cores
+  python3 bench/suite.py --profile=rig    # the rig (rig.py): the server
                                               # and its softirq on CPU 0,
                                               # the generators on CPU 1;
                                               # every configuration, kernel
                                               # events per connection; root
-  python3 test/load/suite.py --profile=default --rig  # any profile on it
-  python3 test/load/suite.py --profile=16cpu  # the 16-CPU table (scaled
+  python3 bench/suite.py --profile=default --rig  # any profile on it
+  python3 bench/suite.py --profile=16cpu  # the 16-CPU table (scaled
                                               # to the server's CPUs)
-  python3 test/load/suite.py --profile=php    # mod_php, mixed cost
-  python3 test/load/suite.py --profile=rps    # veth + RPS in a netns
-  python3 test/load/suite.py --profile=default  # the package's shipped
+  python3 bench/suite.py --profile=php    # mod_php, mixed cost
+  python3 bench/suite.py --profile=rps    # veth + RPS in a netns
+  python3 bench/suite.py --profile=default  # the package's shipped
                                               # configuration against stock
                                               # prefork, Debian's pool
-  python3 test/load/suite.py --profile=anchors --server-cpus 0 \
+  python3 bench/suite.py --profile=anchors --server-cpus 0 \
       --client-cpus 1                         # anchors, floors, CPU/request
-  python3 test/load/suite.py --profile=pool   # cost against the pool's size
-  python3 test/load/suite.py --profile=workloads  # keep-alive 100, TLS
-  python3 test/load/suite.py --profile=linger --mpm-before OLD.so
-  python3 test/load/suite.py --profile=bigbox --server-cpus 0-31 \
+  python3 bench/suite.py --profile=pool   # cost against the pool's size
+  python3 bench/suite.py --profile=workloads  # keep-alive 100, TLS
+  python3 bench/suite.py --profile=linger --mpm-before OLD.so
+  python3 bench/suite.py --profile=bigbox --server-cpus 0-31 \
       --client-cpus 32-63                     # a many-core host
-  python3 test/load/suite.py --list           # configurations, scenarios
-  python3 test/load/report.py DIR/results.json  # the report again, from
+  python3 bench/suite.py --list           # configurations, scenarios
+  python3 bench/report.py DIR/results.json  # the report again, from
                                               # the published files
 
 Every scenario runs each configuration once per pair, in an order shuffled
@@ -64,9 +64,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
+TOP = os.path.abspath(os.path.join(HERE, ".."))
 # test/, for pfbtest (the one bootstrap, see test/pfbtest/__init__.py).
-sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(TOP, "test"))
 
 from pfbtest import (MPM_SO, MODULES, STATUS_SO,  # noqa: E402
                      TEST_HANDLER_SO, exit_on_sigterm)

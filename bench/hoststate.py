@@ -16,7 +16,7 @@ import re
 import resource
 import subprocess
 
-TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 # The nstat counters kept per run (nstat's names: table prefix + field).
 NSTAT_KEEP = ("TcpExtListenOverflows", "TcpExtListenDrops",

@@ -6,7 +6,7 @@ from the tick's idle time), capacity by stepping (capacity.py), the pool
 curve's plan, what counts as saturated and the per-pair slope
 (poolcurve.py, report_pool.py), the per-round growth of NET_RX
 (report_rig.py), and the stall controls' verdicts (stall.py).  Run by
-check_suite.py, or alone: python3 test/load/test_methods.py"""
+check_suite.py, or alone: python3 bench/test_methods.py"""
 
 import os
 import sys
@@ -14,7 +14,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "test"))   # pfbtest
 
 import capacity  # noqa: E402
 import idlepolicy  # noqa: E402
@@ -249,11 +249,11 @@ class PoolCommits(unittest.TestCase):
         self.assertIsNone(poolcurve.same_measurement("abc", "abc"))
         self.assertIn("changes", poolcurve.same_measurement(
             "abc", "abc-dirty"))
-        for path in ("docs/benchmarks.md", "test/load/report_pool.py"):
+        for path in ("docs/benchmarks.md", "bench/report_pool.py"):
             self.assertTrue(any(path == p or path.startswith(p + "/")
                                 for p in poolcurve.NOT_MEASURED), path)
-        for path in ("server/mpm/prefork/prefork.c", "test/load/rig.py",
-                     "test/load/poolcurve.py"):
+        for path in ("server/mpm/prefork/prefork.c", "bench/rig.py",
+                     "bench/poolcurve.py"):
             self.assertFalse(any(path == p or path.startswith(p + "/")
                                  for p in poolcurve.NOT_MEASURED), path)
 

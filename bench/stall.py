@@ -3,9 +3,9 @@
 """The rig's stall: why a closed loop of short connections can leave both
 the server's CPU and the generator's idle on this virtual machine.
 
-  python3 test/load/stall.py run --out DIR --budget-s 540   # again until
+  python3 bench/stall.py run --out DIR --budget-s 540   # again until
                                                            # it says done
-  python3 test/load/stall.py report DIR
+  python3 bench/stall.py report DIR
 
 Each run is wrk in closed loop (static close: a connection per request)
 against a fresh server on CPU 0, the generator on CPU 1, along one of
@@ -49,7 +49,7 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "test"))
 
 from pfbtest import exit_on_sigterm  # noqa: E402
 import cgroupcpu  # noqa: E402

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """Which waiting process takes the next connection, for each way a pool
-can wait (build/wakeorder, test/load/wakeorder.c), across pool sizes and
+can wait (build/wakeorder, bench/wakeorder.c), across pool sizes and
 concurrencies, and what a hostile process can do to each: the
 measurements behind the accept path's design (docs/design.md, "Which
 child accepts").  Counts only (reuse distance, wake-ups and system calls
@@ -22,7 +22,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
+TOP = os.path.abspath(os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
 import hoststate  # noqa: E402
@@ -117,7 +117,7 @@ def write_report(table, host, args, path):
     lines = ["# Which waiting process takes the next connection", "",
              "Commit %s, %s, kernel %s, %d CPUs; %d connections per run, "
              "%d rounds; each figure the median over the rounds "
-             "[min, max].  Made by `python3 test/load/wakeorder.py --out "
+             "[min, max].  Made by `python3 bench/wakeorder.py --out "
              "%s --rounds %d --connections %d`; every run's command line "
              "is in results.jsonl." % (host["commit"], host["date"],
                                        host["kernel"], host["cpus"],

@@ -2,7 +2,7 @@
 """The servers the load suite runs: httpd with this MPM, Debian's stock
 prefork or event (the harness's Server, with each configuration's
 settings), nginx as shipped or tuned, and the anchors
-(test/load/anchors/); each started fresh for one run under its cgroup and
+(bench/anchors/); each started fresh for one run under its cgroup and
 --server-cpus, and stopped on every path.  Also the server side's
 process counters and the URL a scenario loads."""
 
@@ -23,7 +23,7 @@ from pfbtest import (Server, STOCK_EVENT, MODULES, STATUS_SO,  # noqa: E402
                      listen_sockets, read_response, Scoreboard)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
+TOP = os.path.abspath(os.path.join(HERE, ".."))
 ANCHOR_DIR = os.path.join(TOP, "build", "anchors")
 # The static scenarios' file: 100 bytes, as in the first 16-CPU table.
 STATIC_PATH = "/static100.html"
@@ -338,7 +338,7 @@ class NginxServer(GroupServer):
 
 
 class AnchorServer(GroupServer):
-    """One of test/load/anchors/ (built by make): the physical limit."""
+    """One of bench/anchors/ (built by make): the physical limit."""
 
     def __init__(self, cfg, plan, args, wrapper):
         self.cfg = cfg

@@ -47,7 +47,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "test"))
 sys.path.insert(0, HERE)
 
 from pfbtest import Server  # noqa: E402
@@ -190,7 +190,7 @@ def restart(mpm, children, rate, seconds):
                                    generator_wrapper=None)
     row = {"experiment": "restart", "mpm": mpm, "children": children,
            "rate": rate, "seconds": seconds, "commit": hoststate.commit(),
-           "command": " ".join(["test/load/pool_cause.py", "restart",
+           "command": " ".join(["bench/pool_cause.py", "restart",
                                 mpm, str(children), str(rate),
                                 str(seconds)])}
     with cgroupcpu.ServerCgroup("restart%d" % children) as cg:

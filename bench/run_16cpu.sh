@@ -9,7 +9,7 @@
 # anchors.
 #
 # Here (Debian 12, after make bench-build):
-#   bash test/load/run_16cpu.sh pack /tmp/pfb16
+#   bash bench/run_16cpu.sh pack /tmp/pfb16
 #       -> /tmp/pfb16/kit (the kit, plus mod_php and its extensions, and
 #          the TLS scenarios' test certificate), /tmp/pfb16/pfb (this tree
 #          with build/, and build-before/: the MPM of the commit before the
@@ -17,23 +17,23 @@
 #          another), /tmp/pfb16.tar.gz
 # There (as root; python3, taskset, ip and timeout from the host):
 #   tar xzf pfb16.tar.gz && cd pfb16/pfb
-#   bash test/load/run_16cpu.sh run ../kit headline   # <= 8 minutes: the
+#   bash bench/run_16cpu.sh run ../kit headline   # <= 8 minutes: the
 #                                                     # 16-CPU headline
-#   bash test/load/run_16cpu.sh run ../kit            # 16cpu, php, rps
-#   bash test/load/run_16cpu.sh run ../kit 16cpu --pairs 5
-#   bash test/load/run_16cpu.sh run ../kit default    # the shipped .conf
-#   bash test/load/run_16cpu.sh run ../kit anchors    # server on 3/4 of
-#   bash test/load/run_16cpu.sh run ../kit pool       # the CPUs, the
-#   bash test/load/run_16cpu.sh run ../kit workloads  # generator on the
-#   bash test/load/run_16cpu.sh run ../kit linger     # rest (not pool)
-#   bash test/load/run_16cpu.sh run ../kit crossnode  # (root: a netns)
+#   bash bench/run_16cpu.sh run ../kit            # 16cpu, php, rps
+#   bash bench/run_16cpu.sh run ../kit 16cpu --pairs 5
+#   bash bench/run_16cpu.sh run ../kit default    # the shipped .conf
+#   bash bench/run_16cpu.sh run ../kit anchors    # server on 3/4 of
+#   bash bench/run_16cpu.sh run ../kit pool       # the CPUs, the
+#   bash bench/run_16cpu.sh run ../kit workloads  # generator on the
+#   bash bench/run_16cpu.sh run ../kit linger     # rest (not pool)
+#   bash bench/run_16cpu.sh run ../kit crossnode  # (root: a netns)
 #
 # `run` starts no server itself: suite.py starts and stops every server
 # and deletes the namespace it makes, also when it gets SIGTERM, which the
 # trap below passes on.
 set -euo pipefail
 
-TOP=$(cd "$(dirname "$0")/../.." && pwd)
+TOP=$(cd "$(dirname "$0")/.." && pwd)
 PHP_API=20220829            # Debian 12's PHP 8.2 extension directory
 
 usage() {
@@ -84,7 +84,7 @@ pack() {
     # record (hoststate.commit()).
     (cd "$TOP" && git rev-parse HEAD | tr -d '\n' \
         && { git diff --quiet HEAD || printf -- '-dirty'; } && echo) > "$out/pfb/COMMIT"
-    python3 "$TOP/test/load/suite.py" --make-cert "$out/kit/tls"
+    python3 "$TOP/bench/suite.py" --make-cert "$out/kit/tls"
     pack_before "$out/pfb/build-before"
     tar -czf "$out.tar.gz" -C "$(dirname "$out")" "$(basename "$out")"
     du -sh "$out.tar.gz"
@@ -114,8 +114,8 @@ forward_term() {
 }
 
 suite() {
-    echo "+ python3 test/load/suite.py $*"
-    python3 "$TOP/test/load/suite.py" "$@" &
+    echo "+ python3 bench/suite.py $*"
+    python3 "$TOP/bench/suite.py" "$@" &
     suite_pid=$!
     wait "$suite_pid"
     suite_pid=

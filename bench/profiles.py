@@ -9,7 +9,7 @@ import os
 from pfbtest import STOCK_PREFORK, STOCK_EVENT, MPM_SO
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
+TOP = os.path.abspath(os.path.join(HERE, ".."))
 # contrib/upstream/check-patch.sh modules builds these.
 UPSTREAM_SO = os.path.join(TOP, "build", "upstream", "httpd-2.4.62%s",
                            "mod_mpm_prefork.so")

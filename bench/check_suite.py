@@ -42,7 +42,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(HERE, "..", "..", "bench-results")
+RESULTS = os.path.join(HERE, "..", "bench-results")
 
 
 def run_suite(out, args):

@@ -3,12 +3,12 @@
 """The pool curve on the rig: what a pool of 64 to 4096 children costs
 each request, at fixed rates, under both idle policies.
 
-  python3 test/load/poolcurve.py run --out DIR --budget-s 540
+  python3 bench/poolcurve.py run --out DIR --budget-s 540
       # the next sessions of DIR's plan that fit in 540 s; run it again
       # (each time inside /work/coord/quiet on the shared machine) until
       # it says the plan is done
-  python3 test/load/poolcurve.py report DIR     # DIR/report.md again
-  python3 test/load/poolcurve.py warmth --build stock --pool 512
+  python3 bench/poolcurve.py report DIR     # DIR/report.md again
+  python3 bench/poolcurve.py warmth --build stock --pool 512
       # faults and CPU per request, rotation by rotation through a fresh
       # pool: how much warm-up a pool needs
 
@@ -53,8 +53,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.dirname(HERE))
+TOP = os.path.abspath(os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(TOP, "test"))
 
 from pfbtest import exit_on_sigterm  # noqa: E402
 import cgroupcpu  # noqa: E402
@@ -393,9 +393,8 @@ def new_folder(args, out_dir):
 # What may differ between the commit a folder was planned at and the one
 # a later stretch runs at: what no run executes, and the report, whose
 # reading of saturation also decides which sessions run again.
-NOT_MEASURED = ("docs", "README.md", "CONTRIBUTING.md",
-                "test/check_claims.py", "test/claims_parameters.txt",
-                "test/claims_pending.txt", "test/load/report_pool.py")
+NOT_MEASURED = ("docs", "README.md", "CONTRIBUTING.md", "bench/README.md",
+                "bench/results", "tools/check", "bench/report_pool.py")
 
 
 def same_measurement(planned, commit, allow_dirty=False):

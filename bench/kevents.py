@@ -1,6 +1,6 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """Kernel events per connection, from tracepoints (build/kevents, the
-programs of test/load/kevents/): around one measured run, the server's
+programs of bench/kevents/): around one measured run, the server's
 system calls, accepts, wake-ups, voluntary and involuntary switches and
 page faults (its tasks: the cgroup's at the start and all they fork), and
 the NET_RX softirq time on the server's CPUs, with the share spent on
@@ -18,7 +18,7 @@ import select
 import signal
 import subprocess
 
-TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 KEVENTS = os.path.join(TOP, "build", "kevents")
 TRACEFS = "/sys/kernel/tracing"
 

@@ -8,9 +8,9 @@ and load, and reports the median, min and max of each and the ratio A/B of
 the medians.  Only ratios within one run mean anything on a small, noisy
 machine.
 
-  python3 test/load/bench_stock.py                 # every scenario, 5 pairs
-  python3 test/load/bench_stock.py --pairs 9 static buckets
-  python3 test/load/bench_stock.py --list
+  python3 bench/bench_stock.py                 # every scenario, 5 pairs
+  python3 bench/bench_stock.py --pairs 9 static buckets
+  python3 bench/bench_stock.py --list
 
 Scenarios:
   static     static file, keep-alive off, ab -c 32; no buckets on either side
@@ -41,7 +41,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # test/, for pfbtest (the one bootstrap, see test/pfbtest/__init__.py).
-sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "test"))
 
 from pfbtest import Server, Load, STOCK_PREFORK, TEST_HANDLER_LOAD  # noqa
 
@@ -131,7 +131,8 @@ def wrk_latency(url, connections, seconds, script, log):
 
 
 def scenario_hetero(args, log):
-    script = os.path.join(HERE, "..", "modules", "exponential.lua")
+    script = os.path.join(HERE, "..", "test", "modules",
+                          "exponential.lua")
     configs = [("this MPM, ListenBuckets 2",
                 {"extra": HETERO + "ListenBuckets 2\n",
                  "extra_modules": HETERO_MODULE}),

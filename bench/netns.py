@@ -278,13 +278,13 @@ class VethPair:
 
 
 DELAYLINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                         "..", "build", "delayline")
+                         "build", "delayline")
 
 
 class DelayedPair(VethPair):
     """VethPair's namespaces and addresses, joined by a delay line instead
     of a veth pair: a TUN device in each namespace and build/delayline
-    between them (test/load/delayline.c), which passes what the server
+    between them (bench/delayline.c), which passes what the server
     sends after delay_ms and what the generator sends at once.  For
     kernels without netem; delay_ms 0 gives the same path undelayed, the
     baseline to compare with.  Needs root."""

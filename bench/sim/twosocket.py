@@ -7,7 +7,7 @@ own node, then from any), with a cost per connection served away from
 the CPU, or the node, that received it.
 
   python3 twosocket.py --w-us 55 --x-away-us 8 --node-factor 2.1
-  python3 twosocket.py ... --out docs/bench/DIR/two-socket-projection.md
+  python3 twosocket.py ... --out bench/results/DIR/two-socket-projection.md
 
 Inputs, each measured (docs/two-socket.md says how):
   --w-us         server CPU per request, static close, cpu steering with

@@ -116,8 +116,7 @@ def load_prediction(doc):
     path = doc["settings"].get("prediction")
     if not path:
         return None
-    top = os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))))
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
         with open(os.path.join(top, path)) as f:
             return json.load(f)
@@ -432,8 +431,7 @@ def write(doc, out_dir):
     lines += invalid_lines(doc)
     lines += ["", "## Builds", "", "| build | module | sha256 |",
               "|---|---|---|"]
-    top = os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))))
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for key, b in doc.get("builds", {}).items():
         module = b.get("module") or "n/a"
         if module.startswith(top + os.sep):

@@ -6,7 +6,7 @@
 CPU and ListenOverflows on the rig), the rig's accounting of others' CPU
 (rig.foreign), the per-pair ratios and report.py's table of a build
 against an earlier one.  Run by check_suite.py first,
-or alone: python3 test/load/test_helpers.py"""
+or alone: python3 bench/test_helpers.py"""
 
 import math
 import os
@@ -203,7 +203,7 @@ class AwayCpu(unittest.TestCase):
     """Where the crossnode profile moves a bucket's children."""
 
     def setUp(self):
-        sys.path.insert(0, os.path.dirname(HERE))     # test/, for pfbtest
+        sys.path.insert(0, os.path.join(os.path.dirname(HERE), "test"))
         import measures
         self.away = measures.away_cpu
 
@@ -235,7 +235,7 @@ class FixedRateBasis(unittest.TestCase):
              "generator's 25 %): it waited on something else")
 
     def setUp(self):
-        sys.path.insert(0, os.path.dirname(HERE))     # test/, for pfbtest
+        sys.path.insert(0, os.path.join(os.path.dirname(HERE), "test"))
         import suite
         self.slowest = suite.slowest_peak
 

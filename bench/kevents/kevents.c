@@ -1,6 +1,6 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE.
  *
- * The load suite's kernel-event counter (test/load/kevents.py runs it
+ * The load suite's kernel-event counter (bench/kevents.py runs it
  * around a measured run):
  *
  *   kevents --tasks /sys/fs/cgroup/cpuacct/NAME/tasks --cpus 0

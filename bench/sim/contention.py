@@ -3,8 +3,8 @@
 """A model with contention: how a listener's wait queue caps stock
 prefork, and what one bucket and the fix for stock give at more CPUs.
 
-  python3 contention.py --rig docs/bench/DIR/results.json.gz [DIR2/...] \
-      [--out docs/bench/DIR/contention.md]
+  python3 contention.py --rig bench/results/DIR/results.json.gz [DIR2/...] \
+      [--out bench/results/DIR/contention.md]
 
 The mechanism, from the kernel's code path: when a handshake completes,
 the listener's data-ready callback walks the listener's wait queue under
@@ -43,7 +43,7 @@ Inputs, all measured:
   the 16-CPU    stock prefork 31 424 / 30 044 / 28 928 req/s per pair and
   points        one bucket 124 424 / 119 676 / 112 746, 256 children,
                 server and generator on the same 16 CPUs
-                (docs/bench/16cpu-20261123/static-close.results.json.gz);
+                (bench/results/16cpu-20261123/static-close.results.json.gz);
                 Z is one bucket's CPU per request there, server plus
                 generator (117 µs median: 16 CPUs / its req/s gives 129)
 First, c at 2 CPUs alone predicts stock's 16-CPU throughput, with no
@@ -68,7 +68,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 # The first 16-CPU table (2026-11-23), per pair (static-close.results.json.gz
-# under docs/bench/16cpu-20261123/).
+# under bench/results/16cpu-20261123/).
 STOCK_16 = (31424.0, 30044.0, 28928.0)
 ONE_BUCKET_16 = (124424.0, 119676.0, 112746.0)
 # Server + generator CPU per request of one bucket there, per pair (µs):

@@ -1,7 +1,7 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """The load generators, as the suite runs them: wrk (closed loop, its
 whole latency histogram through wrk_report.lua) and build/openloop (the
-suite's open-loop generator in C, test/load/openloop.c), each under
+suite's open-loop generator in C, bench/openloop.c), each under
 timeout, in the rig's or the rps scenarios' namespace where there is
 one, on --client-cpus, in the run's generator cgroup where there is
 one; and bounded slow clients."""
@@ -21,7 +21,7 @@ import latency
 import netns
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
+TOP = os.path.abspath(os.path.join(HERE, ".."))
 WRK_SCRIPT = os.path.join(HERE, "wrk_report.lua")
 OPENLOOP = os.path.join(TOP, "build", "openloop")
 # One openloop process keeps its schedule up to about this rate on the

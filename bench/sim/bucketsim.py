@@ -55,7 +55,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 POLICY_LIB = os.environ.get("PFB_POLICY_LIB") or os.path.join(
-    HERE, "..", "..", "..", "build", "libpfpolicy.so")
+    HERE, "..", "..", "build", "libpfpolicy.so")
 
 
 class BucketState(ctypes.Structure):
@@ -470,7 +470,7 @@ def write_report(measured, workers, clients, cpus, out_path,
     (measured: {"single": {...}, "hash": {...}, "buckets": N}), then its
     predictions at 16, 64 and 256 CPUs."""
     lines = ["# Scale model report", "",
-             "Model: `test/load/sim/bucketsim.py` (closed-loop clients, "
+             "Model: `bench/sim/bucketsim.py` (closed-loop clients, "
              "uniform hashing of new connections to buckets or one shared "
              "queue, FIFO accept queues, exponential service time with mean "
              "10 ms plus 0.2 ms per-request overhead, the MPM's per-bucket "
