@@ -5,7 +5,7 @@
 # object, library or module anywhere.  Outside a git checkout (a release
 # tarball, a Debian source package) nothing is tracked, so nothing to check.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     echo "tracked outputs: not a git checkout, nothing tracked"

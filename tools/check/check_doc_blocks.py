@@ -3,7 +3,7 @@
 """Every apache block the documents show starts, under this MPM and after
 switching back.
 
-  python3 test/check_doc_blocks.py
+  python3 tools/check/check_doc_blocks.py
 
 The blocks: every ```apache block of README.md and of the Markdown under
 docs/ (the manual's pages are rendered from its XML, so its examples are
@@ -32,7 +32,9 @@ import re
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The top's test/, for pfbtest (the one bootstrap, see test/pfbtest/).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))), "test"))
 import checklist  # noqa: E402
 from pfbtest import (HTTPD, MODULES, MPM_SO, STATUS_SO,  # noqa: E402
                      STOCK_EVENT, STOCK_PREFORK, TOP, Server, free_port)

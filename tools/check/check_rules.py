@@ -28,7 +28,8 @@ import yaml
 
 import checklist
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 RULES = os.path.join(TOP, "contrib", "prometheus", "bucket-alerts.yml")
 TESTS = os.path.join(TOP, "contrib", "prometheus", "bucket-alerts.test.yml")
 MONITORING = os.path.join(TOP, "docs", "monitoring.md")

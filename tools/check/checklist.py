@@ -1,6 +1,6 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """The line each documentation check prints per item, and the record of
-what passed, shared by test/check_*.py."""
+what passed, shared by tools/check/check_*.py."""
 
 
 def recorder(results):

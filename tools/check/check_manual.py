@@ -47,7 +47,8 @@ import xml.etree.ElementTree as ET
 
 import checklist
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 MANUAL = os.path.join(TOP, "docs", "manual")
 MOD = os.path.join(MANUAL, "mod")
 STYLE = os.path.join(MANUAL, "style", "markdown.xsl")

@@ -12,17 +12,19 @@ row whose tag no longer exists fails, and so does a tag listed twice or
 used by two calls (one tag, one message).  The table of httpd's AH tags
 maps each (once) to a PFB tag a log call has, or to none.
 
-  python3 test/check_log_catalogue.py            check; ends 'log catalogue: ...'
-  python3 test/check_log_catalogue.py --rows     print a row for each tag the
-                                                 catalogue lacks or gets wrong,
-                                                 meaning and action to fill in
+  python3 tools/check/check_log_catalogue.py
+      check; ends 'log catalogue: ...'
+  python3 tools/check/check_log_catalogue.py --rows
+      print a row for each tag the catalogue lacks or gets wrong, meaning
+      and action to fill in
 """
 
 import os
 import re
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 SOURCES = ["server", "modules", "test/modules"]
 CATALOGUE = os.path.join(ROOT, "docs", "log-messages.md")
 

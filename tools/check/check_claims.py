@@ -25,9 +25,10 @@ a unit of performance (req/s, µs, ns, ms, %, ×, times, system calls,
 wake-ups, sleeps, switches, faults, IPIs, halts), or joined to one by
 "and", "to", "–", "/" or "or" ("88 and 116 ns").  Each must be held by a
 claims row, or declared a setting, not a measurement, in
-test/claims_parameters.txt (a phrase of the file's that contains it, and
-why), or listed in test/claims_pending.txt (a figure in a file another
-change owns, shown and not failed, until that change removes it).  An
+tools/check/claims_parameters.txt (a phrase of the file's that contains
+it, and why), or listed in tools/check/claims_pending.txt (a figure in a
+file another change owns, shown and not failed, until that change
+removes it).  An
 entry of either list that matches nothing fails: the lists only shrink;
 an entry whose file is not in the tree (renamed or removed by another
 change) is shown as gone, so that two branches merge.
@@ -44,7 +45,8 @@ import sys
 
 import checklist
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 BENCH = os.path.join(TOP, "docs", "bench")
 TABLE_DOC = os.path.join(TOP, "docs", "benchmarks.md")
 SECTION_DOCS = (os.path.join(TOP, "docs", "benchmarks.md"),
@@ -52,14 +54,14 @@ SECTION_DOCS = (os.path.join(TOP, "docs", "benchmarks.md"),
 SCANNED = ("README.md", "docs/*.md", "docs/manual/*.md",
            "docs/manual/mod/*.xml", "docs/manual/mod/*.md",
            "debian/*README.Debian", "server/mpm/prefork/*.conf")
-PARAMETERS = os.path.join(TOP, "test", "claims_parameters.txt")
+PARAMETERS = os.path.join(TOP, "tools", "check", "claims_parameters.txt")
 # How a claims row names the files that quote it ("quoted in"): these
 # short names, else docs/NAME, else a path from the top.
 QUOTED = {"here": "docs/benchmarks.md", "README": "README.md",
           "README.md": "README.md"}
 # A claims row's commit for a folder that names none (preliminary).
 NONE_RECORDED = "none recorded"
-PENDING = os.path.join(TOP, "test", "claims_pending.txt")
+PENDING = os.path.join(TOP, "tools", "check", "claims_pending.txt")
 
 # A number, its thousands apart or not ("119 676"), not glued to a word
 # (p99, php8.2) or to another number.

@@ -34,7 +34,8 @@ import xml.etree.ElementTree as ET
 
 import checklist
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 MPM = os.path.join(TOP, "server", "mpm", "prefork")
 TABLE = os.path.join(TOP, "docs", "kernel-requirements.tsv")
 
