@@ -116,6 +116,9 @@ def load_prediction(doc):
     path = doc["settings"].get("prediction")
     if not path:
         return None
+    # Folders made before the results moved name docs/bench/.
+    if path.startswith("docs/bench/"):
+        path = "bench/results/" + path[len("docs/bench/"):]
     top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
         with open(os.path.join(top, path)) as f:

@@ -4,7 +4,7 @@
 every row of the claims table comes from a folder that holds it.
 
 The claims table is the table under "## Claims" in docs/benchmarks.md.
-Each row names its figures, the folder under docs/bench/ they come from,
+Each row names its figures, the folder under bench/results/ they come from,
 the commit that made the folder, its pairs or rounds and the interval.
 A row's figures are either listed (`88; 116`), each of which must appear
 in one of the folder's text files (report.md, other .md, .txt, .csv) and
@@ -47,7 +47,7 @@ import checklist
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-BENCH = os.path.join(TOP, "docs", "bench")
+BENCH = os.path.join(TOP, "bench", "results")
 TABLE_DOC = os.path.join(TOP, "docs", "benchmarks.md")
 SECTION_DOCS = (os.path.join(TOP, "docs", "benchmarks.md"),
                 os.path.join(TOP, "docs", "two-socket.md"))
@@ -281,7 +281,7 @@ def main():
         if not os.path.isdir(folder) or \
                 not os.path.realpath(folder).startswith(BENCH):
             check(label + ":folder", False, "%s is no folder under "
-                  "docs/bench/" % row["folder"])
+                  "bench/results/" % row["folder"])
             continue
         made = folder_commit(folder) or ""
         if row["commit"] == NONE_RECORDED:
