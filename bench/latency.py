@@ -18,6 +18,8 @@ import bisect
 import gzip
 import os
 
+import pack
+
 HEADER = "# pfb latency histogram v1: <latency us> <requests>\n"
 
 
@@ -40,8 +42,10 @@ def write(path, hist):
 
 
 def read(path):
+    """The histogram a file holds, plain or in its folder's archive
+    (pack.py)."""
     hist = {}
-    with gzip.open(path, "rt") as f:
+    with pack.open_text(path) as f:
         for line in f:
             if line.startswith("#") or not line.strip():
                 continue

@@ -61,6 +61,7 @@ import cgroupcpu  # noqa: E402
 import hoststate  # noqa: E402
 import idlepolicy  # noqa: E402
 import kevents  # noqa: E402
+import pack  # noqa: E402
 import report_pool  # noqa: E402
 import rig  # noqa: E402
 import validity  # noqa: E402
@@ -463,6 +464,7 @@ def cmd_run(args):
         "host_at_start": rig.host_load()})
     save_progress(doc, out_dir)
     ran = 0
+    pack.take_out(os.path.join(out_dir, "raw.log"))
     with open(os.path.join(out_dir, "raw.log"), "a") as log, \
             rig.Rig(server_cpus(args), client_cpus(args), log) as r:
         args.rig = r
@@ -493,6 +495,9 @@ def cmd_run(args):
     print("poolcurve: %d sessions in %.0f s; %s" % (
         ran, time.time() - started,
         "%d to go: run it again" % left if left else "the plan is done"))
+    if not left:
+        # The campaign is over: the folder takes its published shape.
+        pack.pack(out_dir)
     return 0
 
 

@@ -6,12 +6,13 @@
       # -> bench/results/DIR/NAME.report.md
 
 Every run's percentiles are taken again from its latency histogram
-(latency/*.hist.gz, see latency.py) where the folder has it, so a
-published folder's report can be rebuilt, and runs merged, from the raw
-latencies.  Runs marked invalid (their generator failed) are listed and
-left out of every median and ratio; medians come with distribution-free
-95 % confidence intervals (stats.py), and ratios to the baseline are
-taken per pair.
+(latency/*.hist.gz, see latency.py) where the folder has it, loose or in
+its raw.tar.xz (pack.py), so a published folder's report can be rebuilt,
+and runs merged, from the raw latencies; a packed folder is packed again
+after (its chart data goes back into the archive).  Runs marked invalid
+(their generator failed) are listed and left out of every median and
+ratio; medians come with distribution-free 95 % confidence intervals
+(stats.py), and ratios to the baseline are taken per pair.
 
 Charts (PNG, when gnuplot is installed): throughput per configuration for
 each scenario, latency CDFs for each scenario, and accepted connections per
@@ -19,7 +20,6 @@ bucket for the bucketed configurations.
 """
 
 import csv
-import gzip
 import json
 import math
 import os
@@ -31,6 +31,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import latency  # noqa: E402
+import pack  # noqa: E402
 import report_idle  # noqa: E402
 import report_rig  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -55,8 +56,7 @@ def mark_invalid(doc):
 
 def load(path):
     """results.json, or a published results.json.gz."""
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt") as f:
+    with pack.open_text(path) as f:
         return json.load(f)
 
 
@@ -64,7 +64,7 @@ def refresh_percentiles(doc, out_dir):
     """Each run's percentiles from its published latency file."""
     for r in doc["runs"]:
         path = r.get("latency_file")
-        if not path or not os.path.exists(os.path.join(out_dir, path)):
+        if not path or not pack.exists(os.path.join(out_dir, path)):
             continue
         summary = latency.summary(latency.read(os.path.join(out_dir, path)))
         for k in PERCENTILE_KEYS:
@@ -76,7 +76,7 @@ def pooled_percentiles(doc, out_dir, scenario, config):
     hists = []
     for r in runs_of(doc, scenario, config):
         path = r.get("latency_file")
-        if path and os.path.exists(os.path.join(out_dir, path)):
+        if path and pack.exists(os.path.join(out_dir, path)):
             hists.append(latency.read(os.path.join(out_dir, path)))
     return latency.summary(latency.merge(hists)) if hists else None
 
@@ -895,6 +895,7 @@ def write_report(doc, out_dir, name="report.md"):
               "commands and tool output: raw.log.", ""]
     with open(os.path.join(out_dir, name), "w") as f:
         f.write("\n".join(lines))
+    pack.keep_shape(out_dir)
     return os.path.join(out_dir, name)
 
 

@@ -10,6 +10,7 @@ import math
 import os
 
 import idlepolicy
+import pack
 import stats
 
 SATURATED = "achieved "
@@ -446,4 +447,5 @@ def write(doc, out_dir):
     path = os.path.join(out_dir, "report.md")
     with open(path, "w") as f:
         f.write("\n".join(lines))
+    pack.keep_shape(out_dir)
     return path

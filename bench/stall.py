@@ -56,6 +56,7 @@ import cgroupcpu  # noqa: E402
 import hoststate  # noqa: E402
 import idlepolicy  # noqa: E402
 import netns  # noqa: E402
+import pack  # noqa: E402
 import rig  # noqa: E402
 import stats  # noqa: E402
 import stalltrace  # noqa: E402
@@ -276,6 +277,7 @@ def cmd_run(args):
     took = [r["took_s"] for r in doc["runs"] if r.get("took_s")]
     each = max(took) if took else 12.0
     ran = 0
+    pack.take_out(os.path.join(args.out, "raw.log"))
     with open(os.path.join(args.out, "raw.log"), "a") as log, \
             rig.Rig(server_cpus(args), client_cpus(args), log) as r:
         args.rig = r
@@ -307,6 +309,9 @@ def cmd_run(args):
     left = len(pending(doc["plan"], doc["runs"], args.max_foreign_cpu))
     print("stall: %d runs; %s" % (ran, "%d to go: run it again" % left
                                   if left else "the plan is done"))
+    if not left:
+        # The campaign is over: the folder takes its published shape.
+        pack.pack(args.out)
     return 0
 
 
@@ -393,6 +398,7 @@ def write_report(doc, out_dir):
               "nstat), raw.log (every command), configs/.", ""]
     with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write("\n".join(lines))
+    pack.keep_shape(out_dir)
 
 
 def tw_per_1000(run):
@@ -435,6 +441,7 @@ def cmd_trace(args):
     units = plan_units("trace", 1, args.configs, args.paths,
                        args.connections, args.policies)
     traces = doc.setdefault("traces", [])
+    pack.take_out(os.path.join(args.folder, "raw.log"))
     with open(os.path.join(args.folder, "raw.log"), "a") as log, \
             rig.Rig(server_cpus(args), client_cpus(args), log) as r:
         args.rig = r

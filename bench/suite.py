@@ -49,7 +49,9 @@ report.md, the servers' configurations (configs/), the host's state and
 the project's commit, and gnuplot charts.  Traffic goes to 127.0.0.1 only,
 or, in the rps scenarios and on the rig, over a veth pair between network
 namespaces the suite creates and deletes; every run is bounded by
-timeouts and every server is stopped on every path.
+timeouts and every server is stopped on every path.  --pack, on a
+campaign's last command, gives the folder its published shape (pack.py:
+what a reader does not open goes into raw.tar.xz).
 """
 
 import argparse
@@ -72,6 +74,7 @@ from pfbtest import (MPM_SO, MODULES, STATUS_SO,  # noqa: E402
                      TEST_HANDLER_SO, exit_on_sigterm)
 import report  # noqa: E402
 import netns  # noqa: E402
+import pack  # noqa: E402
 import hoststate  # noqa: E402
 import idlepolicy  # noqa: E402
 import rig  # noqa: E402
@@ -198,6 +201,10 @@ def parse_args():
                         "earlier ones) and kernel-event rounds to --out's "
                         "results.json, made at the same commit: one folder "
                         "from several short quiet stretches")
+    parser.add_argument("--pack", action="store_true",
+                        help="when this command ends, move what a reader "
+                        "does not open into --out's raw.tar.xz (pack.py): "
+                        "the last stretch of a campaign to publish")
     parser.add_argument("--out")
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args()
@@ -537,6 +544,8 @@ def main():
               % (doc["profile"], prof["scale"], len(doc["server_cpus"]),
                  ", ".join("%s %s" % (k, prof[k]) for k in SCALED
                            if k in prof)))
+    if args.append:
+        pack.take_out(os.path.join(out_dir, "raw.log"))
     with open(os.path.join(out_dir, "raw.log"),
               "a" if args.append else "w") as log:
         log.write("$ %s\n" % " ".join([sys.executable] + sys.argv))
@@ -569,6 +578,8 @@ def main():
         report.write_sim_report(doc, prof, keys, out_dir)
     print("\nreport: %s (%.0f s)" % (os.path.join(out_dir, "report.md"),
                                       doc["elapsed_s"]))
+    if args.pack:
+        pack.pack(out_dir)
     return 0
 
 

@@ -4,9 +4,9 @@
 (stats.py), the latency histograms (latency.py), which runs are invalid
 (validity.py: the generator's failures, a saturated fixed rate, others'
 CPU and ListenOverflows on the rig), the rig's accounting of others' CPU
-(rig.foreign), the per-pair ratios and report.py's table of a build
-against an earlier one.  Run by check_suite.py first,
-or alone: python3 bench/test_helpers.py"""
+(rig.foreign), the per-pair ratios, report.py's table of a build
+against an earlier one, and a result folder's shape (pack.py).  Run by
+check_suite.py first, or alone: python3 bench/test_helpers.py"""
 
 import math
 import os
@@ -18,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import latency  # noqa: E402
+import pack  # noqa: E402
 import stats  # noqa: E402
 
 
@@ -295,6 +296,80 @@ class BeforeAfter(unittest.TestCase):
     def test_too_few_pairs_give_no_verdict(self):
         rows = self.rows(self.doc([120, 118, 125], [100, 101, 99]))
         self.assertIn("too few pairs to judge", rows[0])
+
+
+class PackedFolder(unittest.TestCase):
+    """pack.py: what stays plain, what goes into raw.tar.xz, and reading
+    either through the path the file had."""
+
+    def folder(self, top):
+        files = {"report.md": "# report\n", "results.json": "{}\n",
+                 "results.csv": "a,b\n", "throughput-x.png": "png",
+                 "raw.log": "$ suite.py\n", "configs/pfb-1-x.conf": "Listen",
+                 "cdf-x-pfb-1.dat": "1 0.5\n",
+                 "sub/report.md": "# sub\n", "sub/raw.log": "$ sub\n"}
+        for name, text in files.items():
+            path = os.path.join(top, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(text)
+        latency.write(os.path.join(top, "latency", "x-p1.hist.gz"),
+                      {1000: 3, 2000: 1})
+        return top
+
+    def test_pack_keeps_what_readers_open_and_reads_the_rest(self):
+        with tempfile.TemporaryDirectory() as d:
+            top = self.folder(d)
+            moved = pack.pack(top)
+            self.assertEqual(moved, sorted([
+                "raw.log", "configs/pfb-1-x.conf", "cdf-x-pfb-1.dat",
+                "sub/raw.log", "latency/x-p1.hist.gz"]))
+            left = sorted(os.path.relpath(os.path.join(p, f), top)
+                          for p, _, fs in os.walk(top) for f in fs)
+            self.assertEqual(left, sorted([
+                "report.md", "results.json", "results.csv",
+                "throughput-x.png", "sub/report.md", pack.ARCHIVE]))
+            # The histogram through its old name, stored uncompressed.
+            hist = os.path.join(top, "latency", "x-p1.hist.gz")
+            self.assertTrue(pack.exists(hist))
+            self.assertEqual(latency.read(hist), {1000: 3, 2000: 1})
+            self.assertIn("latency/x-p1.hist", pack.members(
+                os.path.join(top, pack.ARCHIVE)))
+            # A subfolder's file, from the archive at the folder's top.
+            with pack.open_text(os.path.join(top, "sub", "raw.log")) as f:
+                self.assertEqual(f.read(), "$ sub\n")
+            self.assertFalse(pack.exists(os.path.join(top, "nothing")))
+
+    def test_packing_again_rewrites_nothing_and_appends_whole(self):
+        with tempfile.TemporaryDirectory() as d:
+            top = self.folder(d)
+            pack.pack(top)
+            archive = os.path.join(top, pack.ARCHIVE)
+            with open(archive, "rb") as f:
+                first = f.read()
+            before = os.stat(archive).st_mtime_ns
+            # A report written again with the same chart data.
+            with open(os.path.join(top, "cdf-x-pfb-1.dat"), "w") as f:
+                f.write("1 0.5\n")
+            pack.keep_shape(os.path.join(top, "sub"))
+            self.assertEqual(os.stat(archive).st_mtime_ns, before)
+            self.assertFalse(os.path.exists(
+                os.path.join(top, "cdf-x-pfb-1.dat")))
+            # A stretch that appends to raw.log continues the packed one.
+            log = os.path.join(top, "raw.log")
+            pack.take_out(log)
+            with open(log, "a") as f:
+                f.write("$ suite.py --append\n")
+            pack.pack(top)
+            with pack.open_text(log) as f:
+                self.assertEqual(f.read(),
+                                 "$ suite.py\n$ suite.py --append\n")
+        # The same files give the same bytes.
+        with tempfile.TemporaryDirectory() as d:
+            top = self.folder(d)
+            pack.pack(top)
+            with open(os.path.join(top, pack.ARCHIVE), "rb") as f:
+                self.assertEqual(f.read(), first)
 
 
 if __name__ == "__main__":

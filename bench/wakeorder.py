@@ -8,6 +8,7 @@ child accepts").  Counts only (reuse distance, wake-ups and system calls
 per accept), so a busy machine gives them too.
 
   wakeorder.py --out DIR [--rounds 3] [--connections 20000]
+  wakeorder.py --report DIR      # DIR/report.md again, loose or packed
 
 writes DIR/results.jsonl (every run), DIR/report.md (each case's median
 over the rounds, with the range) and DIR/host.json (the commit and the
@@ -17,6 +18,7 @@ host).  Needs no privilege; each run is a few seconds.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -26,6 +28,7 @@ TOP = os.path.abspath(os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
 import hoststate  # noqa: E402
+import pack  # noqa: E402
 
 BINARY = os.path.join(TOP, "build", "wakeorder")
 MODES = ["accept", "mutex", "shared-lt", "shared-oneshot", "exclusive",
@@ -162,14 +165,38 @@ def write_report(table, host, args, path):
         key=lambda e: (order[e["mode"]], e["hostile"])))
     with open(path, "w") as f:
         f.write("\n".join(lines))
+    pack.keep_shape(os.path.dirname(path))
+
+
+def report_again(folder):
+    """DIR/report.md from the folder's results.jsonl and host.json (plain
+    or in its raw.tar.xz), with the rounds and connections its runs
+    had."""
+    with pack.open_text(os.path.join(folder, "results.jsonl")) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    with pack.open_text(os.path.join(folder, "host.json")) as f:
+        host = json.load(f)
+    made = argparse.Namespace(
+        out=folder, rounds=max(r["round"] for r in rows),
+        connections=int(re.search(r"--connections (\d+)",
+                                  rows[0]["command"]).group(1)))
+    path = os.path.join(folder, "report.md")
+    write_report(summarize(rows), host, made, path)
+    print("report: %s" % path)
+    return 0
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out")
+    parser.add_argument("--report", metavar="DIR")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=20000)
     args = parser.parse_args()
+    if args.report:
+        return report_again(args.report)
+    if not args.out:
+        parser.error("--out DIR, or --report DIR")
     if not os.path.exists(BINARY):
         print("missing %s: make bench-build" % BINARY)
         return 2

@@ -4,11 +4,11 @@
 every row of the claims table comes from a folder that holds it.
 
 The claims table is the table under "## Claims" in docs/benchmarks.md.
-Each row names its figures, the folder under bench/results/ they come from,
-the commit that made the folder, its pairs or rounds and the interval.
-A row's figures are either listed (`88; 116`), each of which must appear
-in one of the folder's text files (report.md, other .md, .txt, .csv) and
-is held only in the files the row says quote it ("quoted in": README,
+Each row names its figures, the folder under bench/results/ they come
+from, the commit that made the folder, its pairs or rounds and the
+interval.  A row's figures are either listed (`88; 116`), each of which
+must appear in one of the folder's text files (report.md, other .md,
+.txt, .csv, plain or in the folder's raw.tar.xz) and is held only in the files the row says quote it ("quoted in": README,
 here for docs/benchmarks.md, a name under docs/, or a path), or
 `§ Heading`: every figure in that section of docs/benchmarks.md or
 docs/two-socket.md, each of which must appear in the folder's files (a
@@ -47,6 +47,9 @@ import checklist
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
+# The suite's pack.py: a result folder's files, plain or packed.
+sys.path.insert(0, os.path.join(TOP, "bench"))
+import pack  # noqa: E402
 BENCH = os.path.join(TOP, "bench", "results")
 TABLE_DOC = os.path.join(TOP, "docs", "benchmarks.md")
 SECTION_DOCS = (os.path.join(TOP, "docs", "benchmarks.md"),
@@ -59,6 +62,8 @@ PARAMETERS = os.path.join(TOP, "tools", "check", "claims_parameters.txt")
 # short names, else docs/NAME, else a path from the top.
 QUOTED = {"here": "docs/benchmarks.md", "README": "README.md",
           "README.md": "README.md"}
+# A folder's text files, whose figures a row may hold.
+TEXTS = (".md", ".txt", ".csv")
 # A claims row's commit for a folder that names none (preliminary).
 NONE_RECORDED = "none recorded"
 PENDING = os.path.join(TOP, "tools", "check", "claims_pending.txt")
@@ -215,13 +220,15 @@ def claims_rows():
 
 
 def folder_texts(folder):
-    """Every text file of a folder (and its gzip'd JSON), as one string,
-    normalized."""
+    """Every text file of a folder, plain or in its raw.tar.xz, as one
+    string, normalized."""
     parts = []
     for path in sorted(glob.glob(os.path.join(folder, "**", "*"),
                                  recursive=True)):
-        if path.endswith((".md", ".txt", ".csv")):
+        if path.endswith(TEXTS):
             parts.append(read(path))
+    packed = pack.texts(folder, TEXTS)
+    parts += [packed[name] for name in sorted(packed)]
     return normalize("\n".join(parts))
 
 
