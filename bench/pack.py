@@ -8,11 +8,11 @@ A published folder keeps as plain files what a reader opens: its reports
 and notes (*.md), pictures (*.png, *.svg), the results its reports are
 made from (results.json, or results.json.gz, NAME.results.json.gz,
 bench_stock.py's summary.json), the small summaries documents read or
-link (results.csv, a model's prediction.json, pool_cause.py's cause.txt)
-and the scripts of a measurement made by hand (*.py, *.sh).  Everything
-else (configurations, per-run latency histograms, raw.log, chart data,
-strace and perf output ...) goes into one archive at the folder's top,
-raw.tar.xz, subfolders' files included.  A gzip'd file is stored
+link (a model's prediction.json, pool_cause.py's cause.txt) and the
+scripts of a measurement made by hand (*.py, *.sh).  Everything else
+(configurations, per-run latency histograms, raw.log, results.csv, chart
+data, strace and perf output ...) goes into one archive at the folder's
+top, raw.tar.xz, subfolders' files included.  A gzip'd file is stored
 uncompressed under its name less .gz: xz then compresses across the
 histograms, where gzip compressed each alone.
 
@@ -41,7 +41,7 @@ ARCHIVE = "raw.tar.xz"
 # What stays a plain file, by name (see the docstring).
 KEPT = ("*.md", "*.png", "*.svg",
         "results.json", "results.json.gz", "*.results.json.gz",
-        "summary.json", "results.csv", "prediction.json", "cause.txt",
+        "summary.json", "prediction.json", "cause.txt",
         "*.py", "*.sh")
 # xz's preset: the largest folder (2cpu-20261128-pool) packs in about
 # 20 s on one CPU.
@@ -205,7 +205,7 @@ def pack(folder):
 def keep_shape(path):
     """After a script wrote into a folder: where the folder (or one above
     it) is packed, pack that one again."""
-    archive = archive_above(os.path.join(path, "."))
+    archive = archive_above(os.path.join(path, ARCHIVE))
     if archive:
         pack(os.path.dirname(archive))
 

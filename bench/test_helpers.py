@@ -322,13 +322,13 @@ class PackedFolder(unittest.TestCase):
             top = self.folder(d)
             moved = pack.pack(top)
             self.assertEqual(moved, sorted([
-                "raw.log", "configs/pfb-1-x.conf", "cdf-x-pfb-1.dat",
-                "sub/raw.log", "latency/x-p1.hist.gz"]))
+                "raw.log", "results.csv", "configs/pfb-1-x.conf",
+                "cdf-x-pfb-1.dat", "sub/raw.log", "latency/x-p1.hist.gz"]))
             left = sorted(os.path.relpath(os.path.join(p, f), top)
                           for p, _, fs in os.walk(top) for f in fs)
             self.assertEqual(left, sorted([
-                "report.md", "results.json", "results.csv",
-                "throughput-x.png", "sub/report.md", pack.ARCHIVE]))
+                "report.md", "results.json", "throughput-x.png",
+                "sub/report.md", pack.ARCHIVE]))
             # The histogram through its old name, stored uncompressed.
             hist = os.path.join(top, "latency", "x-p1.hist.gz")
             self.assertTrue(pack.exists(hist))
@@ -351,10 +351,16 @@ class PackedFolder(unittest.TestCase):
             # A report written again with the same chart data.
             with open(os.path.join(top, "cdf-x-pfb-1.dat"), "w") as f:
                 f.write("1 0.5\n")
-            pack.keep_shape(os.path.join(top, "sub"))
+            pack.keep_shape(top)
             self.assertEqual(os.stat(archive).st_mtime_ns, before)
             self.assertFalse(os.path.exists(
                 os.path.join(top, "cdf-x-pfb-1.dat")))
+            # And from a subfolder: the archive at the folder's top.
+            with open(os.path.join(top, "sub", "cdf.dat"), "w") as f:
+                f.write("2 1\n")
+            pack.keep_shape(os.path.join(top, "sub"))
+            self.assertIn("sub/cdf.dat",
+                          pack.members(os.path.join(top, pack.ARCHIVE)))
             # A stretch that appends to raw.log continues the packed one.
             log = os.path.join(top, "raw.log")
             pack.take_out(log)
