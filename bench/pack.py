@@ -7,7 +7,8 @@
 A published folder keeps as plain files what a reader opens: its reports
 and notes (*.md), pictures (*.png, *.svg), the results its reports are
 made from (results.json, or results.json.gz, NAME.results.json.gz,
-bench_stock.py's summary.json), the small summaries documents read or
+wakeorder.py's results.jsonl and host.json, bench_stock.py's
+summary.json), the small summaries documents read or
 link (a model's prediction.json, pool_cause.py's cause.txt) and the
 scripts of a measurement made by hand (*.py, *.sh).  Everything else
 (configurations, per-run latency histograms, raw.log, results.csv, chart
@@ -19,7 +20,8 @@ histograms, where gzip compressed each alone.
 Packing is deterministic (members sorted, no times or owners), and an
 archive whose members would not change is not rewritten, so packing a
 folder again leaves git with nothing to commit.  Loose files replace the
-members of the same name; no member is ever dropped.
+members of the same name; a member whose name now stays plain comes out
+as a plain file; no other member is ever dropped.
 
 The scripts read a folder's files through exists() and open_text(),
 which take the path the file had before packing: the plain file where
@@ -41,7 +43,8 @@ ARCHIVE = "raw.tar.xz"
 # What stays a plain file, by name (see the docstring).
 KEPT = ("*.md", "*.png", "*.svg",
         "results.json", "results.json.gz", "*.results.json.gz",
-        "summary.json", "prediction.json", "cause.txt",
+        "results.jsonl", "host.json", "summary.json", "prediction.json",
+        "cause.txt",
         "*.py", "*.sh")
 # xz's preset: the largest folder (2cpu-20261128-pool) packs in about
 # 20 s on one CPU.
@@ -175,24 +178,35 @@ def _write(archive, held):
 
 def pack(folder):
     """Moves every loose file of folder that does not stay plain into its
-    raw.tar.xz.  Returns the names moved."""
+    raw.tar.xz, and members that stay plain out of it.  Returns the names
+    moved in."""
     loose = _loose(folder)
-    if not loose:
+    archive = os.path.join(folder, ARCHIVE)
+    old = members(archive) if os.path.isfile(archive) else {}
+    plain = [name for name in old if kept(name)]
+    if not loose and not plain:
         return []
     twice = [rel for rel in loose if rel + ".gz" in loose]
     if twice:
         raise ValueError("%s: both %s and %s.gz; keep one"
                          % (folder, twice[0], twice[0]))
-    archive = os.path.join(folder, ARCHIVE)
-    old = members(archive) if os.path.isfile(archive) else {}
     held = dict(old)
+    for name in plain:
+        path = os.path.join(folder, name)
+        if not os.path.exists(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(held[name])
+        del held[name]
     for rel in loose:
         with open(os.path.join(folder, rel), "rb") as f:
             data = f.read()
         if rel.endswith(".gz"):
             data, rel = gzip.decompress(data), rel[:-3]
         held[rel] = data
-    if held != old:
+    if not held:
+        os.unlink(archive)
+    elif held != old:
         _write(archive, held)
     for rel in loose:
         os.unlink(os.path.join(folder, rel))

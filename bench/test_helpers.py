@@ -370,6 +370,15 @@ class PackedFolder(unittest.TestCase):
             with pack.open_text(log) as f:
                 self.assertEqual(f.read(),
                                  "$ suite.py\n$ suite.py --append\n")
+            # A name that stays plain now comes out of the archive.
+            kept = pack.KEPT
+            pack.KEPT = kept + ("raw.log",)
+            try:
+                pack.pack(top)
+            finally:
+                pack.KEPT = kept
+            self.assertTrue(os.path.isfile(log))
+            self.assertNotIn("raw.log", pack.members(archive))
         # The same files give the same bytes.
         with tempfile.TemporaryDirectory() as d:
             top = self.folder(d)
