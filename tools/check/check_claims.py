@@ -8,11 +8,12 @@ Each row names its figures, the folder under bench/results/ they come
 from, the commit that made the folder, its pairs or rounds and the
 interval.  A row's figures are either listed (`88; 116`), each of which
 must appear in one of the folder's text files (report.md, other .md,
-.txt, .csv, plain or in the folder's raw.tar.xz) and is held only in the files the row says quote it ("quoted in": README,
-here for docs/benchmarks.md, a name under docs/, or a path), or
-`§ Heading`: every figure in that section of docs/benchmarks.md or
-docs/two-socket.md, each of which must appear in the folder's files (a
-table copied from the folder's report).  The row's commit must be the one
+.txt, .csv, plain or in the folder's raw.tar.xz) and is held only in the
+files the row says quote it ("quoted in": README, here for
+docs/benchmarks.md, a name under docs/, or a path), or `§ Heading`:
+every figure in that section of docs/benchmarks.md or docs/two-socket.md,
+each of which must appear in the folder's files (a table copied from the
+folder's report).  The row's commit must be the one
 the folder records (results.json's host_state, or a "commit HASH" line of
 its report).
 
