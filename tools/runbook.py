@@ -40,7 +40,8 @@ def section(text, title):
 
 
 def github_anchor(heading):
-    """The anchor GitHub gives a heading (as test/check_rules.py does)."""
+    """The anchor GitHub gives a heading (as tools/check/check_rules.py
+    does)."""
     text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
     return text.replace(" ", "-")
 

@@ -163,7 +163,7 @@ static int pfb_test_handler(request_rec *r)
     return OK;
 }
 
-/* The load suite's static file (STATIC_BODY in test/load/suite.py). */
+/* The load suite's static file (STATIC_BODY in bench/suite.py). */
 static const char fixed_body[] =
     "static file of one hundred bytes for the load suite "
     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n";

@@ -1,19 +1,20 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """The one test harness: starts the real httpd with the built modules (or
 Debian's stock MPMs), reads its logs and scoreboard, and loads it.  Used by
-test/integration, test/load, test/package, test/valgrind_parent.py and
-tools/render-dashboard.py.  It needs only Python's standard library, so the
-package tests run it where the packages are installed.
+test/integration, the load suite (bench/), test/package,
+test/valgrind_parent.py and tools/render-dashboard.py.  It needs only
+Python's standard library, so the package tests run it where the packages
+are installed.
 
 It lives in test/, so test/ must be on sys.path.  Scripts in test/ have it
 there already; scripts one level down (test/integration/run.py,
-test/load/*.py, test/package/*.py) add their parent directory with the
-same two lines:
+test/package/*.py) add their parent directory with the same two lines:
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))        # test/, for pfbtest
 
-and anything else runs with PYTHONPATH=test.  What it runs comes from the
+the load suite's scripts (bench/*.py) add the top's test/, and anything
+else runs with PYTHONPATH=test.  What it runs comes from the
 environment (HTTPD, HTTPD_MODULES_DIR, MPM_SO, STATUS_SO, TEST_HANDLER_SO:
 see pfbtest.config).  Helpers that are not about a server have modules of
 their own: pfbtest.metrics (Prometheus expositions), pfbtest.tally (the
