@@ -17,7 +17,7 @@
 
 #include "unit.h"
 #include "prefork_policy.h"
-#include "prefork_os.h"
+#include "guard/prefork_os.h"
 
 #define MAX_READY 8
 

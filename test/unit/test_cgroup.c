@@ -15,7 +15,7 @@
 #include "unit.h"
 #include "prefork_unit.h"
 #include "prefork_policy.h"
-#include "prefork_cpus.h"
+#include "steering/prefork_cpus.h"
 
 /* ------------------------------------------------------------------ */
 /* Parsers                                                             */

@@ -30,7 +30,7 @@
 
 #include "unit.h"
 #include "prefork_children.h"
-#include "prefork_linger.h"
+#include "conn/prefork_linger.h"
 #include "prefork_unit.h"
 
 #define SLOTS 8

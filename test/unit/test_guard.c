@@ -33,8 +33,8 @@
 #include "apr_general.h"
 #include "apr_portable.h"
 
-#include "prefork_guard.h"
-#include "prefork_seccomp.h"
+#include "guard/prefork_guard.h"
+#include "guard/prefork_seccomp.h"
 #include "unit.h"
 #include "prefork_unit.h"
 

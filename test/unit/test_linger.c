@@ -26,7 +26,7 @@
 
 #include "unit.h"
 #include "prefork_unit.h"
-#include "prefork_linger.h"
+#include "conn/prefork_linger.h"
 
 #define SEC APR_INT64_C(1000000)
 /* How long a test waits for a state it expects (usec). */

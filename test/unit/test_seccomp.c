@@ -37,7 +37,7 @@
 
 #include "apr_general.h"
 
-#include "prefork_seccomp.h"
+#include "guard/prefork_seccomp.h"
 #include "unit.h"
 #include "prefork_unit.h"
 

@@ -19,7 +19,7 @@
 #include "apr_pools.h"
 
 #include "unit.h"
-#include "prefork_segment.h"
+#include "buckets/prefork_segment.h"
 
 #define RECORDS 5
 #define SLOTS 3

@@ -29,7 +29,7 @@
 
 #include "unit.h"
 #include "prefork_unit.h"
-#include "prefork_sockopts.h"
+#include "guard/prefork_sockopts.h"
 
 /* A listening socket on a kernel-chosen loopback port of @a family. */
 static int listener(int family, int *port)

@@ -25,10 +25,10 @@
 
 #include "unit.h"
 #include "prefork_buckets.h"
-#include "prefork_cpus.h"
-#include "prefork_os.h"
-#include "prefork_steering_kernel.h"
-#include "prefork_steering_map.h"
+#include "steering/prefork_cpus.h"
+#include "guard/prefork_os.h"
+#include "steering/prefork_steering_kernel.h"
+#include "steering/prefork_steering_map.h"
 
 #ifdef HAVE_BPF_STEERING
 

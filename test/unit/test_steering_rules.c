@@ -20,7 +20,7 @@
 #include "unit.h"
 #include "prefork_unit.h"
 #include "prefork_buckets.h"
-#include "prefork_steering_rules.h"
+#include "steering/prefork_steering_rules.h"
 
 /* ------------------------------------------------------------------ */
 /* Layout                                                              */

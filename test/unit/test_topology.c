@@ -18,8 +18,8 @@
 
 #include "unit.h"
 #include "prefork_unit.h"
-#include "prefork_steering_rules.h"
-#include "prefork_topology.h"
+#include "steering/prefork_steering_rules.h"
+#include "steering/prefork_topology.h"
 
 /* ------------------------------------------------------------------ */
 /* CPU lists                                                           */

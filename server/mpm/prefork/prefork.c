@@ -88,18 +88,18 @@
 #endif
 
 #include "pfb_log.h"
-#include "prefork_accept.h"
+#include "conn/prefork_accept.h"
 #include "prefork_buckets.h"
-#include "prefork_bucketset.h"
+#include "buckets/prefork_bucketset.h"
 #include "prefork_children.h"
-#include "prefork_close.h"
+#include "conn/prefork_close.h"
 #include "prefork_config.h"
 #include "prefork_config_log.h"
-#include "prefork_filter.h"
+#include "guard/prefork_filter.h"
 #include "prefork_policy.h"
 #include "prefork_ready.h"
-#include "prefork_steering.h"
-#include "prefork_os.h"
+#include "steering/prefork_steering.h"
+#include "guard/prefork_os.h"
 
 /* Children are single-threaded: one worker slot per process. */
 #define HARD_THREAD_LIMIT 1

@@ -30,8 +30,8 @@
 #include "pfb_log.h"
 #include "prefork_children.h"
 #include "prefork_generation.h"
-#include "prefork_os.h"
-#include "prefork_steering.h"
+#include "guard/prefork_os.h"
+#include "steering/prefork_steering.h"
 
 APLOG_USE_MODULE(mpm_prefork);
 

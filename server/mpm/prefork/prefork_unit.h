@@ -44,10 +44,10 @@
 
 #include "prefork_children.h"
 #include "prefork_config.h"
-#include "prefork_guard.h"
-#include "prefork_linger.h"
-#include "prefork_sockopts.h"
-#include "prefork_steering_rules.h"
+#include "guard/prefork_guard.h"
+#include "conn/prefork_linger.h"
+#include "guard/prefork_sockopts.h"
+#include "steering/prefork_steering_rules.h"
 
 /* prefork_policy.c */
 int pf_share(int total, int num_buckets, int b);

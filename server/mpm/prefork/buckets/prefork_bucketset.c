@@ -37,10 +37,10 @@
 
 #include "pfb_log.h"
 #include "prefork_bucketset.h"
-#include "prefork_guard.h"
-#include "prefork_seccomp.h"
-#include "prefork_sockguard.h"
-#include "prefork_steering.h"
+#include "guard/prefork_guard.h"
+#include "guard/prefork_seccomp.h"
+#include "guard/prefork_sockguard.h"
+#include "steering/prefork_steering.h"
 
 APLOG_USE_MODULE(mpm_prefork);
 

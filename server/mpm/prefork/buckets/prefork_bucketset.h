@@ -63,10 +63,10 @@
 #include "prefork_children.h"
 #include "prefork_generation.h"
 #include "prefork_policy.h"
-#include "prefork_cpus.h"
-#include "prefork_os.h"
+#include "steering/prefork_cpus.h"
+#include "guard/prefork_os.h"
 #include "prefork_segment.h"
-#include "prefork_steering.h"
+#include "steering/prefork_steering.h"
 
 typedef struct pf_bucketset_s pf_bucketset_t;
 

@@ -48,7 +48,7 @@
 #include "prefork_children.h"
 #include "prefork_generation.h"
 #include "prefork_guard.h"
-#include "prefork_steering.h"
+#include "steering/prefork_steering.h"
 
 typedef struct pf_sockguard_s pf_sockguard_t;
 

@@ -41,7 +41,7 @@
 #include "prefork_holders.h"
 #include "prefork_os.h"
 #include "prefork_sockguard.h"
-#include "prefork_steering_map.h"
+#include "steering/prefork_steering_map.h"
 
 APLOG_USE_MODULE(mpm_prefork);
 
