@@ -1154,6 +1154,7 @@ static int shutdown_server(server_rec *s)
 static int build_generation(apr_pool_t *p, server_rec *s, int startup)
 {
     pf_bucketset_config_t cfg;
+    pf_guard_children_t guard_children;
 
     memset(&cfg, 0, sizeof(cfg));
     cfg.how = startup ? PF_START_FIRST
@@ -1168,6 +1169,8 @@ static int build_generation(apr_pool_t *p, server_rec *s, int startup)
     cfg.cpu_affinity = conf.cpu_affinity;
     cfg.generation = retained->mpm->my_generation;
     cfg.children = retained->children;
+    pf_children_guard_calls(retained->children, &guard_children);
+    cfg.guard_children = &guard_children;
     if (pf_bucketset_build(retained->buckets, &cfg, p, s)
         != APR_SUCCESS) {
         return !OK;

@@ -226,27 +226,27 @@ int pf_children_live(const pf_children_t *c)
     return n;
 }
 
-int pf_children_holds(const pf_children_t *c, pid_t pid)
+static int holds(const void *table, pid_t pid)
 {
-    return pid > 0 && pf_children_find(c, pid) >= 0;
+    return pid > 0 && pf_children_find(table, pid) >= 0;
 }
 
-int pf_children_stop_bucket(pf_children_t *c, const pf_generation_t *gen,
-                            int bucket)
+static void stop_bucket(void *table, const pf_generation_t *gen, int bucket)
 {
-    int slot, n = 0;
+    pf_children_t *c = table;
+    int slot;
 
     for (slot = 0; slot < c->used; slot++) {
         if (c->slot[slot].pid > 0
             && pf_generation_bucket_of(gen, c->slot[slot].record) == bucket) {
-            n += pf_children_tell_to_stop(c, slot);
+            pf_children_tell_to_stop(c, slot);
         }
     }
-    return n;
 }
 
-void pf_children_continue(const pf_children_t *c)
+static void continue_all(const void *table)
 {
+    const pf_children_t *c = table;
     int slot;
 
     for (slot = 0; slot < c->used; slot++) {
@@ -254,6 +254,14 @@ void pf_children_continue(const pf_children_t *c)
             kill(c->slot[slot].pid, SIGCONT);
         }
     }
+}
+
+void pf_children_guard_calls(pf_children_t *c, pf_guard_children_t *out)
+{
+    out->table = c;
+    out->holds = holds;
+    out->continue_all = continue_all;
+    out->stop_bucket = stop_bucket;
 }
 
 void pf_children_count_record(const pf_children_t *c, int record,

@@ -102,6 +102,7 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
                                     pf_steer_t *steer)
 {
     pf_bucketset_t *bs = apr_pcalloc(pool, sizeof(*bs));
+    pf_guard_steering_t steering;
     int r;
 
     bs->pool = pool;
@@ -127,7 +128,8 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
                                         * (apr_size_t)bs->num_records);
     bs->started = started;
     bs->steer = steer;
-    bs->guard = pf_sockguard_create(pool, bs->num_records, gen, steer);
+    pf_steer_guard_calls(steer, &steering);
+    bs->guard = pf_sockguard_create(pool, bs->num_records, gen, &steering);
     bs->book = pf_sockguard_book(bs->guard);
     bs->reuseport_usable = -1;
     return bs;
@@ -758,7 +760,7 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
         return rv;
     }
     pf_guard_book_end(bs->book);
-    pf_sockguard_set_children(bs->guard, cfg->children);
+    pf_sockguard_set_children(bs->guard, cfg->guard_children);
     /* Whoever kept a copy of a socket of the last generation loses it.
      * Not before the first generation has run: httpd reads the
      * configuration twice at start-up, and nobody held a socket yet. */

@@ -84,6 +84,8 @@ typedef struct {
     /** The children still running, whose identities the build keeps
      *  (NULL: none). */
     pf_children_t *children;
+    /** The same table as the socket guard reaches it (NULL: none). */
+    const pf_guard_children_t *guard_children;
 } pf_bucketset_config_t;
 
 /**

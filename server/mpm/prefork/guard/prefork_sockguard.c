@@ -38,10 +38,10 @@
 #include "ap_listen.h"
 
 #include "pfb_log.h"
+#include "prefork_buckets.h"
 #include "prefork_holders.h"
 #include "prefork_os.h"
 #include "prefork_sockguard.h"
-#include "steering/prefork_steering_map.h"
 
 APLOG_USE_MODULE(mpm_prefork);
 
@@ -51,9 +51,9 @@ APLOG_USE_MODULE(mpm_prefork);
 struct pf_sockguard_s {
     apr_pool_t *pool;           /* outlives generations */
     pf_generation_t *gen;
-    pf_steer_t *steer;
+    pf_guard_steering_t steer;  /* steering's maps and programs */
     pf_guard_book_t *book;      /* each socket as the parent opened it */
-    pf_children_t *children;
+    pf_guard_children_t children; /* table NULL: none yet */
     pf_holders_t *holders;
 
     /* Per bucket identity: what the log has said about its sockets in the
@@ -78,13 +78,14 @@ struct pf_sockguard_s {
 };
 
 pf_sockguard_t *pf_sockguard_create(apr_pool_t *pool, int num_records,
-                                    pf_generation_t *gen, pf_steer_t *steer)
+                                    pf_generation_t *gen,
+                                    const pf_guard_steering_t *steering)
 {
     pf_sockguard_t *g = apr_pcalloc(pool, sizeof(*g));
 
     g->pool = pool;
     g->gen = gen;
-    g->steer = steer;
+    g->steer = *steering;
     g->book = pf_guard_book_create(pool);
     g->holders = pf_holders_create(pool);
     g->num_records = num_records;
@@ -100,9 +101,20 @@ pf_guard_book_t *pf_sockguard_book(pf_sockguard_t *g)
     return g->book;
 }
 
-void pf_sockguard_set_children(pf_sockguard_t *g, pf_children_t *c)
+void pf_sockguard_set_children(pf_sockguard_t *g,
+                               const pf_guard_children_t *children)
 {
-    g->children = c;
+    if (children != NULL) {
+        g->children = *children;
+    }
+    else {
+        memset(&g->children, 0, sizeof(g->children));
+    }
+}
+
+static int guards_groups(const pf_sockguard_t *g)
+{
+    return g->steer.guards_groups(g->steer.steer, g->gen);
 }
 
 /* SO_REUSEPORT where buckets share a port; with one socket per Listen,
@@ -112,7 +124,7 @@ static int wants_reuseport(const pf_sockguard_t *g)
 {
     return g->gen->plan.mode == PFB_MODE_REUSEPORT
            && (g->gen->plan.buckets_per_listen >= 2
-               || pf_steer_guards_groups(g->steer, g->gen));
+               || guards_groups(g));
 }
 
 static int num_sockets(const pf_generation_t *gen)
@@ -150,7 +162,8 @@ static int is_ours(void *baton, pid_t pid)
     const pf_sockguard_t *g = baton;
 
     return pid == getpid()
-           || (g->children != NULL && pf_children_holds(g->children, pid));
+           || (g->children.table != NULL
+               && g->children.holds(g->children.table, pid));
 }
 
 static int by_inode(const void *a, const void *b)
@@ -280,10 +293,11 @@ static int check_bucket(pf_sockguard_t *g, int b, const int *seen,
         /* Said by PFB00176; a change found as well is said below. */
         all.fixed &= ~PF_GUARD_REPLACED;
     }
-    if (pf_sockopts_touch_file(&all.options_changed) && g->children) {
+    if (pf_sockopts_touch_file(&all.options_changed)
+        && g->children.table != NULL) {
         /* The file's owner and signal made each connection signal the
          * children: those it stopped run again. */
-        pf_children_continue(g->children);
+        g->children.continue_all(g->children.table);
     }
     if ((all.fixed | all.failed) == 0) {
         if (!held && r >= 0 && r < g->num_records) {
@@ -331,14 +345,14 @@ static void retire_replaced(pf_sockguard_t *g, server_rec *s)
     if (n == 0) {
         return;
     }
-    steered = pf_steer_guards_groups(g->steer, g->gen);
+    steered = guards_groups(g);
     if (steered) {
-        pf_steer_refill(g->steer, g->gen, s);
+        g->steer.refill(g->steer.steer, g->gen, s);
     }
     for (i = 0; i < n; i++) {
-        if (steered ? !pf_steer_hands_over(g->steer)
+        if (steered ? !g->steer.hands_over(g->steer.steer)
                     : (g->can_hand_over != 1
-                       || pf_steer_handover(list[i].fresh, list[i].old_fd,
+                       || g->steer.handover(list[i].fresh, list[i].old_fd,
                                             one_per_listen)
                               != APR_SUCCESS)) {
             lost += has_queue(list[i].old_fd);
@@ -387,14 +401,14 @@ void pf_sockguard_check(pf_sockguard_t *g, int bucket,
         /* A socket that stopped listening left steering's socket map, and
          * a new one is not in it yet: until it is under its bucket
          * number, the connections steered there go to the others. */
-        pf_steer_refill(g->steer, g->gen, s);
+        g->steer.refill(g->steer.steer, g->gen, s);
     }
     /* The children of a bucket whose socket was replaced hold the old
      * one, which someone may make listen again: they are told to go
      * before it stops, and new ones take the new socket. */
-    for (b = 0; g->children != NULL && b < g->gen->num_buckets; b++) {
+    for (b = 0; g->children.table != NULL && b < g->gen->num_buckets; b++) {
         if (g->replaced[b]) {
-            pf_children_stop_bucket(g->children, g->gen, b);
+            g->children.stop_bucket(g->children.table, g->gen, b);
         }
     }
     retire_replaced(g, s);
@@ -409,7 +423,7 @@ void pf_sockguard_renew(pf_sockguard_t *g, int first_start, server_rec *s)
     int b, replaced = 0, failed = 0;
 
     if (g->can_hand_over < 0) {
-        g->can_hand_over = pf_steer_can_hand_over(g->hand_over_why,
+        g->can_hand_over = g->steer.can_hand_over(g->hand_over_why,
                                                   sizeof(g->hand_over_why));
     }
     if (first_start) {

@@ -45,25 +45,60 @@
 #include "apr_pools.h"
 #include "httpd.h"
 
-#include "prefork_children.h"
 #include "prefork_generation.h"
 #include "prefork_guard.h"
-#include "steering/prefork_steering.h"
 
 typedef struct pf_sockguard_s pf_sockguard_t;
 
+/**
+ * What the guard asks of steering, handed over as calls so that the guard
+ * names nothing of steering's room (prefork_steering.c fills it in).
+ */
+typedef struct {
+    void *steer;
+    /** Whether steering's programs are on @a gen's reuseport groups,
+     *  choosing nothing outside their map. */
+    int (*guards_groups)(const void *steer, const pf_generation_t *gen);
+    /** Whether those programs also hand a closing socket's queue over. */
+    int (*hands_over)(const void *steer);
+    /** Puts every listening socket of @a gen back in the socket map. */
+    void (*refill)(void *steer, const pf_generation_t *gen, server_rec *s);
+    /** Whether a handover program loads here; if not, why in @a why. */
+    int (*can_hand_over)(char *why, apr_size_t why_len);
+    /** Stops @a old_fd listening, its queue handed to @a fresh. */
+    apr_status_t (*handover)(apr_socket_t *fresh, int old_fd, int stays);
+} pf_guard_steering_t;
+
+/**
+ * What the guard asks of the parent's record of its children, handed
+ * over as calls (prefork_children.c fills it in): the live children hold
+ * the sockets by right, and the guard tells them to go or to run again.
+ */
+typedef struct {
+    void *table;
+    /** Whether @a pid is a live child. */
+    int (*holds)(const void *table, pid_t pid);
+    /** Sends SIGCONT to every live child. */
+    void (*continue_all)(const void *table);
+    /** Tells the live children of @a bucket of @a gen to go. */
+    void (*stop_bucket)(void *table, const pf_generation_t *gen, int bucket);
+} pf_guard_children_t;
+
 /** Made once per server, in @a pool, for @a gen's buckets (@a num_records
- *  bucket identities at most) and @a steer's maps. */
+ *  bucket identities at most) and steering's maps, reached through
+ *  @a steering (copied). */
 pf_sockguard_t *pf_sockguard_create(apr_pool_t *pool, int num_records,
-                                    pf_generation_t *gen, pf_steer_t *steer);
+                                    pf_generation_t *gen,
+                                    const pf_guard_steering_t *steering);
 
 /** The records of the sockets in service, which the bucket set notes at
  *  every build. */
 pf_guard_book_t *pf_sockguard_book(pf_sockguard_t *g);
 
 /** The children table, whose live children hold the sockets by right
- *  (NULL: none yet). */
-void pf_sockguard_set_children(pf_sockguard_t *g, pf_children_t *c);
+ *  (NULL: none yet; copied). */
+void pf_sockguard_set_children(pf_sockguard_t *g,
+                               const pf_guard_children_t *children);
 
 /**
  * Checks the sockets of bucket @a bucket (every bucket when -1, which

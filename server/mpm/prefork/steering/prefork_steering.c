@@ -147,13 +147,21 @@ static int attached_to(const pf_steer_t *st, const pf_generation_t *gen)
            && gen->plan.buckets_per_listen == st->per_listen;
 }
 
-int pf_steer_guards_groups(const pf_steer_t *st, const pf_generation_t *gen)
+/* Whether the programs are on @a gen's reuseport groups, choosing only
+ * among the sockets of the map. */
+static int guards_groups(const void *steer, const pf_generation_t *gen)
 {
+    const pf_steer_t *st = steer;
+
     return attached_to(st, gen) && st->num_progs > 0 && st->map.fd >= 0;
 }
 
-int pf_steer_hands_over(const pf_steer_t *st)
+/* Whether they also choose where the connections of a socket of the group
+ * that stops listening go (Linux 5.14): handed over, not reset. */
+static int hands_over(const void *steer)
 {
+    const pf_steer_t *st = steer;
+
     return st->num_progs > 0 && st->hands_over;
 }
 
@@ -813,15 +821,28 @@ void pf_steer_cycle(pf_steer_t *st, const pf_generation_t *gen,
     reconcile_idle_counts(st, gen, obs, s);
 }
 
-void pf_steer_refill(pf_steer_t *st, const pf_generation_t *gen,
-                     server_rec *s)
+/* At once when the guard made a socket listen again (in place or
+ * replaced): back in the socket map. */
+static void refill(void *steer, const pf_generation_t *gen, server_rec *s)
 {
+    pf_steer_t *st = steer;
+
     if (!attached_to(st, gen)) {
         return;
     }
     if (st->num_progs > 0 && st->map.fd >= 0) {
         refill_socket_map(st, gen, s);
     }
+}
+
+void pf_steer_guard_calls(pf_steer_t *st, pf_guard_steering_t *out)
+{
+    out->steer = st;
+    out->guards_groups = guards_groups;
+    out->hands_over = hands_over;
+    out->refill = refill;
+    out->can_hand_over = pf_steer_can_hand_over;
+    out->handover = pf_steer_handover;
 }
 
 void pf_steer_observe(const pf_steer_t *st, const pf_generation_t *gen,

@@ -34,7 +34,9 @@
  *                               pf_steer_cycle (an act: re-asserts the
  *                               programs and the socket map, corrects
  *                               idle counts from the observation)
- *   the guard:                  pf_steer_refill (a socket listens again)
+ *   the guard:                  through pf_steer_guard_calls (whether
+ *                               the programs guard the groups, refill
+ *                               when a socket listens again, handover)
  *   a child reaped:             pf_steer_child_gone
  *   the child:                  pf_steer_child_init (bucket set),
  *                               pf_steer_accept_begin/_end (prefork.c)
@@ -60,6 +62,7 @@
 #include "httpd.h"
 
 #include "prefork_generation.h"
+#include "guard/prefork_sockguard.h"
 #include "prefork_steering_rules.h"
 
 typedef struct pf_steer_s pf_steer_t;
@@ -102,23 +105,17 @@ void pf_steer_cycle(pf_steer_t *st, const pf_generation_t *gen,
                     const pf_observation_t *obs, server_rec *s);
 
 /**
- * Parent, at once when the bucket set made a socket listen again (in place
- * or replaced): puts it back in the socket map, so that the connections
- * steered to its bucket do not wait for the next cycle.
+ * What the socket guard asks of steering, as calls into this unit (the
+ * guard names nothing of it): whether the programs guard the reuseport
+ * groups and hand a closing socket's queue over, putting a socket that
+ * listens again back in the socket map at once (the connections steered
+ * to its bucket do not wait for the next cycle), and the handover of a
+ * replaced socket where no steering program is attached.
  */
-void pf_steer_refill(pf_steer_t *st, const pf_generation_t *gen,
-                     server_rec *s);
+void pf_steer_guard_calls(pf_steer_t *st, pf_guard_steering_t *out);
 
 /** The pfb_steer_e in force. */
 int pf_steer_active(const pf_steer_t *st);
-
-/** Whether steering's programs are on @a gen's reuseport groups, choosing
- *  only among the sockets of its map. */
-int pf_steer_guards_groups(const pf_steer_t *st, const pf_generation_t *gen);
-
-/** Whether they also choose where the connections of a socket of the
- *  group that stops listening go (Linux 5.14): handed over, not reset. */
-int pf_steer_hands_over(const pf_steer_t *st);
 
 /** Copies, for the cycle's observation, steering's figures per bucket of
  *  @a gen (only idle and local keep them: obs->steer_figures says). */
