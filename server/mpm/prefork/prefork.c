@@ -100,6 +100,7 @@
 #include "prefork_ready.h"
 #include "steering/prefork_steering.h"
 #include "guard/prefork_os.h"
+#include "guard/prefork_sockguard.h"
 
 /* Children are single-threaded: one worker slot per process. */
 #define HARD_THREAD_LIMIT 1
@@ -121,6 +122,7 @@ typedef struct {
     apr_pool_t *keep_pool;      /* outlives generations */
     pf_children_t *children;    /* what it signals, counts and reaps by */
     pf_bucketset_t *buckets;
+    pf_sockguard_t *guard;      /* the bucket sockets children hold */
     pf_steer_t *steer;          /* ListenBucketSteering */
     pf_generation_t gen;        /* what the last (re)start made */
     apr_time_t started;
@@ -865,7 +867,7 @@ static void perform_idle_server_maintenance(server_rec *s)
 
     /* The bucket sockets children hold, put right before anything is
      * forked onto them. */
-    pf_bucketset_guard(retained->buckets, -1, obs, s);
+    pf_sockguard_check(retained->guard, -1, obs, s);
     pf_generation_retire(gen, retained->children);
     spawn_wanted_children(s, obs);
     pf_generation_log_limits(gen, &lim, &summary,
@@ -990,7 +992,7 @@ static void handle_child_exit(server_rec *s, pf_child_exit_t *how)
      * to the socket they share (shutdown() makes every accept() fail):
      * its bucket's socket is put right before anything is forked. */
     if (b >= 0) {
-        pf_bucketset_guard(retained->buckets, b, NULL, s);
+        pf_sockguard_check(retained->guard, b, NULL, s);
     }
     /* After a graceful restart the old generation's children hold the
      * slots the new one needs; each one that leaves is replaced at once in
@@ -1092,7 +1094,7 @@ static void drain_accept_queues(server_rec *s, apr_time_t cutoff)
     if (!until) {
         until = apr_time_now() + s->timeout;
     }
-    rv = pf_bucketset_refuse_new(retained->buckets, s);
+    rv = pf_sockguard_refuse_new(retained->guard, s);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_INFO, rv, s,
                      PFBLOGNO(00040) "graceful stop: can't stop new "
@@ -1225,7 +1227,7 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
     /* The new generation is accepting; now let the old one go, so that
      * no bucket is ever left without a child, then the sockets it held. */
     pf_children_stop(retained->children, retained->mpm->my_generation, 0);
-    pf_bucketset_retire(retained->buckets, s);
+    pf_sockguard_retire(retained->guard, s);
     obs = observe();
     pf_steer_cycle(retained->steer, &retained->gen, obs, s);
     publish(obs);
@@ -1280,6 +1282,7 @@ static int prefork_open_logs(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
                              server_rec *s)
 {
     int startup = retained->mpm->module_loads == 1;
+    pf_guard_steering_t steering;
 
     pconf = p;
     parent_pid = getpid();
@@ -1292,11 +1295,17 @@ static int prefork_open_logs(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
     }
     if (retained->buckets == NULL) {
         retained->steer = pf_steer_create(retained->keep_pool);
+        pf_steer_guard_calls(retained->steer, &steering);
+        retained->guard = pf_sockguard_create(
+            retained->keep_pool,
+            PF_BUCKETSET_RECORDS(retained->first_server_limit),
+            &retained->gen, &steering);
         retained->buckets = pf_bucketset_create(retained->keep_pool,
                                                 retained->first_server_limit,
                                                 retained->started,
                                                 &retained->gen,
-                                                retained->steer);
+                                                retained->steer,
+                                                retained->guard);
     }
     if (build_generation(p, s, startup) != OK) {
         return !OK;

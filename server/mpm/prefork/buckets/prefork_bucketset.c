@@ -99,19 +99,14 @@ struct pf_bucketset_s {
 
 pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
                                     apr_time_t started, pf_generation_t *gen,
-                                    pf_steer_t *steer)
+                                    pf_steer_t *steer, pf_sockguard_t *guard)
 {
     pf_bucketset_t *bs = apr_pcalloc(pool, sizeof(*bs));
-    pf_guard_steering_t steering;
     int r;
 
     bs->pool = pool;
     bs->num_slots = num_slots;
-    /* Every bucket of a generation needs a child (the plan caps them at
-     * MaxRequestWorkers, at most ServerLimit), and an identity no longer
-     * in use keeps its record while children forked for it run (at most
-     * ServerLimit): twice ServerLimit, plus the single bucket. */
-    bs->num_records = 2 * num_slots + 1;
+    bs->num_records = PF_BUCKETSET_RECORDS(num_slots);
     bs->ids = apr_pcalloc(pool, sizeof(identity_t)
                                     * (apr_size_t)bs->num_records);
     gen->num_records = bs->num_records;
@@ -128,8 +123,7 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
                                         * (apr_size_t)bs->num_records);
     bs->started = started;
     bs->steer = steer;
-    pf_steer_guard_calls(steer, &steering);
-    bs->guard = pf_sockguard_create(pool, bs->num_records, gen, &steering);
+    bs->guard = guard;
     bs->book = pf_sockguard_book(bs->guard);
     bs->reuseport_usable = -1;
     return bs;
@@ -871,22 +865,6 @@ int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket,
 
 /* ------------------------------------------------------------------ */
 /* The sockets children hold: prefork_sockguard.c                      */
-
-void pf_bucketset_guard(pf_bucketset_t *bs, int bucket,
-                        const pf_observation_t *obs, server_rec *s)
-{
-    pf_sockguard_check(bs->guard, bucket, obs, s);
-}
-
-void pf_bucketset_retire(pf_bucketset_t *bs, server_rec *s)
-{
-    pf_sockguard_retire(bs->guard, s);
-}
-
-apr_status_t pf_bucketset_refuse_new(pf_bucketset_t *bs, server_rec *s)
-{
-    return pf_sockguard_refuse_new(bs->guard, s);
-}
 
 void pf_bucketset_close(pf_bucketset_t *bs)
 {

@@ -39,11 +39,14 @@
  * parent loops, signals) and calls:
  *
  *   parent, each generation:  pf_bucketset_build  pf_bucketset_log_plan
- *   parent, each cycle:       pf_bucketset_guard  pf_bucketset_publish
- *   parent, after a restart's children started:  pf_bucketset_retire
+ *   parent, each cycle:       pf_bucketset_publish
  *   parent, per child:        pf_bucketset_child_gone
  *   child:                    pf_bucketset_child_init
- *   stop:                     pf_bucketset_refuse_new  pf_bucketset_close
+ *   stop:                     pf_bucketset_close
+ *
+ * The sockets it opens are noted with the socket guard
+ * (guard/prefork_sockguard.h), which prefork.c makes and calls itself for
+ * the cycle's checks, a restart's retirement and a graceful stop.
  *
  * The decisions (how many buckets, what a restart keeps) are pure
  * functions in prefork_policy.c; this file carries them out.  Everything
@@ -67,6 +70,7 @@
 #include "guard/prefork_os.h"
 #include "prefork_segment.h"
 #include "steering/prefork_steering.h"
+#include "guard/prefork_sockguard.h"
 
 typedef struct pf_bucketset_s pf_bucketset_t;
 
@@ -88,16 +92,25 @@ typedef struct {
     const pf_guard_children_t *guard_children;
 } pf_bucketset_config_t;
 
+/** The bucket identities a set with room for @a num_slots scoreboard
+ *  slots numbers: every bucket of a generation needs a child (the plan
+ *  caps them at MaxRequestWorkers, at most ServerLimit), and an identity
+ *  no longer in use keeps its record while children forked for it run (at
+ *  most ServerLimit): twice ServerLimit, plus the single bucket. */
+#define PF_BUCKETSET_RECORDS(num_slots) (2 * (num_slots) + 1)
+
 /**
  * Makes the bucket set, once per server, in @a pool (which outlives
  * generations), with room for @a num_slots scoreboard slots (ServerLimit,
  * fixed until the server stops), to build @a gen at every (re)start: it
  * gives @a gen its numbering of identities, for the server's life.
- * @a steer is the server's ListenBucketSteering unit.
+ * @a steer is the server's ListenBucketSteering unit, and @a guard the
+ * socket guard (made for PF_BUCKETSET_RECORDS(num_slots) identities),
+ * which checks, replaces and stops the sockets the set opens.
  */
 pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
                                     apr_time_t started, pf_generation_t *gen,
-                                    pf_steer_t *steer);
+                                    pf_steer_t *steer, pf_sockguard_t *guard);
 
 /**
  * Builds a generation's buckets from ap_listeners: probes SO_REUSEPORT
@@ -164,41 +177,6 @@ void pf_bucketset_child_gone(pf_bucketset_t *bs, int slot,
 int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket,
                             int cpu_affinity, int *fds, int room,
                             server_rec *s);
-
-/**
- * Parent: checks the listening sockets of bucket @a bucket (every bucket
- * when -1, which also looks for processes that hold one and are neither
- * the parent nor a live child), which children hold and can change, and
- * puts back what a holder changed (prefork_sockguard.h): a socket that
- * stopped listening listens again in place; its backlog, blocking mode,
- * file flags, owner and signal, and every option the kernel lets the
- * parent read, go back to what the parent recorded when it put the socket
- * in service; a socket filter it did not attach goes.  A socket that
- * cannot be put right in place, that was put right in place once before,
- * or that another process holds is replaced by a new one in its group,
- * under the same descriptor, its queue handed over.  One log line per
- * bucket and episode.  Run each maintenance cycle, with the backlogs
- * @a obs read (no second TCP_INFO), and when a child of the bucket exits
- * (@a obs NULL).
- */
-void pf_bucketset_guard(pf_bucketset_t *bs, int bucket,
-                        const pf_observation_t *obs, server_rec *s);
-
-/**
- * Parent, at a restart, once the new generation's children run and the
- * old ones were told to stop: the sockets the build replaced stop
- * listening, their queues handed to the new ones.
- */
-void pf_bucketset_retire(pf_bucketset_t *bs, server_rec *s);
-
-/**
- * Graceful stop: every bucket socket drops new handshakes from now on,
- * while the connections already queued stay to be accepted; a socket
- * whose filters a child locked cannot, and is named in the log.
- * @return APR_SUCCESS, or the first failure on a socket that was not
- *         locked (the drain is pointless then)
- */
-apr_status_t pf_bucketset_refuse_new(pf_bucketset_t *bs, server_rec *s);
 
 /** Stop: every bucket socket stops listening and closes, core's listeners
  *  included, so that a copy another process keeps holds no port. */

@@ -20,8 +20,8 @@
  *        when to check them, who else holds them, when to replace them,
  *        and what the log says.
  *
- * The bucket set (prefork_bucketset.c) opens the sockets and hands them
- * over to this unit, which acts with prefork_guard.h (one socket against
+ * The bucket set (prefork_bucketset.c) opens the sockets and notes them
+ * in this unit's book; prefork.c makes the unit and calls it, which acts with prefork_guard.h (one socket against
  * its record), prefork_holders.h (other processes holding one) and
  * steering's socket maps (a replacement's handover):
  *
@@ -101,12 +101,20 @@ void pf_sockguard_set_children(pf_sockguard_t *g,
                                const pf_guard_children_t *children);
 
 /**
- * Checks the sockets of bucket @a bucket (every bucket when -1, which
- * also looks for other processes holding one, as the budget allows), puts
- * back what a holder changed, replaces a socket that cannot be put right
- * in place, that was put right before, or that another process holds, and
- * says what it found, once per bucket and episode.  @a obs: the backlogs
- * the cycle read (NULL: read now).
+ * Parent: checks the listening sockets of bucket @a bucket (every bucket
+ * when -1, which also looks for processes that hold one and are neither
+ * the parent nor a live child, as the budget allows), which children hold
+ * and can change, and puts back what a holder changed: a socket that
+ * stopped listening listens again in place; its backlog, blocking mode,
+ * file flags, owner and signal, and every option the kernel lets the
+ * parent read, go back to what the parent recorded when it put the socket
+ * in service; a socket filter it did not attach goes.  A socket that
+ * cannot be put right in place, that was put right in place once before,
+ * or that another process holds is replaced by a new one in its group,
+ * under the same descriptor, its queue handed over.  One log line per
+ * bucket and episode.  Run each maintenance cycle, with the backlogs
+ * @a obs read (no second TCP_INFO), and when a child of the bucket exits
+ * (@a obs NULL).
  */
 void pf_sockguard_check(pf_sockguard_t *g, int bucket,
                         const pf_observation_t *obs, server_rec *s);
