@@ -815,9 +815,14 @@ static pf_observation_t *observe(void)
 {
     pf_observation_t *obs = &retained->gen.obs;
 
-    pf_generation_observe(&retained->gen, retained->children,
-                          retained->steer, retained->mpm->my_generation,
-                          ap_scoreboard_image->servers);
+    pf_generation_observe_queues(&retained->gen);
+    pf_children_observe(retained->children, &retained->gen,
+                        retained->mpm->my_generation,
+                        ap_scoreboard_image->servers, obs);
+    /* Right after the children's states: both figures of one instant.
+     * Read apart, a connection steered in between makes them differ for
+     * a whole cycle. */
+    pf_steer_observe(retained->steer, &retained->gen, obs);
     return obs;
 }
 
@@ -868,7 +873,7 @@ static void perform_idle_server_maintenance(server_rec *s)
     /* The bucket sockets children hold, put right before anything is
      * forked onto them. */
     pf_sockguard_check(retained->guard, -1, obs, s);
-    pf_generation_retire(gen, retained->children);
+    pf_children_retire(retained->children, gen);
     spawn_wanted_children(s, obs);
     pf_generation_log_limits(gen, &lim, &summary,
                              &retained->maxclients_reported, s);

@@ -226,6 +226,25 @@ int pf_children_live(const pf_children_t *c)
     return n;
 }
 
+void pf_children_retire(pf_children_t *c, pf_generation_t *gen)
+{
+    pf_observation_t *obs = &gen->obs;
+    int b, slot, count;
+
+    for (b = 0; b < gen->num_buckets; b++) {
+        for (count = obs->action[b].kill; count > 0; count--) {
+            slot = pf_children_coldest_idle(c, obs, b);
+            /* Told to stop, it is no longer a candidate. */
+            if (slot < 0 || !pf_children_tell_to_stop(c, slot)) {
+                break;
+            }
+            obs->state[b].children--;
+            obs->idle[b]--;
+            obs->stopping[b]++;
+        }
+    }
+}
+
 static int holds(const void *table, pid_t pid)
 {
     return pid > 0 && pf_children_find(table, pid) >= 0;

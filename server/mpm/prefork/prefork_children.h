@@ -157,6 +157,17 @@ int pf_children_tell_to_stop(pf_children_t *c, int slot);
 int pf_children_live(const pf_children_t *c);
 
 /**
+ * A cycle's act: tells the idle children the decision picks
+ * (gen->obs.action) to finish and exit, in each bucket those that have
+ * gone longest without a connection first (pf_children_coldest_idle():
+ * the pool that serves is the one that stays warm), and of equals the
+ * highest slots (the pool shrinks back towards low slot numbers); never a
+ * child that still lingers on closed connections.  gen->obs follows, for
+ * the publish.
+ */
+void pf_children_retire(pf_children_t *c, pf_generation_t *gen);
+
+/**
  * What the socket guard asks of this table, as calls (the guard names
  * nothing of this room): whether a pid is a live child of ours (of any
  * generation), which holds the sockets by right; SIGCONT to every live
@@ -179,7 +190,7 @@ int pf_children_count_live(const pf_children_t *c, const pf_generation_t *gen,
                            ap_generation_t number, int *live);
 
 /**
- * A maintenance cycle's look at the children (pf_generation_observe()),
+ * A maintenance cycle's look at the children (prefork.c's observe()),
  * into @a obs, per bucket of @a gen: the current generation's children
  * (@a number) by state, as each wrote it in the scoreboard @a servers
  * (only ever compared with constants), and which of them are idle (the

@@ -31,7 +31,6 @@
 #include "prefork_children.h"
 #include "prefork_generation.h"
 #include "guard/prefork_os.h"
-#include "steering/prefork_steering.h"
 
 APLOG_USE_MODULE(mpm_prefork);
 
@@ -94,9 +93,7 @@ static int bucket_queue(const pf_bucket_t *bucket, int *backlog, int *limits)
     return queued;
 }
 
-void pf_generation_observe(pf_generation_t *gen, pf_children_t *c,
-                           const pf_steer_t *steer, ap_generation_t number,
-                           worker_score **servers)
+void pf_generation_observe_queues(pf_generation_t *gen)
 {
     pf_observation_t *obs = &gen->obs;
     int b, k = 0;
@@ -107,11 +104,6 @@ void pf_generation_observe(pf_generation_t *gen, pf_children_t *c,
                                       &obs->socket_backlog[k]);
         k += gen->bucket[b].num_listeners;
     }
-    pf_children_observe(c, gen, number, servers, obs);
-    /* Right after the children's states: both figures of one instant.
-     * Read apart, a connection steered in between makes them differ for
-     * a whole cycle. */
-    pf_steer_observe(steer, gen, obs);
 }
 
 int pf_generation_queued(const pf_generation_t *gen)
@@ -202,26 +194,6 @@ void pf_generation_decide(pf_generation_t *gen, const pf_limits_t *lim,
                      "%d idle child(ren) so that buckets with queued "
                      "connections and no idle child get one",
                      lim->max_workers, summary->rebalanced);
-    }
-}
-
-void pf_generation_retire(pf_generation_t *gen,
-                          struct pf_children_s *children)
-{
-    pf_observation_t *obs = &gen->obs;
-    int b, slot, count;
-
-    for (b = 0; b < gen->num_buckets; b++) {
-        for (count = obs->action[b].kill; count > 0; count--) {
-            slot = pf_children_coldest_idle(children, obs, b);
-            /* Told to stop, it is no longer a candidate. */
-            if (slot < 0 || !pf_children_tell_to_stop(children, slot)) {
-                break;
-            }
-            obs->state[b].children--;
-            obs->idle[b]--;
-            obs->stopping[b]++;
-        }
     }
 }
 
