@@ -26,19 +26,25 @@
  * and the children serialise accept() with the accept mutex, as httpd's
  * own prefork does.
  *
- * This file holds the httpd-shaped parts: hooks, directives, the child's
- * loop, the parent's loop and signals.  The buckets themselves (sockets,
- * identities, the shared segment) are prefork_bucketset.c's, and
- * ListenBucketSteering is prefork_steering.c's, which the bucket set
- * drives; every decision is a pure function in prefork_policy.c or
- * prefork_steering_rules.h.
+ * This file holds what httpd's prefork.c holds, in its order: the record
+ * of children's starts and exits, the child's signals and loop, forking,
+ * the maintenance cycle (observe, decide, act, publish), the parent's
+ * loop, hooks and directives.  Each capability it calls has a room of its
+ * own: the directives' parse in prefork_config.c, the children table in
+ * prefork_children.c, the generation and the cycle's observation in
+ * prefork_generation.c, the buckets (sockets, identities, the shared
+ * segment) in buckets/, the guard of the sockets children hold in guard/,
+ * ListenBucketSteering in steering/, a child's accept and close in conn/.
+ * The server's decisions (the bucket count, what a restart keeps,
+ * maintenance, respawn pacing) are pure functions in prefork_policy.c,
+ * and each steering mode's in steering/prefork_steering_rules.h.
  *
  * The parent runs as root and children run untrusted code, so the parent
  * keeps its own record of every child (pid, bucket, generation, whether it
- * was told to stop) and never sizes, indexes or signals from anything a
- * child can write: the scoreboard's parent fields are written for
- * mod_status and never read back, and its worker status is only compared
- * with constants.
+ * was told to stop: prefork_children.c) and never sizes, indexes or
+ * signals from anything a child can write: the scoreboard's parent fields
+ * are written for mod_status and never read back, and its worker status
+ * is only compared with constants.
  */
 
 #include "apr.h"

@@ -14,7 +14,19 @@
  * limitations under the License.
  */
 
-/* The parent's own record of its children; see prefork_children.h. */
+/*
+ * The parent's table of its children, the one record every fork, stop,
+ * reap and signal goes through: free slots, signals and the cycle's counts
+ * (pf_children_observe()) come from this table, never from the
+ * scoreboard's parent fields or the segment's slot records, which
+ * publish_slot() writes from it and nothing reads back.  What a child
+ * writes of itself (its worker status, accept counter, whether it waits
+ * or lingers) is read once per cycle and only compared or added up.  The
+ * table also keeps the SIGCHLD wake-up pipe, whose handler a pconf
+ * cleanup removes before the module can be unloaded, and the parent's end
+ * of the ready channel (prefork_ready.c).  Whom to fork or stop is for
+ * prefork.c, the generation and the guard to say.
+ */
 
 #include "apr.h"
 #include "apr_atomic.h"

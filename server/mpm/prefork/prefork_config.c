@@ -14,7 +14,18 @@
  * limitations under the License.
  */
 
-/* The MPM's directives; see prefork_config.h. */
+/*
+ * The MPM's directives as pure functions: the strict parse of every
+ * integer directive (decimal only, in range, refused with a message that
+ * names the directive, echoes the value and gives the range), the parse
+ * of ListenBucketSteering against what this build has, and the
+ * corrections httpd's prefork makes to ServerLimit, MaxRequestWorkers,
+ * StartServers and the spare-server limits (and to a ratio beside
+ * ListenBuckets), returned as a list.  Nothing here calls the system,
+ * reads httpd's globals or logs, so the unit tests feed it every value:
+ * prefork.c registers the directives and calls it, and
+ * prefork_config_log.c says the corrections once the log is open.
+ */
 
 #include "ap_config.h"
 

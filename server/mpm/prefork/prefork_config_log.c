@@ -14,7 +14,15 @@
  * limitations under the License.
  */
 
-/* What check_config corrected, said in the log; see prefork_config_log.h. */
+/*
+ * What check_config corrected (pf_correct_pool_config()), said in the
+ * log: one line with its tag per correction, in httpd's words where
+ * httpd's prefork makes the same one, on the console at start-up's first
+ * pass and in the error log after that.  A room apart from
+ * prefork_config.c only because it calls ap_log_error(), so that the
+ * parse and the corrections stay pure; prefork.c calls it from
+ * check_config and once core has opened the error log.
+ */
 
 #include "httpd.h"
 #include "http_log.h"

@@ -20,6 +20,9 @@
  *        (pf_correct_pool_config()), said in the log in httpd's words
  *        where httpd's prefork makes the same correction.  Apart from
  *        prefork_config.c, whose pure functions the unit tests link alone.
+ *
+ * prefork.c calls it from check_config at start-up's first pass (on the
+ * console) and, at every later pass, once core has opened the error log.
  */
 
 #ifndef PREFORK_CONFIG_LOG_H

@@ -14,8 +14,18 @@
  * limitations under the License.
  */
 
-/* A generation's per-bucket state and a cycle's observation of it; see
- * prefork_generation.h. */
+/*
+ * The maintenance cycle's work on a generation: the per-bucket state kept
+ * from one (re)start to the next (pf_generation_start(), from the bucket
+ * set's build); the cycle's one observation, each bucket's accept queues
+ * (TCP_INFO), then the children table, then steering's idle counts right
+ * after, so that the two are figures of one instant; the decision from
+ * that observation alone (pf_decide_maintenance()); and the acts on the
+ * generation's own state, retiring the coldest idle children and pacing
+ * respawns, with their log lines.  Forking is prefork.c's, which walks
+ * the cycle through here; the generation lives in prefork.c's retained
+ * data, and nothing keeps a copy.
+ */
 
 #include "apr.h"
 #include "apr_pools.h"

@@ -14,6 +14,19 @@
  * limitations under the License.
  */
 
+/*
+ * The MPM's decisions as pure functions of plain data: the bucket count
+ * and what a restart keeps (for the bucket set), each bucket's share of
+ * StartServers and of the spare-server limits, what one maintenance cycle
+ * forks and retires (for the generation), which ready listener a child
+ * takes (for conn/prefork_accept.c), what a child's end means, and
+ * respawn pacing.  No system call, no httpd global, no allocation, no log
+ * line: the callers gather the inputs, act on the outputs and log from
+ * the reason codes.  So the unit tests drive it with plain values, and
+ * build/libpfpolicy.so gives the scale model (test/load/sim/) this very
+ * code through ctypes.
+ */
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>

@@ -22,8 +22,11 @@
  *        pacing.
  *
  * Nothing here calls the system, touches httpd globals or allocates, so the
- * unit tests link this file alone.  prefork.c gathers the inputs (scoreboard,
- * sockets, /proc, /sys) and acts on the outputs (fork, signals, log lines).
+ * unit tests link this file alone.  The callers gather the inputs and act
+ * on the outputs (sockets, forks, signals, log lines): the bucket set (the
+ * count, what a restart keeps), prefork_generation.c (maintenance,
+ * pacing), conn/prefork_accept.c (the ready listener) and prefork.c (a
+ * child's end, forks out of the cycle).
  */
 
 #ifndef PREFORK_POLICY_H
@@ -211,7 +214,7 @@ int pf_plan_generation(const pf_generation_in_t *in, pf_generation_out_t *out);
 
 /* Each bucket's share of MinSpareServers, MaxSpareServers and
  * MaxRequestWorkers is private to prefork_policy.c (the unit tests reach
- * it through prefork_policy_unit.h). */
+ * it through prefork_unit.h). */
 
 /** Children bucket b starts with: its share of StartServers, at least 1. */
 int pf_bucket_start(int start_servers, int num_buckets, int b);

@@ -14,7 +14,19 @@
  * limitations under the License.
  */
 
-/* The listener buckets; see prefork_bucketset.h. */
+/*
+ * The listener buckets: the httpd glue that carries out the plan of
+ * prefork_policy.c.  At each (re)start pf_bucketset_build() probes
+ * SO_REUSEPORT and the CPUs, asks the policy for the count and for what
+ * the restart keeps, and gives each bucket an identity record (a Listen
+ * and a shard) and its socket: shard 0 is core's listener, the others
+ * duplicates kept across restarts, so that a restart closes no queue; a
+ * duplicate the kernel refuses means one bucket per Listen.  There are
+ * 2 * ServerLimit + 1 records, so that an identity out of use keeps its
+ * record, and its counters, while children forked for it run.  guard/
+ * guards the sockets, steering/ steers them, prefork_segment.c writes
+ * what readers see; prefork.c is the only caller.
+ */
 
 #include "apr.h"
 #include "apr_atomic.h"

@@ -14,7 +14,18 @@
  * limitations under the License.
  */
 
-/* The shared segment's writer; see prefork_segment.h. */
+/*
+ * The writer of the shared segment (include/prefork_buckets.h): it
+ * creates the segment once and writes what readers see, each record's
+ * identity, the bucket table, each bucket's figures of a cycle with a
+ * rate sample, and the header with its magic, version and sizes.  It
+ * takes plain data (the generation, the cycle's observation, the
+ * parent's sums of what exited children accepted) and reads nothing
+ * back: even the index of each record's next rate sample is kept in the
+ * parent's memory.  The bucket set, its only caller, says what and when.
+ * The slot records are the children table's to write, but for the move
+ * of an exited child's count into its record's total (pf_segment_retire).
+ */
 
 #include "apr.h"
 #include "apr_atomic.h"

@@ -14,7 +14,18 @@
  * limitations under the License.
  */
 
-/* A child's accept on its bucket; see prefork_accept.h. */
+/*
+ * A child's wait for a connection on its bucket: the accept part of
+ * httpd's child_main() loop.  A bucket of one socket gets a blocking
+ * accept() and nothing else: the kernel wakes one waiting child per
+ * connection.  A bucket of several (the single bucket of every Listen)
+ * keeps httpd's way, the accept mutex and a poll(2) set, taking the ready
+ * sockets in turn (pf_pick_ready_listener() in prefork_policy.c).  A
+ * socket a sibling made non-blocking gets a wait in poll(), not a spin;
+ * putting it back is the parent's guard's.  The bucket set made the
+ * sockets and the mutex; prefork.c's child loop and stop handlers call
+ * this file.
+ */
 
 #include "apr.h"
 #include "apr_poll.h"

@@ -21,6 +21,11 @@
  *        connection: no poll, no lock), else httpd's arrangement, the
  *        accept mutex and a poll(2) set over the bucket's sockets, taking
  *        the ready ones in turn.
+ *
+ * prefork.c's child loop calls it for each connection, and its stop
+ * handlers call pf_accept_stop(); the bucket set made the sockets and the
+ * accept mutex, and the order in which ready sockets are taken is
+ * prefork_policy.c's (pf_pick_ready_listener()).
  */
 
 #ifndef PREFORK_ACCEPT_H

@@ -18,6 +18,13 @@
  * @file  prefork_close.h
  * @brief Closing a served connection: ap_lingering_close() without the
  *        child's wait (prefork_linger.h).
+ *
+ * The httpd side of the close: the hooks that note how the connection's
+ * exchange went, httpd's own start of the close, and the hand-off to the
+ * child's lingering thread.  prefork.c calls it from register_hooks and
+ * at the child's start, after each connection and before the child
+ * exits; the decision and the thread are prefork_linger.c's, which has
+ * no httpd in it.
  */
 
 #ifndef PREFORK_CLOSE_H

@@ -34,14 +34,15 @@
  * filters or its socket, so the client has nothing more to send.
  * Delivered: every response byte is acknowledged, so even a client that
  * sends again (a request it pipelines only after its `Connection: close`)
- * has the whole response in its kernel when the reset comes.  Otherwise the socket goes to a small
- * set that a thread of the child reads and closes on httpd's schedule,
- * while the child goes back to accept().  The set is the child's own: no
- * other process is involved, the parent least of all, and the child's
- * blocking, exclusive accept() is untouched.  The thread is started with
- * the child (pf_linger_start), so that a child's threads and descriptors
- * stay the same over its life, which monitoring and the soak test compare;
- * idle, it costs a blocked thread and an epoll descriptor.  A child that stops (graceful stop or restart,
+ * has the whole response in its kernel when the reset comes.  Otherwise
+ * the socket goes to a small set that a thread of the child reads and
+ * closes on httpd's schedule, while the child goes back to accept().  The
+ * set is the child's own: no other process is involved, the parent least
+ * of all, and the child's blocking, exclusive accept() is untouched.  The
+ * thread is started with the child (pf_linger_start), so that a child's
+ * threads and descriptors stay the same over its life, which monitoring
+ * and the soak test compare; idle, it costs a blocked thread and an epoll
+ * descriptor.  A child that stops (graceful stop or restart,
  * MaxConnectionsPerChild, retirement) waits for its lingering sockets
  * first, each bounded as httpd bounds it.
  *

@@ -14,8 +14,18 @@
  * limitations under the License.
  */
 
-/* The httpd side of the children's system-call filter; see
- * prefork_filter.h. */
+/*
+ * The httpd side of the children's system-call filter: ChildSyscallFilter
+ * and the log.  The parent finds out once per server whether children can
+ * install the filter and says so (PFB00063, or PFB00064 with the reason),
+ * or, with the filter off, says at each start what is open; each child
+ * installs it after fork, while still root; and so does a process a
+ * module forks from the parent to run as User (mod_cgid's daemon), which
+ * would otherwise run outside it with everything it starts.  The filter
+ * itself, its rules and its install are prefork_seccomp.c's, which calls
+ * nothing of httpd; prefork.c calls this file from its hooks and the
+ * child's start.
+ */
 
 #include "apr.h"
 

@@ -20,6 +20,10 @@
  *        (prefork_seccomp.h has its rules): whether it can be used, which
  *        processes install it, and what the log says about it.
  *        ChildSyscallFilter turns it off.
+ *
+ * A room apart from prefork_seccomp.c, which calls nothing of httpd and
+ * which the unit tests link.  prefork.c calls it from its run, check_config,
+ * open_logs and drop_privileges hooks and from the child's start.
  */
 
 #ifndef PREFORK_FILTER_H

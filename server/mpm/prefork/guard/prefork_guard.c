@@ -14,9 +14,19 @@
  * limitations under the License.
  */
 
-/* The bucket socket a child must hold; see prefork_guard.h. */
-
-/* First: in httpd's tree HAVE_LIBSECCOMP comes from ap_config_auto.h. */
+/*
+ * The parent's check of one bucket's sockets, and the book of records it
+ * checks them against.  A socket is recorded (its backlog, every option
+ * of prefork_sockopts.c) when the parent first puts it in service, before
+ * any child holds it, keyed by inode so that the record carries over a
+ * restart that keeps the socket.  A check puts back the listening state,
+ * backlog, O_NONBLOCK, SO_RCVTIMEO, SO_REUSEPORT, a child's socket filter
+ * and the options; a socket that cannot be put right in place, or was put
+ * right once before, is replaced under its descriptor number, and the old
+ * one waits on the book's list to stop listening.  When to check, who
+ * else holds a socket and what the log says are prefork_sockguard.c's;
+ * the children's filter is prefork_seccomp.c's.
+ */
 #include "ap_config.h"
 #include "mpm_common.h"         /* DEFAULT_LISTENBACKLOG */
 

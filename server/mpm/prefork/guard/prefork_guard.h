@@ -52,6 +52,14 @@
  * right in place (connected elsewhere, a filter locked on it, an option
  * the kernel will not take back) is replaced under the same descriptor
  * number, and the old one stops listening.
+ *
+ * This file is the parent's side for one bucket's sockets: the records it
+ * keeps of them (the book), the check against a record, the replacement
+ * and the retirement.  The refusal is prefork_seccomp.h's (the rules) and
+ * prefork_filter.h's (which processes install them); when the parent
+ * checks, who else holds a socket and what the log says are
+ * prefork_sockguard.h's and prefork_holders.h's; the options are
+ * prefork_sockopts.h's.
  */
 
 #ifndef PREFORK_GUARD_H

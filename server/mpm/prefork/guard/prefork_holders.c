@@ -14,7 +14,17 @@
  * limitations under the License.
  */
 
-/* Who else holds a bucket socket; see prefork_holders.h. */
+/*
+ * The parent's look for other holders of a bucket socket: processes that
+ * are neither the parent nor a live child (the caller says which pids are
+ * its own) and hold one, found through the links of /proc/PID/fd alone.
+ * Each call confirms the last look's suspects; a whole look over /proc,
+ * when due, names new suspects for the next call, so that a child's
+ * process between fork() and exec() is not taken for a holder.  Whole
+ * looks are spaced by the CPU the last one took (pf_holders_next_look()).
+ * It decides and logs nothing: prefork_sockguard.c asks, replaces the
+ * sockets and names the holders (pf_holders_name()).
+ */
 
 #include "apr.h"
 #include "apr_strings.h"

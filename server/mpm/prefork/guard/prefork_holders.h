@@ -36,6 +36,9 @@
  * holding the socket: a child's process between fork() and exec() holds
  * it for that moment, legitimately (the descriptor is close-on-exec), and
  * the second look, at the next cycle, checks just the suspects.
+ *
+ * prefork_sockguard.c looks before each maintenance cycle's check, and
+ * replaces the sockets it is told of.
  */
 
 #ifndef PREFORK_HOLDERS_H

@@ -14,6 +14,19 @@
  * limitations under the License.
  */
 
+/*
+ * Thin operating-system glue for the MPM's listening sockets: the
+ * SO_REUSEPORT probe on two loopback sockets, a duplicate listener on the
+ * original's address with the options connections inherit, an accept
+ * queue's length and limit from TCP_INFO, and the socket filter that
+ * refuses new handshakes at a graceful stop.  Each is one step with errno
+ * as its status and a fallback where the system lacks the feature
+ * (APR_ENOTIMPL, or "no" from the probe); nothing here logs or decides.
+ * The bucket set opens its duplicates here and the guard its
+ * replacements; the generation's observation reads the queues, and
+ * prefork_sockguard.c refuses new handshakes.
+ */
+
 /* In an httpd source tree configure's results (HAVE_SO_REUSEPORT...) are
  * in ap_config_auto.h; the standalone build passes them with -D. */
 #include "ap_config.h"

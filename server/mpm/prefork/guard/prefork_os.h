@@ -19,6 +19,12 @@
  * @brief Thin operating-system glue for the MPM's sockets: the SO_REUSEPORT
  *        probe, duplicating a listening socket, reading a listener's
  *        accept queue, refusing new handshakes at a graceful stop.
+ *
+ * Each call is one step with errno as its status, and a fallback where
+ * the system lacks the feature; nothing here logs or decides.  Its
+ * callers: the bucket set (the probe, SO_REUSEPORT, the duplicates),
+ * prefork_guard.c (replacements, the backlog), prefork_generation.c (the
+ * queues) and prefork_sockguard.c (a graceful stop).
  */
 
 #ifndef PREFORK_OS_H

@@ -14,7 +14,18 @@
  * limitations under the License.
  */
 
-/* The children's system-call filter; see prefork_seccomp.h. */
+/*
+ * The children's system-call filter, built and installed here: the
+ * allow-lists as tables; a classic BPF program emitted from them, with
+ * the same rules for the native ABI and its companions (32-bit x86 and
+ * x32 beside x86-64, 32-bit ARM beside arm64) and any other ABI killed,
+ * since libseccomp's own rules cannot say "only these values" (it names
+ * each ABI's system calls); its install in a child still root,
+ * no_new_privs off; and the move of a child's bucket sockets to the high
+ * numbers its setsockopt() rule names, which the bucket set calls.  libc,
+ * libseccomp and APR's socket type only: whether to install the filter,
+ * in which processes, and what the log says are prefork_filter.c's.
+ */
 
 /* First: in httpd's tree HAVE_LIBSECCOMP comes from ap_config_auto.h. */
 #include "ap_config.h"

@@ -49,6 +49,10 @@
  * To let children do something new (issue 38's accept path, a module
  * that needs another option), add a row to the table it belongs to, and
  * a line to docs/trust.md saying who needs it: a unit test checks both.
+ *
+ * libc, libseccomp and APR's socket type only; the httpd side (the
+ * directive, which processes install the filter, the log) is
+ * prefork_filter.h.
  */
 
 #ifndef PREFORK_SECCOMP_H

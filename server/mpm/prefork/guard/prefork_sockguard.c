@@ -14,7 +14,18 @@
  * limitations under the License.
  */
 
-/* Guarding the generation's bucket sockets; see prefork_sockguard.h. */
+/*
+ * The guard of the generation's bucket sockets as a whole, for the bucket
+ * set: when to check them (every bucket each maintenance cycle, one
+ * bucket when a child of it exits), the look for other holders before a
+ * cycle's check, replacing every socket at a restart where the kernel can
+ * hand their queues over, retiring replaced sockets once the new ones are
+ * in steering's map, and refusing new handshakes at a graceful stop.  The
+ * children of a bucket whose socket was replaced are told to go, since
+ * they hold the old one.  The log lines are here, once per bucket and
+ * episode; one socket's check is prefork_guard.c's, the holders
+ * prefork_holders.c's, and the handover steering's.
+ */
 
 #include "apr.h"
 #include "apr_portable.h"

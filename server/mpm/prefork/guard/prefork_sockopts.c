@@ -14,7 +14,19 @@
  * limitations under the License.
  */
 
-/* The whole state of a listening socket; see prefork_sockopts.h. */
+/*
+ * The record of a listening socket's whole state: the table of every
+ * option of SOL_SOCKET, IP, IPv6 and TCP a listener answers for, and of
+ * its open file description's flags, owner and signal, each with how it
+ * goes back; reading, comparing and putting back; and sets of the table's
+ * items (found changed, still wrong).  An option at the kernel's default
+ * goes back to following the kernel, not to a number.  The list of what
+ * Linux's headers define and the table leaves out, with the reason, is
+ * compiled for the unit tests only, which check both against the headers.
+ * Plain libc: it decides and logs nothing; the guard (prefork_guard.c)
+ * records and repairs with it, and prefork_os.c gives a duplicate the
+ * original's options.
+ */
 
 #include "apr.h"
 #include "apr_strings.h"

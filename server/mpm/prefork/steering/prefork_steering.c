@@ -14,7 +14,19 @@
  * limitations under the License.
  */
 
-/* ListenBucketSteering; see prefork_steering.h. */
+/*
+ * ListenBucketSteering for the server's life: the table of modes and what
+ * each mode's program needs; attaching a program to every Listen's
+ * reuseport group at each (re)start (a mode refused falls back to hash,
+ * and hash with no program to the kernel's own hash, one line each); the
+ * idle counts children keep through a shared mapping; and the CPU table
+ * of cpu and local steering, by which children are also pinned.  Since
+ * children hold the sockets and the mapping, each cycle puts the programs
+ * and the socket map back and corrects the idle counts from the cycle's
+ * observation.  It owns no socket: it reads them from the generation.
+ * The rules are prefork_steering_rules.h's, the kernel calls
+ * prefork_steering_kernel.c's, the socket map prefork_steering_map.c's.
+ */
 
 #include "apr.h"
 #include "apr_atomic.h"

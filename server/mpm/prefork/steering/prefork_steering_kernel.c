@@ -14,7 +14,19 @@
  * limitations under the License.
  */
 
-/* ListenBucketSteering's kernel objects; see prefork_steering_kernel.h. */
+/*
+ * Every call ListenBucketSteering makes to the kernel's BPF side, one step
+ * each, with errno as its status: the maps (the socket map, the mmap-able
+ * idle counts, the CPU table) made with libbpf; the programs of
+ * prefork_steering.bpf.c loaded from the skeleton bpftool made of them,
+ * first as programs that also choose for a closing socket's queue (Linux
+ * 5.14), else as ones that only select; attaching and detaching.  A load
+ * keeps libbpf's messages from stderr, which is the error log, but for
+ * the verifier's last line; RLIMIT_MEMLOCK is put back after each step,
+ * so that children do not inherit libbpf's raise of it.  Without the
+ * programs every step but detaching returns APR_ENOTIMPL.  Its callers
+ * are prefork_steering.c and prefork_steering_map.c; it logs nothing.
+ */
 
 /* In an httpd source tree configure's results (HAVE_BPF_STEERING...) are
  * in ap_config_auto.h; the standalone build passes them with -D. */

@@ -26,7 +26,8 @@
  * (configure found no clang, libbpf or bpftool) every step but detaching
  * returns APR_ENOTIMPL.  Nothing here logs: libbpf's own messages are
  * kept from stderr (which is the error log) and the verifier's last line
- * is handed back.
+ * is handed back.  prefork_steering.c and prefork_steering_map.c are its
+ * callers.
  */
 
 #ifndef PREFORK_STEERING_KERNEL_H

@@ -14,7 +14,18 @@
  * limitations under the License.
  */
 
-/* The steering programs' socket maps; see prefork_steering_map.h. */
+/*
+ * The REUSEPORT_SOCKARRAYs the steering programs choose sockets from.  The
+ * generation's map, kept for the server's life and grown by doubling, is
+ * made to hold each bucket's socket under its bucket number, leaving
+ * alone a key that holds the right one, so that a cycle with nothing to
+ * mend changes nothing.  A handover's map holds one socket under the hash
+ * program for a moment, so that a replaced socket's queue passes to its
+ * successor (Linux 5.14).  prefork_steering.c keeps the generation's map;
+ * the guard (prefork_sockguard.c) asks whether a handover can be made and
+ * makes one.  Kernel calls go through prefork_steering_kernel.c; nothing
+ * here logs.
+ */
 
 #include "apr.h"
 #include "apr_portable.h"

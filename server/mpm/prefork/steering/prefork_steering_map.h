@@ -29,6 +29,10 @@
  * in the map, and the old one stops listening.  Where no steering program
  * is on the group (one bucket, ListenBucketSteering's program refused),
  * pf_steer_handover() puts one there.
+ *
+ * prefork_steering.c keeps the generation's map (pf_steer_map_*()); the
+ * guard (prefork_sockguard.c) asks whether a handover can be made, and
+ * makes one.
  */
 
 #ifndef PREFORK_STEERING_MAP_H

@@ -14,13 +14,17 @@
  * limitations under the License.
  */
 
-/* ListenBucketSteering's rules that only user space runs (the mode, the
- * CPU layout, the drift correction); see prefork_steering_rules.h.  Pure:
- * no system call, no global state.  Built into the MPM and into
- * build/libpfpolicy.so for the scale model. */
-
-/* In an httpd source tree configure's results (HAVE_BPF_STEERING...) are
- * in ap_config_auto.h; the standalone build passes them with -D. */
+/*
+ * ListenBucketSteering's rules that only user space runs, beside those
+ * prefork_steering_rules.h shares with the kernel's programs: the split
+ * of the affinity mask's CPUs over a Listen's buckets, how many buckets
+ * idle steering probes, and the idle counts' bookkeeping (saturating
+ * arithmetic on what children wrote, and the drift correction, made only
+ * when two cycles in a row see it).  Pure: no system call, no global
+ * state.  prefork_steering.c calls it; the unit tests, and the scale
+ * model through build/libpfpolicy.so, also get pick functions over plain
+ * counts.
+ */
 #include "ap_config.h"
 
 #include <stdlib.h>

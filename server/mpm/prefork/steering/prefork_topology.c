@@ -14,9 +14,18 @@
  * limitations under the License.
  */
 
-/* The CPU topology from sysfs and the "local" layout; see
- * prefork_topology.h.  Plain C and stdio: no APR, no logging, so the unit
- * tests link it alone. */
+/*
+ * The host's CPU topology as sysfs shows it, and the layout of a Listen's
+ * buckets over it for "local" steering.  Reading takes the directory
+ * under which "sys/" lies, so the unit tests point it at fake trees.  The
+ * layout is a pure function of what was read and the usable CPUs: those
+ * in node, package and core order, each node its share of the buckets, a
+ * core's thread siblings in one bucket, and a CPU outside the mask given
+ * a usable sibling's bucket, else its node's.  Plain C and stdio: no APR,
+ * no logging, so the unit tests link it alone.  prefork_steering.c calls
+ * it at each (re)start for local's CPU table and the children's pinning;
+ * which CPUs are usable is prefork_cpus.c's.
+ */
 
 #include <ctype.h>
 #include <dirent.h>
