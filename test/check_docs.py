@@ -132,7 +132,7 @@ def c_macros():
 def directive_ranges():
     """{directive: (min, max)} from prefork.c's int_directives[] and the
     command table entries that point at it."""
-    text = read(os.path.join(MPM, "prefork.c"))
+    text = read(os.path.join(MPM, "prefork_directives.c"))
     macros = c_macros()
 
     def value(token):

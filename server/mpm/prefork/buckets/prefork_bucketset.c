@@ -501,6 +501,7 @@ static void fill_header(const pf_bucketset_t *bs, ap_generation_t number,
                         int slots_used, pfb_shm_t *h)
 {
     const pf_bucketset_config_t *cfg = &bs->built_from;
+    const pf_pool_config_t *pool = &cfg->conf->pool;
 
     memset(h, 0, sizeof(*h));
     h->num_listeners = (apr_uint32_t)bs->num_listeners;
@@ -512,13 +513,13 @@ static void fill_header(const pf_bucketset_t *bs, ap_generation_t number,
     h->cpus_affinity = bs->cpus.affinity;
     h->cpus_quota = bs->cpus.quota;
     h->cpus_usable = bs->cpus.usable;
-    h->ratio = cfg->ratio;
-    h->explicit_buckets = cfg->explicit_buckets > 0 ? cfg->explicit_buckets
+    h->ratio = pool->ratio;
+    h->explicit_buckets = pool->explicit_buckets > 0 ? pool->explicit_buckets
                                                     : 0;
-    h->max_workers = cfg->max_workers;
-    h->steer_wanted = cfg->steer_wanted;
+    h->max_workers = pool->max_workers;
+    h->steer_wanted = cfg->conf->steering;
     h->steer_active = pf_steer_active(bs->steer);
-    h->cpu_affinity = cfg->cpu_affinity;
+    h->cpu_affinity = cfg->conf->cpu_affinity;
     h->generation = number;
     h->slots_used = slots_used;
 }
@@ -582,7 +583,8 @@ static void log_warm_buckets(const pf_bucketset_t *bs, int startup,
                              server_rec *s)
 {
     const pf_bucketset_config_t *cfg = &bs->built_from;
-    const char *steering = pfb_steer_name(cfg->steer_wanted);
+    const pf_pool_config_t *pool = &cfg->conf->pool;
+    const char *steering = pfb_steer_name(cfg->conf->steering);
     int per_listen;
 
     if (bs->change_deferred || bs->duplicate_failed) {
@@ -595,13 +597,13 @@ static void log_warm_buckets(const pf_bucketset_t *bs, int startup,
                      "bucket(s), but under %s steering MinSpareServers %d "
                      "keeps an idle child in %d at most: using %d per "
                      "Listen, %d in all; raise MinSpareServers for more",
-                     cfg->ratio, bs->warm.asked, steering,
-                     cfg->min_spare_servers, bs->warm.limit,
+                     pool->ratio, bs->warm.asked, steering,
+                     pool->min_spare_servers, bs->warm.limit,
                      bs->gen->plan.buckets_per_listen,
                      bs->gen->plan.num_buckets);
     }
     if (bs->warm.starved) {
-        per_listen = cfg->min_spare_servers / bs->num_listeners;
+        per_listen = pool->min_spare_servers / bs->num_listeners;
         ap_log_error(APLOG_MARK,
                      APLOG_WARNING | (startup ? APLOG_STARTUP : 0), 0,
                      startup ? NULL : s,
@@ -612,9 +614,9 @@ static void log_warm_buckets(const pf_bucketset_t *bs, int startup,
                      "new one while other buckets sit idle; raise "
                      "MinSpareServers to at least %d, lower ListenBuckets to "
                      "%d, or use ListenBucketSteering idle",
-                     startup ? "WARNING: " : "", cfg->explicit_buckets,
+                     startup ? "WARNING: " : "", pool->explicit_buckets,
                      bs->gen->plan.num_buckets, steering,
-                     cfg->min_spare_servers, bs->gen->plan.num_buckets,
+                     pool->min_spare_servers, bs->gen->plan.num_buckets,
                      per_listen > 0 ? per_listen : 1);
     }
 }
@@ -623,9 +625,10 @@ static void log_warm_buckets(const pf_bucketset_t *bs, int startup,
 static void log_bucket_count(const pf_bucketset_t *bs, server_rec *s)
 {
     const pf_bucketset_config_t *cfg = &bs->built_from;
+    const pf_pool_config_t *pool = &cfg->conf->pool;
     const pf_bucket_plan_t *plan = &bs->gen->plan;
-    int explicit_buckets = cfg->explicit_buckets > 0 ? cfg->explicit_buckets
-                                                     : 0;
+    int explicit_buckets = pool->explicit_buckets > 0 ? pool->explicit_buckets
+                                                   : 0;
 
     if (bs->change_deferred) {
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
@@ -645,8 +648,8 @@ static void log_bucket_count(const pf_bucketset_t *bs, server_rec *s)
                      "(%s): ListenCoresBucketsRatio %d ignored, every Listen "
                      "in one bucket as in httpd's prefork, since buckets "
                      "under hash steering would each need a spare pool of "
-                     "their own", pfb_steer_name(cfg->steer_wanted),
-                     bs->idle_refusal, cfg->ratio);
+                     "their own", pfb_steer_name(cfg->conf->steering),
+                     bs->idle_refusal, pool->ratio);
         return;
     }
     if (plan->reason == PFB_WHY_NO_REUSEPORT) {
@@ -666,7 +669,7 @@ static void log_bucket_count(const pf_bucketset_t *bs, server_rec *s)
                      "%d bucket(s) per Listen, %d in all (mode %s)",
                      explicit_buckets ? "ListenBuckets"
                                       : "ListenCoresBucketsRatio",
-                     cfg->max_workers, plan->buckets_per_listen,
+                     pool->max_workers, plan->buckets_per_listen,
                      plan->num_buckets,
                      pfb_mode_name(plan->mode));
         return;
@@ -680,7 +683,7 @@ static void log_bucket_count(const pf_bucketset_t *bs, server_rec *s)
                  plan->num_buckets, plan->buckets_per_listen,
                  pfb_mode_name(plan->mode), pfb_reason_name(plan->reason),
                  bs->cpus.usable, bs->cpus.online, bs->cpus.affinity,
-                 bs->cpus.quota, cfg->ratio, explicit_buckets);
+                 bs->cpus.quota, pool->ratio, explicit_buckets);
 }
 
 void pf_bucketset_log_plan(const pf_bucketset_t *bs, int startup,
@@ -705,6 +708,7 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
                                 const pf_bucketset_config_t *cfg,
                                 apr_pool_t *pconf, server_rec *s)
 {
+    const pf_pool_config_t *pool = &cfg->conf->pool;
     pf_generation_in_t in;
     pf_generation_out_t out;
     pf_plan_in_t count;
@@ -722,8 +726,8 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
 
     memset(&in, 0, sizeof(in));
     in.how = cfg->how;
-    in.max_workers = cfg->max_workers;
-    in.start_servers = cfg->start_servers;
+    in.max_workers = pool->max_workers;
+    in.start_servers = pool->start_servers;
     in.listeners = listener_names(pconf, &in.num_listeners);
     bs->num_listeners = in.num_listeners;
     if (in.num_listeners < 1) {
@@ -731,14 +735,14 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
     }
     memset(&count, 0, sizeof(count));
     count.usable_cpus = bs->cpus.usable;
-    count.ratio = cfg->ratio;
-    count.explicit_buckets = cfg->explicit_buckets;
+    count.ratio = pool->ratio;
+    count.explicit_buckets = pool->explicit_buckets;
     count.reuseport_ok = bs->reuseport_usable;
     count.num_listeners = in.num_listeners;
-    count.max_workers = cfg->max_workers;
-    count.min_spare_servers = cfg->min_spare_servers;
-    count.steering = cfg->steer_wanted;
-    bs->idle_status = pf_steer_probe(cfg->steer_wanted, bs->idle_refusal,
+    count.max_workers = pool->max_workers;
+    count.min_spare_servers = pool->min_spare_servers;
+    count.steering = cfg->conf->steering;
+    bs->idle_status = pf_steer_probe(cfg->conf->steering, bs->idle_refusal,
                                      sizeof(bs->idle_refusal));
     count.steering_usable = bs->idle_status == APR_SUCCESS;
     pf_plan_buckets(&count, &in.wanted, &bs->warm);

@@ -64,6 +64,7 @@
 
 #include "prefork_buckets.h"
 #include "prefork_children.h"
+#include "prefork_config.h"
 #include "prefork_generation.h"
 #include "prefork_policy.h"
 #include "steering/prefork_cpus.h"
@@ -77,13 +78,11 @@ typedef struct pf_bucketset_s pf_bucketset_t;
 /** What a generation is built from: the restart and the directives. */
 typedef struct {
     int how;                    /**< pf_start_e */
-    int ratio;                  /**< ListenCoresBucketsRatio */
-    int explicit_buckets;       /**< ListenBuckets, or PF_BUCKETS_UNSET */
-    int max_workers;            /**< MaxRequestWorkers */
-    int min_spare_servers;      /**< MinSpareServers */
-    int start_servers;          /**< StartServers */
-    int steer_wanted;           /**< ListenBucketSteering (pfb_steer_e) */
-    int cpu_affinity;           /**< BucketCPUAffinity */
+    /** The directives in force, as check_config corrected them: read
+     *  where they are used, never copied (they stay at this address, and
+     *  change only at the next pass over the configuration, before the
+     *  next build). */
+    const pf_config_t *conf;
     int generation;             /**< the generation being built */
     /** The children still running, whose identities the build keeps
      *  (NULL: none). */
