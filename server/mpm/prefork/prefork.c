@@ -94,11 +94,10 @@
 #endif
 
 #include "pfb_log.h"
-#include "conn/prefork_accept.h"
+#include "conn/prefork_conn.h"
 #include "prefork_buckets.h"
 #include "buckets/prefork_bucketset.h"
 #include "prefork_children.h"
-#include "conn/prefork_close.h"
 #include "prefork_config.h"
 #include "prefork_directives.h"
 #include "guard/prefork_filter.h"

@@ -42,7 +42,7 @@
 #include "unixd.h"
 
 #include "pfb_log.h"
-#include "prefork_accept.h"
+#include "prefork_conn.h"
 #include "prefork_policy.h"
 
 APLOG_USE_MODULE(mpm_prefork);

@@ -38,8 +38,14 @@
 #include "util_filter.h"
 
 #include "pfb_log.h"
-#include "prefork_close.h"
+#include "prefork_conn.h"
 #include "prefork_linger.h"
+
+/** How long an exiting child waits for its lingering sockets (usec): as
+ *  long as the last one may linger, httpd's bound (30 s from the client's
+ *  first bytes, then its quiet time).  A stop that must not wait (SIGTERM)
+ *  ends the child at once. */
+#define PF_CLOSE_EXIT_WAIT      (PF_LINGER_MAX_USEC + PF_LINGER_QUIET_USEC)
 
 APLOG_USE_MODULE(mpm_prefork);
 
