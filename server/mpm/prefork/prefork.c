@@ -28,13 +28,16 @@
  *
  * This file holds what httpd's prefork.c holds, in its order: the record
  * of children's starts and exits, the child's signals and loop, forking,
- * the maintenance cycle (observe, decide, act, publish), the parent's
- * loop, hooks and directives.  Each capability it calls has a room of its
- * own: the directives' parse in prefork_config.c, the children table in
- * prefork_children.c, the generation and the cycle's observation in
- * prefork_generation.c, the buckets (sockets, identities, the shared
- * segment) in buckets/, the guard of the sockets children hold in guard/,
- * ListenBucketSteering in steering/, a child's accept and close in conn/.
+ * the maintenance cycle (observe, decide, act, publish) and the parent's
+ * loop, stopping, queries and hooks.  Each capability it calls has a room
+ * of its own: the directives in prefork_directives.c (their pure parse
+ * and corrections in prefork_config.c), the children table in
+ * prefork_children.c, the generation in prefork_generation.c, the buckets
+ * (sockets, identities, the shared segment) in buckets/, the guard of the
+ * sockets children hold in guard/, ListenBucketSteering in steering/, a
+ * child's accept and close in conn/.  The cycle's observation is
+ * assembled here, from the generation's queues, the children and
+ * steering's counts, in that order.
  * The server's decisions (the bucket count, what a restart keeps,
  * maintenance, respawn pacing) are pure functions in prefork_policy.c,
  * and each steering mode's in steering/prefork_steering_rules.h.

@@ -25,7 +25,9 @@
  * table also keeps the SIGCHLD wake-up pipe, whose handler a pconf
  * cleanup removes before the module can be unloaded, and the parent's end
  * of the ready channel (prefork_ready.c).  Whom to fork or stop is for
- * prefork.c, the generation and the guard to say.
+ * prefork.c, the cycle's decision (carried out by pf_children_retire())
+ * and the guard, which reaches this table through the calls
+ * pf_children_guard_calls() hands it, to say.
  */
 
 #include "apr.h"

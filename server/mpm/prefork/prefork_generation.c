@@ -17,14 +17,15 @@
 /*
  * The maintenance cycle's work on a generation: the per-bucket state kept
  * from one (re)start to the next (pf_generation_start(), from the bucket
- * set's build); the cycle's one observation, each bucket's accept queues
- * (TCP_INFO), then the children table, then steering's idle counts right
- * after, so that the two are figures of one instant; the decision from
- * that observation alone (pf_decide_maintenance()); and the acts on the
- * generation's own state, retiring the coldest idle children and pacing
- * respawns, with their log lines.  Forking is prefork.c's, which walks
- * the cycle through here; the generation lives in prefork.c's retained
- * data, and nothing keeps a copy.
+ * set's build); the first part of the cycle's one observation, each
+ * bucket's accept queues (TCP_INFO), to which prefork.c adds the
+ * children's states and steering's idle counts; the decision from that
+ * observation alone (pf_decide_maintenance()); and the act on the
+ * generation's own state, pacing respawns, with its log lines.  It calls
+ * neither the children's table nor steering: forking and retiring are
+ * prefork.c's and the children table's, which walk the cycle through
+ * here; the generation lives in prefork.c's retained data, and nothing
+ * keeps a copy.
  */
 
 #include "apr.h"

@@ -23,9 +23,10 @@
  * duplicates kept across restarts, so that a restart closes no queue; a
  * duplicate the kernel refuses means one bucket per Listen.  There are
  * 2 * ServerLimit + 1 records, so that an identity out of use keeps its
- * record, and its counters, while children forked for it run.  guard/
- * guards the sockets, steering/ steers them, prefork_segment.c writes
- * what readers see; prefork.c is the only caller.
+ * record, and its counters, while children forked for it run.  The
+ * sockets are noted in guard/'s book, which guards them (prefork.c calls
+ * the guard for its checks), steering/ steers them, prefork_segment.c
+ * writes what readers see; prefork.c is the only caller.
  */
 
 #include "apr.h"

@@ -15,8 +15,8 @@
  */
 
 /*
- * The guard of the generation's bucket sockets as a whole, for the bucket
- * set: when to check them (every bucket each maintenance cycle, one
+ * The guard of the generation's bucket sockets as a whole, made and called
+ * by prefork.c, noted in by the bucket set: when to check them (every bucket each maintenance cycle, one
  * bucket when a child of it exits), the look for other holders before a
  * cycle's check, replacing every socket at a restart where the kernel can
  * hand their queues over, retiring replaced sockets once the new ones are
@@ -24,7 +24,9 @@
  * children of a bucket whose socket was replaced are told to go, since
  * they hold the old one.  The log lines are here, once per bucket and
  * episode; one socket's check is prefork_guard.c's, the holders
- * prefork_holders.c's, and the handover steering's.
+ * prefork_holders.c's, and the handover steering's.  Steering and the
+ * children's table are reached through the calls they hand the guard
+ * (pf_guard_steering_t, pf_guard_children_t), so this room names neither.
  */
 
 #include "apr.h"

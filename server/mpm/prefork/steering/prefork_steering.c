@@ -24,7 +24,8 @@
  * children hold the sockets and the mapping, each cycle puts the programs
  * and the socket map back and corrects the idle counts from the cycle's
  * observation.  It owns no socket: it reads them from the generation.
- * The rules are prefork_steering_rules.h's, the kernel calls
+ * The socket guard reaches it through the calls pf_steer_guard_calls()
+ * hands it.  The rules are prefork_steering_rules.h's, the kernel calls
  * prefork_steering_kernel.c's, the socket map prefork_steering_map.c's.
  */
 
