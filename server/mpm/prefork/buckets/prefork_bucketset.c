@@ -50,8 +50,6 @@
 
 #include "pfb_log.h"
 #include "prefork_bucketset.h"
-#include "guard/prefork_guard.h"
-#include "guard/prefork_seccomp.h"
 #include "guard/prefork_sockguard.h"
 #include "steering/prefork_steering.h"
 
@@ -88,8 +86,6 @@ struct pf_bucketset_s {
 
     pf_steer_t *steer;          /* ListenBucketSteering */
     pf_sockguard_t *guard;      /* the sockets children hold */
-    pf_guard_book_t *book;      /* each socket as the parent opened it
-                                   (the guard's) */
 
     /* What the count was made from. */
     int reuseport_usable;       /* -1 not probed, 0 no, 1 yes */
@@ -137,7 +133,6 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
     bs->started = started;
     bs->steer = steer;
     bs->guard = guard;
-    bs->book = pf_sockguard_book(bs->guard);
     bs->reuseport_usable = -1;
     return bs;
 }
@@ -286,7 +281,7 @@ static apr_status_t bucket_socket(pf_bucketset_t *bs, identity_t *rec,
     }
     /* The duplicate gets the backlog and the options of the original as
      * the parent first had them. */
-    kept = pf_guard_book_note(bs->book, orig->sd);
+    kept = pf_sockguard_note(bs->guard, orig->sd);
     if (kept != NULL && kept->backlog > 0) {
         backlog = kept->backlog;
     }
@@ -346,7 +341,7 @@ static apr_status_t open_buckets(pf_bucketset_t *bs,
                  * child took first must not block us in accept(). */
                 apr_socket_opt_set(lr->sd, APR_SO_NONBLOCK,
                                    bs->num_listeners > 1);
-                pf_guard_book_note(bs->book, lr->sd);
+                pf_sockguard_note(bs->guard, lr->sd);
             }
             continue;
         }
@@ -365,7 +360,7 @@ static apr_status_t open_buckets(pf_bucketset_t *bs,
         /* One socket per bucket, used by its children alone: they block
          * in accept(), and the kernel wakes one per connection. */
         apr_socket_opt_set(sd, APR_SO_NONBLOCK, 0);
-        pf_guard_book_note(bs->book, sd);
+        pf_sockguard_note(bs->guard, sd);
         bucket->listeners = bucket_listener(pconf, lr, sd);
         bucket->num_listeners = 1;
         bucket->address = out->bucket[b].listener;
@@ -557,7 +552,7 @@ static apr_status_t plan_and_open(pf_bucketset_t *bs, pf_generation_in_t *in,
     alloc_generation_out(pconf, pf_generation_room(in), in->num_old, out);
     /* Each attempt notes its own sockets: one that failed may have closed
      * some, whose inodes a new socket could take. */
-    pf_guard_book_begin(bs->book);
+    pf_sockguard_note_begin(bs->guard);
     nb = pf_plan_generation(in, out);
     if (nb < 1) {
         return APR_EINVAL;
@@ -770,7 +765,7 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    pf_guard_book_end(bs->book);
+    pf_sockguard_note_end(bs->guard);
     pf_sockguard_set_children(bs->guard, cfg->guard_children);
     /* Whoever kept a copy of a socket of the last generation loses it.
      * Not before the first generation has run: httpd reads the
@@ -867,15 +862,15 @@ int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket,
             close_in_child(lr->sd);
         }
     }
+    own = NULL;
     if (bucket >= 0 && bucket < bs->gen->num_buckets && room > 0) {
         own = apr_palloc(bs->pool, sizeof(*own) * (apr_size_t)room);
         for (lr = bs->gen->bucket[bucket].listeners; lr && n < room;
              lr = lr->next) {
             own[n++] = lr->sd;
         }
-        pf_seccomp_move_high(own, n, fds);
     }
-    pf_sockguard_child_init(bs->guard);
+    pf_sockguard_child_init(bs->guard, own, n, fds);
     pf_steer_child_init(bs->steer, bucket, cpu_affinity, s);
     return n;
 }

@@ -54,6 +54,7 @@
 #include "prefork_buckets.h"
 #include "prefork_holders.h"
 #include "prefork_os.h"
+#include "prefork_seccomp.h"
 #include "prefork_sockguard.h"
 
 APLOG_USE_MODULE(mpm_prefork);
@@ -109,9 +110,20 @@ pf_sockguard_t *pf_sockguard_create(apr_pool_t *pool, int num_records,
     return g;
 }
 
-pf_guard_book_t *pf_sockguard_book(pf_sockguard_t *g)
+void pf_sockguard_note_begin(pf_sockguard_t *g)
 {
-    return g->book;
+    pf_guard_book_begin(g->book);
+}
+
+const pf_guard_record_t *pf_sockguard_note(pf_sockguard_t *g,
+                                           apr_socket_t *sd)
+{
+    return pf_guard_book_note(g->book, sd);
+}
+
+void pf_sockguard_note_end(pf_sockguard_t *g)
+{
+    pf_guard_book_end(g->book);
 }
 
 void pf_sockguard_set_children(pf_sockguard_t *g,
@@ -486,9 +498,13 @@ void pf_sockguard_retire(pf_sockguard_t *g, server_rec *s)
     retire_replaced(g, s);
 }
 
-void pf_sockguard_child_init(pf_sockguard_t *g)
+void pf_sockguard_child_init(pf_sockguard_t *g, apr_socket_t *const *own,
+                             int n, int *fds)
 {
     pf_guard_close_retiring(g->book);
+    if (n > 0) {
+        pf_seccomp_move_high(own, n, fds);
+    }
 }
 
 /* ------------------------------------------------------------------ */

@@ -91,9 +91,18 @@ pf_sockguard_t *pf_sockguard_create(apr_pool_t *pool, int num_records,
                                     pf_generation_t *gen,
                                     const pf_guard_steering_t *steering);
 
-/** The records of the sockets in service, which the bucket set notes at
- *  every build. */
-pf_guard_book_t *pf_sockguard_book(pf_sockguard_t *g);
+/**
+ * The bucket set's notes, at each (re)start, of the sockets the generation
+ * puts in service: begin, then every socket (recorded now if the guard has
+ * no record of it, a new socket that no child has held yet; else the
+ * record made when it was new, whose backlog and options a duplicate of it
+ * gets; NULL if it cannot be read), then end, after which the records of
+ * the sockets no longer in service go.
+ */
+void pf_sockguard_note_begin(pf_sockguard_t *g);
+const pf_guard_record_t *pf_sockguard_note(pf_sockguard_t *g,
+                                           apr_socket_t *sd);
+void pf_sockguard_note_end(pf_sockguard_t *g);
 
 /** The children table, whose live children hold the sockets by right
  *  (NULL: none yet; copied). */
@@ -136,8 +145,16 @@ void pf_sockguard_renew(pf_sockguard_t *g, int first_start, server_rec *s);
  */
 void pf_sockguard_retire(pf_sockguard_t *g, server_rec *s);
 
-/** Child, right after fork: closes the replaced sockets it inherited. */
-void pf_sockguard_child_init(pf_sockguard_t *g);
+/**
+ * Child, right after fork: closes the replaced sockets it inherited, and
+ * moves its own @a n bucket sockets @a own to descriptor numbers just
+ * under 1024 (or the descriptor limit), where a program it runs will not
+ * open a socket of its own, since the filter refuses setsockopt() on
+ * those numbers for the child's life (pf_seccomp_move_high()).
+ * @param fds Set to each socket's descriptor afterwards
+ */
+void pf_sockguard_child_init(pf_sockguard_t *g, apr_socket_t *const *own,
+                             int n, int *fds);
 
 /**
  * Graceful stop: every bucket socket drops new handshakes from now on,
