@@ -690,9 +690,9 @@ START_TEST(version_matches_configure)
 }
 END_TEST
 
-Suite *report_suite(void)
+Suite *bucket_report_suite(void)
 {
-    Suite *s = suite_create("report");
+    Suite *s = suite_create("bucket-report");
     TCase *balance = tcase_create("Balance");
     TCase *query = tcase_create("Query");
     TCase *format = tcase_create("Formats");

@@ -5,7 +5,7 @@
  * replace a socket that cannot be put right in place (filters locked, an
  * option the kernel will not take back) under the same descriptor, its
  * old one no longer listening.  The children's system-call filter has
- * tests of its own (test_seccomp.c).
+ * tests of its own (test_prefork_seccomp.c).
  */
 
 #include <errno.h>
@@ -26,15 +26,10 @@
 #include <linux/filter.h>
 #include <linux/net.h>
 
-#ifdef HAVE_LIBSECCOMP
-#include <seccomp.h>
-#endif
-
 #include "apr_general.h"
 #include "apr_portable.h"
 
 #include "guard/prefork_guard.h"
-#include "guard/prefork_seccomp.h"
 #include "unit.h"
 #include "prefork_unit.h"
 
@@ -549,24 +544,6 @@ START_TEST(the_book_keeps_records_across_restarts_and_drops_the_rest)
 }
 END_TEST
 
-START_TEST(a_child_moves_its_bucket_sockets_out_of_reach)
-{
-    int port, fd = listener(&port), moved = -1;
-    apr_socket_t *sd = wrap(fd);
-    apr_os_sock_t now;
-
-    pf_seccomp_move_high(&sd, 1, &moved);
-    ck_assert_int_gt(moved, fd);
-    ck_assert_int_lt(moved, 1024);
-    ck_assert_int_eq(fcntl(fd, F_GETFD), -1);
-    ck_assert(fcntl(moved, F_GETFD) & FD_CLOEXEC);
-    apr_os_sock_get(&now, sd);
-    ck_assert_int_eq(now, moved);
-    ck_assert(accepts(moved, port));
-    close(moved);
-}
-END_TEST
-
 START_TEST(descriptions_name_every_change)
 {
     static const struct {
@@ -627,7 +604,6 @@ Suite *guard_suite(void)
     tcase_add_test(checks, a_socket_held_elsewhere_is_replaced_on_request);
     tcase_add_test(checks,
                    the_book_keeps_records_across_restarts_and_drops_the_rest);
-    tcase_add_test(checks, a_child_moves_its_bucket_sockets_out_of_reach);
     suite_add_tcase(s, checks);
     return s;
 }

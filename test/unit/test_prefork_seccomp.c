@@ -6,7 +6,9 @@
  * the high bits of every argument set too; every row of its allow-lists
  * named in docs/trust.md; and, as root, the filter installed in a process
  * of our own, refusing exactly what it should on every route the kernel
- * offers a 64-bit process, and nothing else.
+ * offers a 64-bit process, and nothing else.  Before it installs the
+ * filter, a child moves its bucket sockets to descriptor numbers just under
+ * 1024, where a program it runs will not open a socket of its own.
  */
 
 #include <errno.h>
@@ -36,6 +38,7 @@
 #endif
 
 #include "apr_general.h"
+#include "apr_portable.h"
 
 #include "guard/prefork_seccomp.h"
 #include "unit.h"
@@ -416,6 +419,79 @@ START_TEST(every_row_is_in_the_trust_document)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* The bucket sockets out of reach                                     */
+
+static apr_pool_t *pool;
+
+static void setup(void)
+{
+    apr_initialize();
+    apr_pool_create(&pool, NULL);
+}
+
+static void teardown(void)
+{
+    apr_pool_destroy(pool);
+    apr_terminate();
+}
+
+/* A listening socket on a loopback port the kernel picks, and that port. */
+static int loopback_listener(int *port)
+{
+    struct sockaddr_in addr;
+    socklen_t len = sizeof(addr);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    ck_assert_int_ge(fd, 0);
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&addr, &len), 0);
+    ck_assert_int_eq(listen(fd, 16), 0);
+    *port = ntohs(addr.sin_port);
+    return fd;
+}
+
+/* A connection to the port is accepted on fd. */
+static int accepts(int fd, int port)
+{
+    struct sockaddr_in addr;
+    int c = socket(AF_INET, SOCK_STREAM, 0), a, ok;
+
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons((unsigned short)port);
+    ok = connect(c, (struct sockaddr *)&addr, sizeof(addr)) == 0;
+    a = ok ? accept(fd, NULL, NULL) : -1;
+    close(c);
+    if (a >= 0) {
+        close(a);
+    }
+    return a >= 0;
+}
+
+START_TEST(a_child_moves_its_bucket_sockets_out_of_reach)
+{
+    int port, fd = loopback_listener(&port), moved = -1;
+    apr_socket_t *sd = NULL;
+    apr_os_sock_t os = fd, now;
+
+    ck_assert_int_eq(apr_os_sock_put(&sd, &os, pool), APR_SUCCESS);
+    pf_seccomp_move_high(&sd, 1, &moved);
+    ck_assert_int_gt(moved, fd);
+    ck_assert_int_lt(moved, 1024);
+    ck_assert_int_eq(fcntl(fd, F_GETFD), -1);
+    ck_assert(fcntl(moved, F_GETFD) & FD_CLOEXEC);
+    apr_os_sock_get(&now, sd);
+    ck_assert_int_eq(now, moved);
+    ck_assert(accepts(moved, port));
+    close(moved);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* The filter, as root                                                 */
 
 #ifdef HAVE_LIBSECCOMP
@@ -708,6 +784,7 @@ Suite *seccomp_suite(void)
 {
     Suite *s = suite_create("seccomp");
     TCase *pure = tcase_create("pure");
+    TCase *descriptors = tcase_create("descriptors");
 
 #ifdef HAVE_LIBSECCOMP
     tcase_add_test(pure, every_allowed_row_passes_on_every_abi);
@@ -718,6 +795,11 @@ Suite *seccomp_suite(void)
 #endif
     tcase_add_test(pure, every_row_is_in_the_trust_document);
     suite_add_tcase(s, pure);
+
+    tcase_add_checked_fixture(descriptors, setup, teardown);
+    tcase_add_test(descriptors,
+                   a_child_moves_its_bucket_sockets_out_of_reach);
+    suite_add_tcase(s, descriptors);
     return s;
 }
 
