@@ -7,6 +7,10 @@
  * pf_cgroup_cpus() reading fake cgroup v1, v2 and hybrid trees.
  */
 
+/* The file under test, compiled here rather than on its own so that the
+ * tests reach its static functions. */
+#include "../../server/mpm/prefork/steering/prefork_cpus.c"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +19,7 @@
 #include <unistd.h>
 
 #include "unit.h"
-#include "prefork_unit.h"
 #include "prefork_policy.h"
-#include "steering/prefork_cpus.h"
 
 /* ------------------------------------------------------------------ */
 /* Parsers                                                             */

@@ -4,6 +4,10 @@
  * connections need no TCP_NODELAY setsockopt() from core.
  */
 
+/* The file under test, compiled here rather than on its own so that the
+ * tests reach its static functions. */
+#include "../../server/mpm/prefork/guard/prefork_os.c"
+
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -15,7 +19,6 @@
 #include "apr_portable.h"
 
 #include "unit.h"
-#include "guard/prefork_os.h"
 
 /* A bucket's duplicate of a Listen whose socket has TCP_NODELAY: the
  * duplicate has the kernel option and APR's record of it, so a connection

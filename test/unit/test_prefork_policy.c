@@ -9,13 +9,15 @@
  * which the status module shares), which the respawn counters use.
  */
 
+/* The file under test, compiled here rather than on its own so that the
+ * tests reach its static functions. */
+#include "../../server/mpm/prefork/prefork_policy.c"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "unit.h"
-#include "prefork_unit.h"
-#include "prefork_policy.h"
 #include "prefork_buckets.h"
 
 /* ------------------------------------------------------------------ */

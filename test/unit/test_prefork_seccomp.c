@@ -11,6 +11,10 @@
  * 1024, where a program it runs will not open a socket of its own.
  */
 
+/* The file under test, compiled here rather than on its own so that the
+ * tests reach its static functions. */
+#include "../../server/mpm/prefork/guard/prefork_seccomp.c"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -40,9 +44,7 @@
 #include "apr_general.h"
 #include "apr_portable.h"
 
-#include "guard/prefork_seccomp.h"
 #include "unit.h"
-#include "prefork_unit.h"
 
 #ifndef SO_BUF_LOCK
 #define SO_BUF_LOCK 72
@@ -54,8 +56,8 @@
 #define F_SETOWN_EX 15
 #endif
 
-#define RET_EPERM (SECCOMP_RET_ERRNO | EPERM)
-#define RET_ENOSYS (SECCOMP_RET_ERRNO | ENOSYS)
+#define ERRNO_EPERM (SECCOMP_RET_ERRNO | EPERM)
+#define ERRNO_ENOSYS (SECCOMP_RET_ERRNO | ENOSYS)
 
 /* ------------------------------------------------------------------ */
 /* The program, run here                                               */
@@ -105,14 +107,14 @@ static unsigned int run(const struct sock_filter *insn, int len,
 typedef struct {
     uint32_t arch;              /* libseccomp's token */
     unsigned int audit;         /* what the kernel reports */
-} abi_t;
+} machine_abi_t;
 
 static struct sock_filter program[4096];
 static int program_len;
 static const int bucket_fds[2] = { 1000, 1001 };
 
 /* The ABIs of this machine: the native one and its companions. */
-static int machine_abis(abi_t *abi)
+static int machine_abis(machine_abi_t *abi)
 {
     uint32_t native = seccomp_arch_native();
     int n = 0;
@@ -132,7 +134,7 @@ static int machine_abis(abi_t *abi)
     return n;
 }
 
-static int nr_of(const abi_t *abi, const char *name)
+static int nr_of(const machine_abi_t *abi, const char *name)
 {
     int nr = seccomp_syscall_resolve_name_arch(abi->arch, name);
 
@@ -145,7 +147,7 @@ static int nr_of(const abi_t *abi, const char *name)
 
 /* What the filter answers to @a name with these arguments, each with
  * @a high in its bits 32 to 63 on a 64-bit ABI. */
-static unsigned int verdict(const abi_t *abi, const char *name,
+static unsigned int verdict(const machine_abi_t *abi, const char *name,
                             unsigned long long a0, unsigned long long a1,
                             unsigned long long a2, unsigned long long high)
 {
@@ -177,7 +179,7 @@ static const unsigned long long highs[] = { 0, 1ULL << 32,
 START_TEST(every_allowed_row_passes_on_every_abi)
 {
     const pf_allowed_t *row;
-    abi_t abi[3];
+    machine_abi_t abi[3];
     int count, n = machine_abis(abi), a, i;
     size_t h;
 
@@ -221,7 +223,7 @@ START_TEST(what_makes_every_connection_signal_is_refused)
     static const unsigned int ioctl_refused[] = {
         FIOASYNC, FIOSETOWN, SIOCSPGRP, TIOCSTI, SIOCSIFFLAGS, 0,
     };
-    abi_t abi[3];
+    machine_abi_t abi[3];
     int n = machine_abis(abi), a;
     size_t h, i;
 
@@ -232,22 +234,22 @@ START_TEST(what_makes_every_connection_signal_is_refused)
                  i++) {
                 ck_assert_uint_eq(verdict(&abi[a], "fcntl", 5,
                                           fcntl_refused[i], 0, highs[h]),
-                                  RET_EPERM);
+                                  ERRNO_EPERM);
             }
             for (i = 0; i < sizeof(ioctl_refused) / sizeof(unsigned int);
                  i++) {
                 ck_assert_uint_eq(verdict(&abi[a], "ioctl", 5,
                                           ioctl_refused[i], 0, highs[h]),
-                                  RET_EPERM);
+                                  ERRNO_EPERM);
             }
             /* O_ASYNC in F_SETFL, alone or with any other flag. */
             ck_assert_uint_eq(verdict(&abi[a], "fcntl", 5, F_SETFL, O_ASYNC,
                                       highs[h]),
-                              RET_EPERM);
+                              ERRNO_EPERM);
             ck_assert_uint_eq(verdict(&abi[a], "fcntl", 5, F_SETFL,
                                       O_ASYNC | O_NONBLOCK | O_RDWR,
                                       highs[h]),
-                              RET_EPERM);
+                              ERRNO_EPERM);
             ck_assert_uint_eq(verdict(&abi[a], "fcntl", 5, F_SETFL,
                                       O_NONBLOCK | O_APPEND, highs[h]),
                               SECCOMP_RET_ALLOW);
@@ -255,10 +257,10 @@ START_TEST(what_makes_every_connection_signal_is_refused)
         /* fcntl64() on the ABIs that have it takes the same rules. */
         if (nr_of(&abi[a], "fcntl64") >= 0) {
             ck_assert_uint_eq(verdict(&abi[a], "fcntl64", 5, F_SETOWN, 1, 0),
-                              RET_EPERM);
+                              ERRNO_EPERM);
             ck_assert_uint_eq(verdict(&abi[a], "fcntl64", 5, F_SETFL,
                                       O_ASYNC, 0),
-                              RET_EPERM);
+                              ERRNO_EPERM);
             ck_assert_uint_eq(verdict(&abi[a], "fcntl64", 5, F_GETFL, 0, 0),
                               SECCOMP_RET_ALLOW);
         }
@@ -297,7 +299,7 @@ START_TEST(options_off_the_list_and_the_bucket_descriptors_are_refused)
         { IPPROTO_TCP, SO_REUSEADDR + 100 },
         { IPPROTO_IP, TCP_NODELAY + 200 },
     };
-    abi_t abi[3];
+    machine_abi_t abi[3];
     int n = machine_abis(abi), a, f;
     size_t h, i;
 
@@ -308,7 +310,7 @@ START_TEST(options_off_the_list_and_the_bucket_descriptors_are_refused)
                 ck_assert_msg(verdict(&abi[a], "setsockopt", 5,
                                       (unsigned int)refused[i].level,
                                       refused[i].option, highs[h])
-                                  == RET_EPERM,
+                                  == ERRNO_EPERM,
                               "level %d option %u allowed on ABI %#x",
                               refused[i].level, refused[i].option,
                               abi[a].arch);
@@ -319,7 +321,7 @@ START_TEST(options_off_the_list_and_the_bucket_descriptors_are_refused)
                                           (unsigned int)bucket_fds[f],
                                           IPPROTO_TCP, TCP_NODELAY,
                                           highs[h]),
-                                  RET_EPERM);
+                                  ERRNO_EPERM);
             }
             ck_assert_uint_eq(verdict(&abi[a], "setsockopt", 1002,
                                       IPPROTO_TCP, TCP_NODELAY, highs[h]),
@@ -332,15 +334,15 @@ END_TEST
 START_TEST(other_routes_and_other_calls)
 {
     struct seccomp_data data;
-    abi_t abi[3];
+    machine_abi_t abi[3];
     int n = machine_abis(abi), a;
 
     build();
     for (a = 0; a < n; a++) {
         ck_assert_uint_eq(verdict(&abi[a], "io_uring_setup", 1, 0, 0, 0),
-                          RET_ENOSYS);
+                          ERRNO_ENOSYS);
         ck_assert_uint_eq(verdict(&abi[a], "io_uring_enter", 1, 0, 0, 0),
-                          RET_ENOSYS);
+                          ERRNO_ENOSYS);
         ck_assert_uint_eq(verdict(&abi[a], "read", 5, 0, 0, 0),
                           SECCOMP_RET_ALLOW);
         ck_assert_uint_eq(verdict(&abi[a], "close", 5, 0, 0, 0),
@@ -348,7 +350,7 @@ START_TEST(other_routes_and_other_calls)
         if (nr_of(&abi[a], "socketcall") >= 0) {
             ck_assert_uint_eq(verdict(&abi[a], "socketcall", SYS_SETSOCKOPT,
                                       0, 0, 0),
-                              RET_EPERM);
+                              ERRNO_EPERM);
             ck_assert_uint_eq(verdict(&abi[a], "socketcall", SYS_SOCKET, 0,
                                       0, 0),
                               SECCOMP_RET_ALLOW);

@@ -11,6 +11,10 @@
  * to a socket that joined the group from outside.
  */
 
+/* The file under test, compiled here rather than on its own so that the
+ * tests reach its static functions. */
+#include "../../server/mpm/prefork/steering/prefork_steering_kernel.c"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -28,7 +32,6 @@
 #include "prefork_buckets.h"
 #include "steering/prefork_cpus.h"
 #include "guard/prefork_os.h"
-#include "steering/prefork_steering_kernel.h"
 
 #ifdef HAVE_BPF_STEERING
 

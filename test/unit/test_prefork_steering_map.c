@@ -8,6 +8,10 @@
  * has none.
  */
 
+/* The file under test, compiled here rather than on its own so that the
+ * tests reach its static functions. */
+#include "../../server/mpm/prefork/steering/prefork_steering_map.c"
+
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,7 +26,6 @@
 #include "unit.h"
 #include "prefork_buckets.h"
 #include "steering/prefork_steering_kernel.h"
-#include "steering/prefork_steering_map.h"
 
 #ifdef HAVE_BPF_STEERING
 

@@ -10,6 +10,10 @@
  * loads and runs the programs in test_prefork_steering_kernel.c.
  */
 
+/* The file under test, compiled here rather than on its own so that the
+ * tests reach its static functions. */
+#include "../../server/mpm/prefork/steering/prefork_steering_rules.c"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +22,8 @@
 #include "ap_config.h"
 
 #include "unit.h"
-#include "prefork_unit.h"
+#include "steer_pick.h"
 #include "prefork_buckets.h"
-#include "steering/prefork_steering_rules.h"
 
 /* ------------------------------------------------------------------ */
 /* Layout                                                              */
@@ -658,11 +661,6 @@ END_TEST
 
 START_TEST(test_saturating_arithmetic)
 {
-    ck_assert(pf_steer_sat_add(1, 2) == 3);
-    ck_assert(pf_steer_sat_add(INT64_MAX, 1) == INT64_MAX);
-    ck_assert(pf_steer_sat_add(INT64_MAX, INT64_MAX) == INT64_MAX);
-    ck_assert(pf_steer_sat_add(INT64_MIN, -1) == INT64_MIN);
-    ck_assert(pf_steer_sat_add(INT64_MIN, INT64_MAX) == -1);
     ck_assert(pf_steer_sat_sub(1, 2) == -1);
     ck_assert(pf_steer_sat_sub(0, INT64_MIN) == INT64_MAX);
     ck_assert(pf_steer_sat_sub(-2, INT64_MAX) == INT64_MIN);

@@ -7,6 +7,10 @@
  * rules' (test_prefork_steering_rules.c).
  */
 
+/* The file under test, compiled here rather than on its own so that the
+ * tests reach its static functions. */
+#include "../../server/mpm/prefork/steering/prefork_topology.c"
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,9 +20,7 @@
 #include <unistd.h>
 
 #include "unit.h"
-#include "prefork_unit.h"
 #include "steering/prefork_steering_rules.h"
-#include "steering/prefork_topology.h"
 
 /* ------------------------------------------------------------------ */
 /* CPU lists                                                           */
