@@ -52,7 +52,6 @@
 
 #include "prefork_children.h"
 #include "prefork_ready.h"
-#include "prefork_unit.h"
 
 /* The write end of the wake-up pipe, for the SIGCHLD handler; -1 whenever
  * the handler is not installed. */
@@ -154,7 +153,7 @@ int pf_children_free_slot(const pf_children_t *c, int limit)
 }
 
 /* The slot of our child @a pid, or -1. */
-PF_UNIT_STATIC int pf_children_find(const pf_children_t *c, pid_t pid)
+static int pf_children_find(const pf_children_t *c, pid_t pid)
 {
     int slot;
 
@@ -195,7 +194,7 @@ void pf_children_started(pf_children_t *c, int slot, pid_t pid,
 
 /* Notes that child @a pid reported ready: its slot, or -1 when it is none
  * of ours. */
-PF_UNIT_STATIC int pf_children_mark_ready(pf_children_t *c, pid_t pid)
+static int pf_children_mark_ready(pf_children_t *c, pid_t pid)
 {
     int slot = pid > 0 ? pf_children_find(c, pid) : -1;
 
@@ -220,8 +219,7 @@ int pf_children_tell_to_stop(pf_children_t *c, int slot)
 
 /* Frees a slot whose child has gone; @a was, if not NULL, gets what the
  * slot held. */
-PF_UNIT_STATIC void pf_children_forget(pf_children_t *c, int slot,
-                                       pf_child_t *was)
+static void pf_children_forget(pf_children_t *c, int slot, pf_child_t *was)
 {
     if (was != NULL) {
         *was = c->slot[slot];

@@ -20,10 +20,9 @@
  *        and the corrections httpd's prefork makes, as pure functions.
  *
  * Nothing here calls the system, touches httpd globals or allocates, so
- * the unit tests link this file alone.  prefork.c registers the
- * directives and keeps one pf_config_t for the configuration being read;
- * prefork_config_log.c logs what check_config corrected once the error
- * log is open.
+ * the unit tests feed it every value.  prefork_directives.c registers the
+ * directives, keeps the one pf_config_t for the configuration being read
+ * and logs what check_config corrected once the error log is open.
  */
 
 #ifndef PREFORK_CONFIG_H

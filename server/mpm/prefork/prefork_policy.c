@@ -37,7 +37,6 @@
 #include "prefork_policy.h"
 #include "prefork_buckets.h"
 
-#include "prefork_unit.h"
 
 /* ------------------------------------------------------------------ */
 /* Bucket count                                                        */
@@ -47,7 +46,7 @@
  * own has no idle child (idle, local), so that the buckets share the spare
  * pool; hash and cpu do not.
  */
-PF_UNIT_STATIC int pf_steering_shares_pool(int steering)
+static int pf_steering_shares_pool(int steering)
 {
     return steering == PFB_STEER_IDLE || steering == PFB_STEER_LOCAL;
 }
@@ -60,8 +59,7 @@ PF_UNIT_STATIC int pf_steering_shares_pool(int steering)
  * a connection goes to another bucket with an idle child, so the pool is shared
  * and there is no limit (0).
  */
-PF_UNIT_STATIC int pf_warm_bucket_limit(int min_spare_servers,
-                                        int steering)
+static int pf_warm_bucket_limit(int min_spare_servers, int steering)
 {
     if (pf_steering_shares_pool(steering)) {
         return 0;
@@ -290,7 +288,7 @@ int pf_plan_generation(const pf_generation_in_t *in, pf_generation_out_t *out)
 /* Bucket b's share of a server-wide total split over num_buckets: the
  * quotient, plus one for the first (total % num_buckets) buckets, so the
  * shares add up to the total. */
-PF_UNIT_STATIC int pf_share(int total, int num_buckets, int b)
+static int pf_share(int total, int num_buckets, int b)
 {
     if (num_buckets < 1 || total < 0) {
         return 0;
@@ -300,8 +298,7 @@ PF_UNIT_STATIC int pf_share(int total, int num_buckets, int b)
 
 /* Bucket b's MinSpareServers: its share, but at least 1, so every bucket
  * always has an idle child to accept its connections. */
-PF_UNIT_STATIC int pf_bucket_min_spare(int min_spare_servers, int num_buckets,
-                                       int b)
+static int pf_bucket_min_spare(int min_spare_servers, int num_buckets, int b)
 {
     int share = pf_share(min_spare_servers, num_buckets, b);
 
@@ -309,9 +306,8 @@ PF_UNIT_STATIC int pf_bucket_min_spare(int min_spare_servers, int num_buckets,
 }
 
 /* Bucket b's MaxSpareServers: its share, but at least its min + 1. */
-PF_UNIT_STATIC int pf_bucket_max_spare(int min_spare_servers,
-                                       int max_spare_servers,
-                                       int num_buckets, int b)
+static int pf_bucket_max_spare(int min_spare_servers, int max_spare_servers,
+                               int num_buckets, int b)
 {
     int min = pf_bucket_min_spare(min_spare_servers, num_buckets, b);
     int share = pf_share(max_spare_servers, num_buckets, b);
@@ -717,7 +713,7 @@ int pf_respawn_paced(const pf_respawn_t *r)
  * to PF_RESPAWN_FORGIVEN, then 1 s, doubling each time, up to
  * PF_RESPAWN_MAX_DELAY_US.
  */
-PF_UNIT_STATIC long long pf_respawn_delay(int early_deaths)
+static long long pf_respawn_delay(int early_deaths)
 {
     long long delay = PF_RESPAWN_YOUNG_US;
     int beyond = early_deaths - PF_RESPAWN_FORGIVEN;

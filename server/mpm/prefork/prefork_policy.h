@@ -213,8 +213,8 @@ int pf_plan_generation(const pf_generation_in_t *in, pf_generation_out_t *out);
 /* Sharing limits among buckets                                        */
 
 /* Each bucket's share of MinSpareServers, MaxSpareServers and
- * MaxRequestWorkers is private to prefork_policy.c (the unit tests reach
- * it through prefork_unit.h). */
+ * MaxRequestWorkers is private to prefork_policy.c (its unit tests
+ * include the file). */
 
 /** Children bucket b starts with: its share of StartServers, at least 1. */
 int pf_bucket_start(int start_servers, int num_buckets, int b);

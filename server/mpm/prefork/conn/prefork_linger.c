@@ -53,7 +53,6 @@
 #endif
 
 #include "prefork_linger.h"
-#include "prefork_unit.h"
 
 /* Bytes read and discarded per read; httpd reads 512 at a time. */
 #define DRAIN_CHUNK             4096
@@ -110,7 +109,7 @@ int pf_linger_delivered(int fd)
  * @a t): 2 s after the start or the last bytes, and at most 30 s (2 s with
  * the note) after the first bytes.  Pure.
  */
-PF_UNIT_STATIC apr_int64_t pf_linger_expiry(const pf_linger_times_t *t)
+static apr_int64_t pf_linger_expiry(const pf_linger_times_t *t)
 {
     apr_int64_t quiet_from = t->last_data > t->started ? t->last_data
                                                        : t->started;
@@ -128,7 +127,7 @@ PF_UNIT_STATIC apr_int64_t pf_linger_expiry(const pf_linger_times_t *t)
 }
 
 /* The monotonic clock the lingering times use (usec). */
-PF_UNIT_STATIC apr_int64_t pf_linger_now(void)
+static apr_int64_t pf_linger_now(void)
 {
     struct timespec ts;
 
@@ -438,19 +437,6 @@ out:
     return rv;
 }
 
-#ifdef PF_UNIT_TEST
-/* How many sockets the lingering thread holds now. */
-int pf_linger_pending(void)
-{
-    int used;
-
-    pthread_mutex_lock(&lingerer.lock);
-    used = lingerer.used;
-    pthread_mutex_unlock(&lingerer.lock);
-    return used;
-}
-#endif
-
 void pf_linger_finish(apr_int64_t max_wait)
 {
     apr_int64_t deadline = pf_linger_now() + max_wait, left;
@@ -500,13 +486,6 @@ apr_status_t pf_linger_hand_off(int fd, int short_linger)
     (void)short_linger;
     return APR_ENOTIMPL;
 }
-
-#ifdef PF_UNIT_TEST
-int pf_linger_pending(void)
-{
-    return 0;
-}
-#endif
 
 void pf_linger_finish(apr_int64_t max_wait)
 {

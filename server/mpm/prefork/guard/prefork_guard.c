@@ -52,7 +52,6 @@
 
 #include "prefork_guard.h"
 #include "prefork_os.h"
-#include "prefork_unit.h"
 
 /* ------------------------------------------------------------------ */
 /* The parent's checks                                                 */
@@ -71,7 +70,7 @@ static int set_int_option(int fd, int level, int name, int value)
 }
 
 /* The accept-queue limit a listening socket has now, 0 if unknown. */
-PF_UNIT_STATIC int pf_guard_backlog(apr_socket_t *sd)
+static int pf_guard_backlog(apr_socket_t *sd)
 {
     int queued, limit;
 
@@ -80,7 +79,7 @@ PF_UNIT_STATIC int pf_guard_backlog(apr_socket_t *sd)
 }
 
 /* The local port the kernel says the socket has now, -1 if unknown. */
-PF_UNIT_STATIC int pf_guard_local_port(apr_socket_t *sd)
+static int pf_guard_local_port(apr_socket_t *sd)
 {
     struct sockaddr_storage addr;
     socklen_t len = sizeof(addr);
@@ -238,9 +237,8 @@ static int check_filter(int fd, const pf_guard_want_t *want, int *failed)
  *        filter is on it: the socket must be replaced)
  * @return the bits found changed and put back
  */
-PF_UNIT_STATIC int pf_guard_check_socket(apr_socket_t *sd,
-                                         const pf_guard_want_t *want,
-                                         int *failed)
+static int pf_guard_check_socket(apr_socket_t *sd, const pf_guard_want_t *want,
+                                 int *failed)
 {
     apr_os_sock_t fd;
     int fixed = 0;
@@ -462,10 +460,10 @@ static int put_right_before(pf_guard_record_t *rec, int fixed_in_place)
  * descriptor number, and the old one waits on the book's list to stop
  * listening.
  */
-PF_UNIT_STATIC void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
-                                    apr_sockaddr_t *bind_addr,
-                                    const pf_guard_want_t *want,
-                                    pf_guard_found_t *found)
+static void pf_guard_socket(pf_guard_book_t *book, apr_socket_t *sd,
+                            apr_sockaddr_t *bind_addr,
+                            const pf_guard_want_t *want,
+                            pf_guard_found_t *found)
 {
     pf_guard_record_t *rec = book_find(book, sd);
     pf_guard_want_t mine = *want;

@@ -41,7 +41,6 @@
 #endif
 
 #include "prefork_holders.h"
-#include "prefork_unit.h"
 
 /* The suspects a look remembers for the next: more would mean a host
  * where many processes hold the server's sockets, and each is found

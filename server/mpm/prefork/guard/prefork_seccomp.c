@@ -62,7 +62,6 @@
 #endif
 
 #include "prefork_seccomp.h"
-#include "prefork_unit.h"
 
 /* ------------------------------------------------------------------ */
 /* The allow-lists                                                     */
@@ -576,9 +575,8 @@ static int abis_of(uint32_t native, abi_t *abi)
  * ABIs into @a out.
  * @return the number of instructions, or -1 if it would not fit
  */
-PF_UNIT_STATIC int pf_seccomp_build(uint32_t native, const int *bucket_fds,
-                                    int num_fds, struct sock_filter *out,
-                                    int room)
+static int pf_seccomp_build(uint32_t native, const int *bucket_fds,
+                            int num_fds, struct sock_filter *out, int room)
 {
     abi_t abi[3];
     prog_t *p = calloc(1, sizeof(*p));

@@ -43,7 +43,6 @@
 #endif
 
 #include "prefork_sockopts.h"
-#include "prefork_unit.h"
 
 /* Linux's numbers for options newer than the C library's headers may
  * know: a kernel without one refuses to read it, and the option is then
@@ -181,8 +180,8 @@ typedef struct {
 /* Every option of SOL_SOCKET, IP, IPv6 and TCP that a listening socket
  * answers for and a holder of it can change, and the file's flags, owner
  * and signal.  What Linux's headers define for those levels and is not
- * here is in left_out below, with the reason; test_sockopts.c checks the
- * two against the headers. */
+ * here is in test/unit/test_prefork_sockopts.c's left_out, with the
+ * reason, and that test checks the two against the headers. */
 static const option_t options[] = {
     INT(SOL_SOCKET, SO_DEBUG, PUT_VALUE),
     INT(SOL_SOCKET, SO_REUSEADDR, PUT_VALUE),
@@ -345,145 +344,6 @@ static const option_t options[] = {
 /* One bit per entry of the table, and room for the values of each. */
 typedef char options_fit_a_set[NUM_OPTIONS <= PF_SOCKOPT_MAX ? 1 : -1];
 
-#ifdef PF_UNIT_TEST
-/* What Linux's headers define for the four levels and the record leaves
- * out, and why; values of options (IP_PMTUDISC_DO...) are not options
- * and the unit test skips them by prefix. */
-static const struct {
-    const char *name;
-    const char *why;
-} left_out[] = {
-    { "SO_TYPE", "read-only" },
-    { "SO_PROTOCOL", "read-only" },
-    { "SO_DOMAIN", "read-only" },
-    { "SO_COOKIE", "read-only" },
-    { "SO_NETNS_COOKIE", "read-only" },
-    { "SO_BPF_EXTENSIONS", "read-only" },
-    { "SO_BSDCOMPAT", "read-only: always 0" },
-    { "SO_SNDLOWAT", "read-only: Linux refuses to set it" },
-    { "SO_ERROR", "reading it clears a pending error" },
-    { "SO_MEMINFO", "changes with traffic" },
-    { "SO_INCOMING_NAPI_ID", "changes with traffic" },
-    { "SO_PEERCRED", "the peer's, of connected sockets" },
-    { "SO_PEERNAME", "the peer's, of connected sockets" },
-    { "SO_PEERSEC", "the peer's, of connected sockets" },
-    { "SO_PEERGROUPS", "the peer's, of connected sockets" },
-    { "SO_PASSSEC", "Unix and datagram sockets only" },
-    { "SO_SECURITY_AUTHENTICATION", "not in Linux" },
-    { "SO_SECURITY_ENCRYPTION_TRANSPORT", "not in Linux" },
-    { "SO_SECURITY_ENCRYPTION_NETWORK", "not in Linux" },
-    { "SO_SNDBUFFORCE", "write-only: SO_SNDBUF's value" },
-    { "SO_RCVBUFFORCE", "write-only: SO_RCVBUF's value" },
-    { "SO_SNDTIMEO_NEW", "the state SO_SNDTIMEO_OLD reads" },
-    { "SO_BINDTODEVICE", "the state SO_BINDTOIFINDEX reads" },
-    { "SO_DETACH_FILTER", "write-only" },
-    { "SO_ATTACH_BPF", "write-only" },
-    { "SO_CNX_ADVICE", "write-only" },
-    { "SO_BUSY_POLL_BUDGET", "write-only" },
-    { "SO_ATTACH_REUSEPORT_CBPF", "write-only: steering attaches its "
-                                  "own program again each cycle" },
-    { "SO_ATTACH_REUSEPORT_EBPF", "write-only: steering attaches its "
-                                  "own program again each cycle" },
-    { "SO_DETACH_REUSEPORT_BPF", "write-only: steering attaches its "
-                                 "own program again each cycle" },
-    { "SO_REUSEPORT", "the guard's own check" },
-    { "SO_ACCEPTCONN", "the guard's own check (listening)" },
-    { "SO_RCVTIMEO_OLD", "the guard's own check" },
-    { "SO_RCVTIMEO_NEW", "the guard's own check" },
-    { "SO_ATTACH_FILTER", "the guard's own check (SO_GET_FILTER)" },
-    { "SO_LOCK_FILTER", "the guard's own check" },
-    { "IP_HDRINCL", "raw sockets only" },
-    { "IP_ROUTER_ALERT", "raw sockets only" },
-    { "IP_NODEFRAG", "raw sockets only" },
-    { "IP_PKTOPTIONS", "connected sockets only" },
-    { "IP_MTU", "connected sockets only" },
-    { "IP_PROTOCOL", "read-only" },
-    { "IP_IPSEC_POLICY", "write-only" },
-    { "IP_XFRM_POLICY", "write-only" },
-    { "IP_ADD_MEMBERSHIP", "write-only; TCP refuses groups" },
-    { "IP_DROP_MEMBERSHIP", "write-only; TCP refuses groups" },
-    { "IP_UNBLOCK_SOURCE", "write-only; TCP refuses groups" },
-    { "IP_BLOCK_SOURCE", "write-only; TCP refuses groups" },
-    { "IP_ADD_SOURCE_MEMBERSHIP", "write-only; TCP refuses groups" },
-    { "IP_DROP_SOURCE_MEMBERSHIP", "write-only; TCP refuses groups" },
-    { "IP_MSFILTER", "a query of groups, which TCP refuses" },
-    { "IPV6_ADDRFORM", "write-only, connected sockets only" },
-    { "IPV6_2292PKTOPTIONS", "connected sockets only" },
-    { "IPV6_MTU", "connected sockets only" },
-    { "IPV6_PATHMTU", "connected sockets only" },
-    { "IPV6_CHECKSUM", "raw sockets only" },
-    { "IPV6_HDRINCL", "raw sockets only" },
-    { "IPV6_NEXTHOP", "write-only" },
-    { "IPV6_AUTHHDR", "not in Linux" },
-    { "IPV6_USE_MIN_MTU", "not in Linux" },
-    { "IPV6_PKTINFO", "datagram sockets only" },
-    { "IPV6_HOPLIMIT", "datagram sockets only" },
-    { "IPV6_V6ONLY", "fixed once the socket is bound" },
-    { "IPV6_ADD_MEMBERSHIP", "write-only; TCP refuses groups" },
-    { "IPV6_DROP_MEMBERSHIP", "write-only; TCP refuses groups" },
-    { "IPV6_JOIN_ANYCAST", "write-only" },
-    { "IPV6_LEAVE_ANYCAST", "write-only" },
-    { "IPV6_FLOWLABEL_MGR", "write-only" },
-    { "IPV6_IPSEC_POLICY", "write-only" },
-    { "IPV6_XFRM_POLICY", "write-only" },
-    { "TCP_INFO", "changes with traffic" },
-    { "TCP_CC_INFO", "changes with traffic" },
-    { "TCP_TIMESTAMP", "changes with time" },
-    { "TCP_SAVED_SYN", "read-only, of connections" },
-    { "TCP_ZEROCOPY_RECEIVE", "a query of connections" },
-    { "TCP_THIN_DUPACK", "no effect since Linux 4.19" },
-    { "TCP_MD5SIG", "write-only; the filter refuses it to children" },
-    { "TCP_MD5SIG_EXT", "write-only; the filter refuses it to children" },
-    { "TCP_FASTOPEN_KEY", "reads the system's key where the socket has "
-                          "none, and the kernel makes that key at first "
-                          "use; the filter refuses it to children" },
-    { "TCP_REPAIR", "repair mode: CAP_NET_ADMIN, on a closed or "
-                    "established socket" },
-    { "TCP_REPAIR_QUEUE", "repair mode" },
-    { "TCP_QUEUE_SEQ", "repair mode" },
-    { "TCP_REPAIR_OPTIONS", "repair mode" },
-    { "TCP_REPAIR_WINDOW", "repair mode" },
-};
-
-/* How many items the table holds. */
-PF_UNIT_STATIC int pf_sockopts_count(void)
-{
-    return NUM_OPTIONS;
-}
-
-/* The name of item @a i of the table ("SO_LINGER"), NULL past it. */
-PF_UNIT_STATIC const char *pf_sockopts_name(int i)
-{
-    return i >= 0 && i < NUM_OPTIONS ? options[i].label : NULL;
-}
-
-/* Finds an item of the table by name; -1 if it has none. */
-PF_UNIT_STATIC int pf_sockopts_find(const char *name)
-{
-    int i;
-
-    for (i = 0; i < NUM_OPTIONS; i++) {
-        if (strcmp(options[i].label, name) == 0) {
-            return i;
-        }
-    }
-    return -1;
-}
-
-/* Why the record leaves @a name out, NULL if it does not. */
-PF_UNIT_STATIC const char *pf_sockopts_left_out(const char *name)
-{
-    apr_size_t i;
-
-    for (i = 0; i < sizeof(left_out) / sizeof(left_out[0]); i++) {
-        if (strcmp(left_out[i].name, name) == 0) {
-            return left_out[i].why;
-        }
-    }
-    return NULL;
-}
-#endif /* PF_UNIT_TEST */
-
 /* ------------------------------------------------------------------ */
 /* Sets                                                                */
 
@@ -598,7 +458,7 @@ static void read_options(int fd, const pf_sockopt_set_t *which,
 
 /* Reads every item of the table from @a fd (kernel_default stays
  * empty). */
-PF_UNIT_STATIC void pf_sockopts_read(int fd, pf_sockopts_t *now)
+static void pf_sockopts_read(int fd, pf_sockopts_t *now)
 {
     read_options(fd, NULL, now);
 }
@@ -652,7 +512,7 @@ void pf_sockopts_record(int fd, pf_sockopts_t *rec)
  * The items of @a want that @a now does not have: a different value, or
  * none where @a want has one.  Pure.
  */
-PF_UNIT_STATIC pf_sockopt_set_t
+static pf_sockopt_set_t
 pf_sockopts_compare(const pf_sockopts_t *want, const pf_sockopts_t *now)
 {
     pf_sockopt_set_t differ;

@@ -41,7 +41,6 @@
 
 #include "prefork_cpus.h"
 #include "prefork_policy.h"
-#include "prefork_unit.h"
 
 /* ------------------------------------------------------------------ */
 /* Parsers: what the kernel writes in /proc and the cgroup files       */
@@ -51,7 +50,7 @@
  * @return the quota in whole CPUs rounded up (at least 1), 0 for "max"
  *         (no quota), or -1 if the text is not a cpu.max line
  */
-PF_UNIT_STATIC int pf_parse_cpu_max(const char *text)
+static int pf_parse_cpu_max(const char *text)
 {
     long long quota, period;
     char *end;
@@ -99,8 +98,7 @@ PF_UNIT_STATIC int pf_parse_cpu_max(const char *text)
  * @return the quota in whole CPUs rounded up (at least 1), 0 for -1 (no
  *         quota), or -1 if either text is not what the kernel writes there
  */
-PF_UNIT_STATIC int pf_parse_cfs_quota(const char *quota_text,
-                                      const char *period_text)
+static int pf_parse_cfs_quota(const char *quota_text, const char *period_text)
 {
     long long quota, period;
     char *end;
@@ -155,7 +153,7 @@ static const char *parse_cpu_number(const char *p, long *cpu)
  * @return the number of CPUs, 0 for an empty list, or -1 if the text is
  *         not a CPU list
  */
-PF_UNIT_STATIC int pf_parse_cpu_list(const char *text)
+static int pf_parse_cpu_list(const char *text)
 {
     const char *p = text;
     long first, last, count = 0;
@@ -224,9 +222,8 @@ static int list_has_word(const char *list, size_t list_len, const char *word)
  * @param path Receives the group's path, e.g. "/a/b"
  * @return 0 if found, -1 if not (or if it does not fit in @a len)
  */
-PF_UNIT_STATIC int pf_cgroup_self_path(const char *proc_cgroup,
-                                       const char *controller, char *path,
-                                       size_t len)
+static int pf_cgroup_self_path(const char *proc_cgroup, const char *controller,
+                               char *path, size_t len)
 {
     const char *line = proc_cgroup, *colon1, *colon2, *nl;
     size_t path_len;
@@ -302,10 +299,9 @@ static const char *mountinfo_field(const char *p, char *buf, size_t len)
  * @return 1 if the line is such a mount, 0 if it is another mount, -1 if
  *         it is not a mountinfo line or a field does not fit
  */
-PF_UNIT_STATIC int pf_parse_mountinfo_cgroup(const char *line,
-                                             const char *controller,
-                                             char *root, size_t root_len,
-                                             char *mnt, size_t mnt_len)
+static int pf_parse_mountinfo_cgroup(const char *line, const char *controller,
+                                     char *root, size_t root_len, char *mnt,
+                                     size_t mnt_len)
 {
     char field[256];
     const char *p = line;
@@ -360,8 +356,8 @@ PF_UNIT_STATIC int pf_parse_mountinfo_cgroup(const char *line,
  * @return 0, or -1 if @a path is not at or below @a root (the group is not
  *         visible under this mount) or the result does not fit
  */
-PF_UNIT_STATIC int pf_cgroup_dir(const char *mnt, const char *root,
-                                 const char *path, char *dir, size_t len)
+static int pf_cgroup_dir(const char *mnt, const char *root, const char *path,
+                         char *dir, size_t len)
 {
     size_t root_len = strlen(root);
     const char *below = path;
@@ -388,7 +384,7 @@ PF_UNIT_STATIC int pf_cgroup_dir(const char *mnt, const char *root,
  * The CPUs that bucket sizing should count: the online CPUs, cut down to
  * the affinity mask and to the cgroup quota when those are known (> 0).
  */
-PF_UNIT_STATIC int pf_usable_cpus(int online, int affinity, int quota)
+static int pf_usable_cpus(int online, int affinity, int quota)
 {
     int cpus = online > 0 ? online : 1;
 
@@ -599,8 +595,7 @@ static int smaller_limit(int a, int b)
  * *quota is set to the quota in whole CPUs rounded up, 0 if none; *cpuset
  * to the cpuset's CPU count, 0 if none is readable.
  */
-PF_UNIT_STATIC void pf_cgroup_cpus(const char *top, int *quota,
-                                   int *cpuset)
+static void pf_cgroup_cpus(const char *top, int *quota, int *cpuset)
 {
     char self[8192], path[PF_CGROUP_PATH_MAX + 64];
     /* A host can mount both: v1 controllers beside an empty v2 hierarchy

@@ -27,13 +27,11 @@
  */
 #include "ap_config.h"
 
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "prefork_buckets.h"
 #include "prefork_steering_rules.h"
-#include "prefork_unit.h"
 
 /* ------------------------------------------------------------------ */
 /* CPU layout                                                          */
@@ -138,103 +136,12 @@ int pf_steer_idle_probes(int per_listen)
                                                 : PF_STEER_MAX_PROBES;
 }
 
-#ifdef PF_UNIT_TEST
-/* The table and constants the programs see, for one Listen of @a per_listen
- * buckets with the given idle counts (the pick functions' common part);
- * NULL on bad input or no memory.  The caller frees the table. */
-static pf_steer_bucket_t *pick_table(const int64_t *idle, int per_listen,
-                                     pf_steer_listen_t *listen)
-{
-    pf_steer_bucket_t *table;
-    int b;
-
-    if (idle == NULL || per_listen < 2 || per_listen > PF_STEER_MAX_RECORDS) {
-        return NULL;
-    }
-    table = calloc((size_t)per_listen, sizeof(*table));
-    if (table == NULL) {
-        return NULL;
-    }
-    for (b = 0; b < per_listen; b++) {
-        table[b].idle = idle[b];
-    }
-    listen->first_bucket = 0;
-    listen->per_listen = (pf_u32)per_listen;
-    listen->probes = (pf_u32)pf_steer_idle_probes(per_listen);
-    listen->capacity = (pf_u32)per_listen;
-    return table;
-}
-
-/* pf_steer_idle_choose() over plain counts, for the scale model (ctypes)
- * and the tests: @a idle holds the @a per_listen counts of one Listen.
- * Returns the shard, or -1 on bad input; *moved as pf_steer_idle_choose()
- * sets it. */
-int pf_steer_idle_pick(const int64_t *idle, int per_listen, uint32_t hash,
-                       uint32_t random, int *moved)
-{
-    pf_steer_bucket_t *table;
-    pf_steer_listen_t listen;
-    pf_u32 shard, was_moved;
-
-    if (moved == NULL
-        || (table = pick_table(idle, per_listen, &listen)) == NULL) {
-        return -1;
-    }
-    shard = pf_steer_idle_choose(table, &listen, hash, random, &was_moved);
-    free(table);
-    *moved = (int)was_moved;
-    return (int)shard;
-}
-
-/* ------------------------------------------------------------------ */
-/* "local"                                                             */
-
-/* pf_steer_local_choose() over plain counts, for the tests and the scale
- * model: @a idle holds the @a per_listen counts of one Listen, @a entry
- * the receiving CPU's entry (NULL for none).  Returns the shard, or -1 on
- * bad input; *moved as pf_steer_local_choose() sets it. */
-int pf_steer_local_pick(const int64_t *idle, int per_listen,
-                        const pf_steer_cpu_entry_t *entry, uint32_t hash,
-                        uint32_t random, int *moved)
-{
-    pf_steer_bucket_t *table;
-    pf_steer_listen_t listen;
-    pf_u32 shard, was_moved;
-
-    if (moved == NULL
-        || (table = pick_table(idle, per_listen, &listen)) == NULL) {
-        return -1;
-    }
-    shard = pf_steer_local_choose(table, &listen, entry, hash, random,
-                                  &was_moved);
-    free(table);
-    *moved = (int)was_moved;
-    return (int)shard;
-}
-#endif /* PF_UNIT_TEST */
-
 /* ------------------------------------------------------------------ */
 /* Idle-count bookkeeping                                              */
 
-#ifdef PF_UNIT_TEST
-/* a + b, held at INT64_MAX / INT64_MIN instead of overflowing: for
- * arithmetic on what a child wrote (pf_steer_sat_sub() is its
- * counterpart). */
-int64_t pf_steer_sat_add(int64_t a, int64_t b)
-{
-    if (b > 0 && a > INT64_MAX - b) {
-        return INT64_MAX;
-    }
-    if (b < 0 && a < INT64_MIN - b) {
-        return INT64_MIN;
-    }
-    return a + b;
-}
-#endif
-
 /* a - b, held at INT64_MAX / INT64_MIN instead of overflowing: for
  * arithmetic on what a child wrote. */
-PF_UNIT_STATIC int64_t pf_steer_sat_sub(int64_t a, int64_t b)
+static int64_t pf_steer_sat_sub(int64_t a, int64_t b)
 {
     if (b < 0 && a > INT64_MAX + b) {
         return INT64_MAX;

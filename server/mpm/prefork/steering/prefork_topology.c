@@ -36,7 +36,6 @@
 #include <string.h>
 
 #include "prefork_topology.h"
-#include "prefork_unit.h"
 
 /* The longest sysfs file read: a CPU list of thousands of CPUs is a few
  * hundred bytes; anything that fills this is garbage. */
@@ -74,9 +73,8 @@ static int parse_number(const char **p, int *value)
  * @param lowest Set to the lowest CPU listed, or -1 for none
  * @return the number of CPUs listed, or -1 for garbage
  */
-PF_UNIT_STATIC int pf_topo_parse_list(const char *text,
-                                      unsigned char *member, int room,
-                                      int *lowest)
+static int pf_topo_parse_list(const char *text, unsigned char *member,
+                              int room, int *lowest)
 {
     const char *p = text;
     int count = 0, low = -1, a, b, c;

@@ -6,6 +6,10 @@
  * that finds no room gives up after its patience, and says so.
  */
 
+/* The file under test, compiled here rather than on its own so that the
+ * tests reach its static functions. */
+#include "../../server/mpm/prefork/prefork_ready.c"
+
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -17,7 +21,6 @@
 #include "apr_time.h"
 
 #include "unit.h"
-#include "prefork_ready.h"
 
 #define MAX_SENDERS 400
 

@@ -5,8 +5,12 @@
  * replace a socket that cannot be put right in place (filters locked, an
  * option the kernel will not take back) under the same descriptor, its
  * old one no longer listening.  The children's system-call filter has
- * tests of its own (test_seccomp.c).
+ * tests of its own (test_prefork_seccomp.c).
  */
+
+/* The file under test, compiled here rather than on its own so that the
+ * tests reach its static functions. */
+#include "../../server/mpm/prefork/guard/prefork_guard.c"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,17 +30,10 @@
 #include <linux/filter.h>
 #include <linux/net.h>
 
-#ifdef HAVE_LIBSECCOMP
-#include <seccomp.h>
-#endif
-
 #include "apr_general.h"
 #include "apr_portable.h"
 
-#include "guard/prefork_guard.h"
-#include "guard/prefork_seccomp.h"
 #include "unit.h"
-#include "prefork_unit.h"
 
 static apr_pool_t *pool;
 
@@ -86,7 +83,7 @@ static apr_socket_t *wrap(int fd)
     return sd;
 }
 
-static int int_option(int fd, int level, int name)
+static int int_option_of(int fd, int level, int name)
 {
     int value = -1;
     socklen_t len = sizeof(value);
@@ -137,11 +134,11 @@ START_TEST(a_shut_down_socket_listens_again)
         int port, fd = listener(&port), failed = -1, fixed;
 
         ck_assert_int_eq(shutdown(fd, how[i]), 0);
-        ck_assert_int_eq(int_option(fd, SOL_SOCKET, SO_ACCEPTCONN), 0);
+        ck_assert_int_eq(int_option_of(fd, SOL_SOCKET, SO_ACCEPTCONN), 0);
         fixed = pf_guard_check_socket(wrap(fd), &usual, &failed);
         ck_assert_int_eq(fixed, PF_GUARD_NOT_LISTENING);
         ck_assert_int_eq(failed, 0);
-        ck_assert_int_eq(int_option(fd, SOL_SOCKET, SO_ACCEPTCONN), 1);
+        ck_assert_int_eq(int_option_of(fd, SOL_SOCKET, SO_ACCEPTCONN), 1);
         ck_assert_int_eq(pf_guard_backlog(wrap(fd)), 128);
         ck_assert_int_eq(pf_guard_local_port(wrap(fd)), port);
         ck_assert(accepts(fd, port));
@@ -189,7 +186,7 @@ START_TEST(each_changed_option_is_put_back)
     ck_assert_int_eq(pf_guard_backlog(wrap(fd)), 128);
     flags = fcntl(fd, F_GETFL);
     ck_assert_int_eq(flags & O_NONBLOCK, 0);
-    ck_assert_int_eq(int_option(fd, SOL_SOCKET, SO_REUSEPORT), 1);
+    ck_assert_int_eq(int_option_of(fd, SOL_SOCKET, SO_REUSEPORT), 1);
     /* A second look finds nothing. */
     ck_assert_int_eq(pf_guard_check_socket(wrap(fd), &usual, &failed), 0);
     close(fd);
@@ -226,7 +223,7 @@ START_TEST(a_polled_socket_stays_non_blocking)
      * joins the group. */
     ck_assert_int_eq(pf_guard_check_socket(wrap(fd), &polled, &failed),
                      PF_GUARD_NONBLOCK);
-    ck_assert_int_eq(int_option(fd, SOL_SOCKET, SO_REUSEPORT), 0);
+    ck_assert_int_eq(int_option_of(fd, SOL_SOCKET, SO_REUSEPORT), 0);
     ck_assert(fcntl(fd, F_GETFL) & O_NONBLOCK);
     ck_assert_int_eq(pf_guard_check_socket(wrap(fd), &polled, &failed), 0);
     close(fd);
@@ -309,7 +306,7 @@ START_TEST(inherited_options_go_back_in_place)
     ck_assert(inode_of(fd) == before);
     ck_assert_int_eq(getsockopt(fd, SOL_SOCKET, SO_LINGER, &got, &len), 0);
     ck_assert_int_eq(got.l_onoff, 0);
-    ck_assert_int_eq(int_option(fd, IPPROTO_IP, IP_TTL), 64);
+    ck_assert_int_eq(int_option_of(fd, IPPROTO_IP, IP_TTL), 64);
     pf_guard_socket(book, sd, loopback(port), &usual, &found);
     ck_assert_int_eq(found.fixed | found.failed, 0);
     close(held);
@@ -362,7 +359,7 @@ START_TEST(a_bucket_is_checked_socket_by_socket)
     ck_assert_int_eq(pf_guard_bucket(book, &bucket, 1, 0, NULL, NULL, &all),
                      1);
     ck_assert_int_eq(all.fixed, PF_GUARD_NOT_LISTENING);
-    ck_assert_int_eq(int_option(fd_b, SOL_SOCKET, SO_ACCEPTCONN), 1);
+    ck_assert_int_eq(int_option_of(fd_b, SOL_SOCKET, SO_ACCEPTCONN), 1);
     ck_assert_int_eq(pf_guard_bucket(book, &bucket, 1, 0, NULL, NULL, &all),
                      0);
     ck_assert_int_eq(all.fixed | all.failed, 0);
@@ -373,7 +370,7 @@ START_TEST(a_bucket_is_checked_socket_by_socket)
     ck_assert_int_eq(all.fixed, PF_GUARD_NOT_LISTENING | PF_GUARD_REPLACED
                                     | PF_GUARD_TWICE);
     pf_guard_retired_all(book);
-    ck_assert_int_eq(int_option(fd_b, SOL_SOCKET, SO_ACCEPTCONN), 1);
+    ck_assert_int_eq(int_option_of(fd_b, SOL_SOCKET, SO_ACCEPTCONN), 1);
     ck_assert(fcntl(fd_b, F_GETFL) & O_NONBLOCK);
     close(fd_a);
     close(fd_b);
@@ -405,7 +402,7 @@ START_TEST(a_socket_that_cannot_be_put_right_in_place_is_replaced)
         apr_ino_t before = inode_of(fd);
         pf_guard_found_t found;
 
-        fresh_sndbuf = int_option(probe, SOL_SOCKET, SO_SNDBUF);
+        fresh_sndbuf = int_option_of(probe, SOL_SOCKET, SO_SNDBUF);
         close(probe);
         ck_assert_int_eq(setsockopt(held, cases[i].level, cases[i].name,
                                     &cases[i].value, sizeof(int)), 0);
@@ -415,16 +412,16 @@ START_TEST(a_socket_that_cannot_be_put_right_in_place_is_replaced)
         ck_assert_int_eq(found.failed, 0);
         ck_assert(pf_sockopt_set_empty(&found.options_failed));
         ck_assert(inode_of(fd) != before);
-        ck_assert_int_eq(int_option(fd, SOL_SOCKET, SO_ACCEPTCONN), 1);
+        ck_assert_int_eq(int_option_of(fd, SOL_SOCKET, SO_ACCEPTCONN), 1);
         /* The old one listens until it is retired, in its group with the
          * new one: its queue can be handed over then. */
-        ck_assert_int_eq(int_option(held, SOL_SOCKET, SO_ACCEPTCONN), 1);
+        ck_assert_int_eq(int_option_of(held, SOL_SOCKET, SO_ACCEPTCONN), 1);
         pf_guard_retired_all(book);
-        ck_assert_int_eq(int_option(held, SOL_SOCKET, SO_ACCEPTCONN), 0);
-        ck_assert_int_eq(int_option(held, SOL_SOCKET, SO_REUSEPORT), 0);
+        ck_assert_int_eq(int_option_of(held, SOL_SOCKET, SO_ACCEPTCONN), 0);
+        ck_assert_int_eq(int_option_of(held, SOL_SOCKET, SO_REUSEPORT), 0);
         ck_assert_int_ne(listen(held, 1), 0);
-        ck_assert_int_eq(int_option(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP), 0);
-        ck_assert_int_eq(int_option(fd, SOL_SOCKET, SO_SNDBUF),
+        ck_assert_int_eq(int_option_of(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP), 0);
+        ck_assert_int_eq(int_option_of(fd, SOL_SOCKET, SO_SNDBUF),
                          fresh_sndbuf);
         ck_assert_int_eq(pf_guard_backlog(sd), 128);
         ck_assert(accepts(fd, port));
@@ -465,7 +462,7 @@ START_TEST(a_socket_put_right_twice_is_replaced)
     ck_assert(inode_of(fd) != before);
     pf_guard_retired_all(book);
     ck_assert(accepts(fd, port));
-    ck_assert_int_eq(int_option(held, SOL_SOCKET, SO_ACCEPTCONN), 0);
+    ck_assert_int_eq(int_option_of(held, SOL_SOCKET, SO_ACCEPTCONN), 0);
     /* The new socket starts with a clean slate. */
     ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset,
                                 sizeof(reset)), 0);
@@ -496,10 +493,10 @@ START_TEST(a_socket_held_elsewhere_is_replaced_on_request)
     ck_assert_int_eq(n, 1);
     ck_assert(list[0].fresh == sd);
     ck_assert(inode_of(list[0].old_fd) == before);
-    ck_assert_int_eq(int_option(held, SOL_SOCKET, SO_ACCEPTCONN), 1);
+    ck_assert_int_eq(int_option_of(held, SOL_SOCKET, SO_ACCEPTCONN), 1);
     pf_guard_retired_all(book);
     ck_assert_int_eq(pf_guard_retiring(book, &list), 0);
-    ck_assert_int_eq(int_option(held, SOL_SOCKET, SO_ACCEPTCONN), 0);
+    ck_assert_int_eq(int_option_of(held, SOL_SOCKET, SO_ACCEPTCONN), 0);
     ck_assert(accepts(fd, port));
     /* A restart's replacement, the same way. */
     before = inode_of(fd);
@@ -539,31 +536,13 @@ START_TEST(the_book_keeps_records_across_restarts_and_drops_the_rest)
     ck_assert_int_eq(again->inode, inode_of(fd));
     pf_guard_socket(book, sd, loopback(port), &usual, &found);
     ck_assert_int_eq(found.fixed, PF_GUARD_OPTIONS);
-    ck_assert_int_eq(int_option(fd, IPPROTO_IP, IP_TTL), 64);
+    ck_assert_int_eq(int_option_of(fd, IPPROTO_IP, IP_TTL), 64);
     /* No record: the state is checked, the options are not. */
     setsockopt(other, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl));
     pf_guard_socket(book, other_sd, loopback(other_port), &usual, &found);
     ck_assert(pf_sockopt_set_empty(&found.options_changed));
     close(other);
     close(fd);
-}
-END_TEST
-
-START_TEST(a_child_moves_its_bucket_sockets_out_of_reach)
-{
-    int port, fd = listener(&port), moved = -1;
-    apr_socket_t *sd = wrap(fd);
-    apr_os_sock_t now;
-
-    pf_seccomp_move_high(&sd, 1, &moved);
-    ck_assert_int_gt(moved, fd);
-    ck_assert_int_lt(moved, 1024);
-    ck_assert_int_eq(fcntl(fd, F_GETFD), -1);
-    ck_assert(fcntl(moved, F_GETFD) & FD_CLOEXEC);
-    apr_os_sock_get(&now, sd);
-    ck_assert_int_eq(now, moved);
-    ck_assert(accepts(moved, port));
-    close(moved);
 }
 END_TEST
 
@@ -627,7 +606,6 @@ Suite *guard_suite(void)
     tcase_add_test(checks, a_socket_held_elsewhere_is_replaced_on_request);
     tcase_add_test(checks,
                    the_book_keeps_records_across_restarts_and_drops_the_rest);
-    tcase_add_test(checks, a_child_moves_its_bucket_sockets_out_of_reach);
     suite_add_tcase(s, checks);
     return s;
 }

@@ -1,12 +1,15 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE.
  *
- * "local" steering (locality that can borrow): the CPU topology read from
- * fake sysfs trees (server/mpm/prefork/prefork_topology.c), among them two
- * packages whose CPU numbers interleave, the layout of buckets over it,
- * and the program's choice of bucket (pf_steer_local_choose() in
- * prefork_steering_rules.h, the function the kernel program is compiled
- * from).
+ * steering/prefork_topology.c, for "local" steering (locality that can
+ * borrow): the CPU topology read from fake sysfs trees, among them two
+ * packages whose CPU numbers interleave, and the layout of buckets over
+ * it.  The program's choice of bucket over that layout is the steering
+ * rules' (test_prefork_steering_rules.c).
  */
+
+/* The file under test, compiled here rather than on its own so that the
+ * tests reach its static functions. */
+#include "../../server/mpm/prefork/steering/prefork_topology.c"
 
 #include <errno.h>
 #include <stdint.h>
@@ -17,9 +20,7 @@
 #include <unistd.h>
 
 #include "unit.h"
-#include "prefork_unit.h"
 #include "steering/prefork_steering_rules.h"
-#include "steering/prefork_topology.h"
 
 /* ------------------------------------------------------------------ */
 /* CPU lists                                                           */
@@ -396,134 +397,6 @@ START_TEST(test_layout_rejects_bad_input)
 }
 END_TEST
 
-/* ------------------------------------------------------------------ */
-/* The program's choice                                                */
-
-/* Four shards; the receiving CPU's own is shard 0 (or 3), its node holds
- * shards 0-1 (2-3). */
-typedef struct {
-    const char *label;
-    pf_steer_cpu_entry_t entry;
-    int64_t idle[4];
-    unsigned allowed;   /* bit k: shard k is a right answer */
-    int moved;
-} local_row_t;
-
-static const pf_steer_cpu_entry_t NODE0 = { 0, 1, 0, 2 };
-static const pf_steer_cpu_entry_t NODE1 = { 3, 1, 2, 2 };
-
-static const local_row_t local_rows[] = {
-    { "own bucket idle", NODE0, { 1, 0, 0, 0 }, 1u << 0, 0 },
-    { "own bucket idle, others too", NODE0, { 2, 5, 5, 5 }, 1u << 0, 0 },
-    { "own busy, same node idle", NODE0, { 0, 1, 0, 0 }, 1u << 1, 1 },
-    { "own busy, same node and other node idle", NODE0, { -2, 1, 3, 3 },
-      1u << 1, 1 },
-    { "own busy, only the other node idle", NODE0, { 0, 0, 0, 1 }, 1u << 3,
-      1 },
-    { "own busy, the other node's two idle", NODE0, { 0, -1, 1, 1 },
-      (1u << 2) | (1u << 3), 1 },
-    { "none idle: the CPU's own", NODE0, { 0, 0, 0, 0 }, 1u << 0, 0 },
-    { "none idle, queues: the CPU's own", NODE0, { -5, -1, -1, -9 },
-      1u << 0, 0 },
-    { "node 1: own idle", NODE1, { 1, 1, 1, 1 }, 1u << 3, 0 },
-    { "node 1: own busy, same node idle", NODE1, { 1, 1, 1, 0 }, 1u << 2,
-      1 },
-    { "node 1: only the other node idle", NODE1, { 0, 4, 0, 0 }, 1u << 1,
-      1 },
-    { "node 1: none idle", NODE1, { 0, 0, 0, -3 }, 1u << 3, 0 },
-    { "hostile counts", NODE0, { INT64_MIN, 0, INT64_MAX, 0 }, 1u << 2, 1 },
-    { "an entry whose node misses its own shard: no node to prefer",
-      { 0, 1, 2, 2 }, { 0, 0, 1, 0 }, 1u << 2, 1 },
-};
-
-START_TEST(test_local_rule_table_of_cases)
-{
-    const local_row_t *row = &local_rows[_i];
-    uint32_t random;
-    int shard, moved;
-
-    for (random = 0; random < 4000000000u; random += 99999989u) {
-        shard = pf_steer_local_pick(row->idle, 4, &row->entry, 0x12345678u,
-                                    random, &moved);
-        ck_assert_msg(shard >= 0 && (row->allowed >> shard) & 1u,
-                      "%s: shard %d (random %u)", row->label, shard, random);
-        ck_assert_msg(moved == row->moved, "%s: moved %d", row->label, moved);
-    }
-}
-END_TEST
-
-/* Random Listens of up to 17 shards (every shard probed): home while it
- * has an idle child, else an idle one of its node, else an idle one of
- * another node, else home; never outside the Listen. */
-START_TEST(test_local_rule_properties)
-{
-    int64_t idle[17];
-    int round;
-
-    srand(31);
-    for (round = 0; round < 20000; round++) {
-        int n = 2 + rand() % 16, k, shard, moved, home_idle, node_idle = 0;
-        int other_idle = 0, home;
-        pf_steer_cpu_entry_t e;
-
-        e.node_first = (pf_u32)(rand() % n);
-        e.node_span = 1 + (pf_u32)(rand() % (n - (int)e.node_first));
-        e.first_shard = e.node_first + (pf_u32)(rand() % (int)e.node_span);
-        e.span = 1;
-        home = (int)e.first_shard;
-        for (k = 0; k < n; k++) {
-            idle[k] = rand() % 3 - 1;
-            if (k != home && idle[k] > 0) {
-                if ((pf_u32)k >= e.node_first
-                    && (pf_u32)k < e.node_first + e.node_span) {
-                    node_idle = 1;
-                }
-                else {
-                    other_idle = 1;
-                }
-            }
-        }
-        home_idle = idle[home] > 0;
-        shard = pf_steer_local_pick(idle, n, &e, (uint32_t)rand(),
-                                    (uint32_t)rand(), &moved);
-        ck_assert_int_ge(shard, 0);
-        ck_assert_int_lt(shard, n);
-        if (home_idle || (!node_idle && !other_idle)) {
-            ck_assert_int_eq(shard, home);
-            ck_assert_int_eq(moved, 0);
-        }
-        else {
-            ck_assert(idle[shard] > 0);
-            ck_assert_int_eq(moved, 1);
-            ck_assert_int_eq((pf_u32)shard >= e.node_first
-                                 && (pf_u32)shard
-                                        < e.node_first + e.node_span,
-                             node_idle);
-        }
-    }
-}
-END_TEST
-
-/* No entry for the CPU, or one that does not fit: the hash picks home. */
-START_TEST(test_local_rule_without_an_entry)
-{
-    int64_t idle[4] = { 1, 1, 1, 1 };
-    pf_steer_cpu_entry_t bad = { 9, 1, 0, 4 };
-    int moved;
-    uint32_t hash;
-
-    for (hash = 0; hash < 0xf0000000u; hash += 0x0fffffffu) {
-        ck_assert_int_eq(pf_steer_local_pick(idle, 4, NULL, hash, 5, &moved),
-                         (int)pf_steer_hash_shard(hash, 4));
-        ck_assert_int_eq(pf_steer_local_pick(idle, 4, &bad, hash, 5, &moved),
-                         (int)pf_steer_hash_shard(hash, 4));
-        ck_assert_int_eq(moved, 0);
-    }
-    ck_assert_int_eq(pf_steer_local_pick(idle, 1, NULL, 0, 0, &moved), -1);
-    ck_assert_int_eq(pf_steer_local_pick(NULL, 4, NULL, 0, 0, &moved), -1);
-}
-END_TEST
-
 Suite *topology_suite(void)
 {
     Suite *s = suite_create("topology");
@@ -539,13 +412,6 @@ Suite *topology_suite(void)
     tc = tcase_create("layout");
     tcase_add_test(tc, test_layout_properties);
     tcase_add_test(tc, test_layout_rejects_bad_input);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("local");
-    tcase_add_loop_test(tc, test_local_rule_table_of_cases, 0,
-                        (int)(sizeof(local_rows) / sizeof(local_rows[0])));
-    tcase_add_test(tc, test_local_rule_properties);
-    tcase_add_test(tc, test_local_rule_without_an_entry);
     suite_add_tcase(s, tc);
     return s;
 }

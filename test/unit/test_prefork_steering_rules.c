@@ -1,14 +1,18 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE.
  *
- * ListenBucketSteering's rules (server/mpm/prefork/prefork_steering_rules.h
- * and .c): the very functions the kernel programs are compiled from, run
- * here as ordinary C.  The CPU-to-bucket layout and the cpu program's
- * table, the hash program's choice, the idle program's choice (a table of
- * cases the scale model checks too, and properties over random counts,
- * hostile ones included), its bookkeeping against a simulated pool, and
- * the parent's drift correction.  The kernel itself loads and runs the
- * programs in steer_kernel_suite().
+ * ListenBucketSteering's rules (steering/prefork_steering_rules.h and .c):
+ * the very functions the kernel programs are compiled from, run here as
+ * ordinary C.  The CPU-to-bucket layout and the cpu program's table, the
+ * hash program's choice, the idle program's choice (a table of cases the
+ * scale model checks too, and properties over random counts, hostile ones
+ * included), its bookkeeping against a simulated pool, the local
+ * program's choice, and the parent's drift correction.  The kernel itself
+ * loads and runs the programs in test_prefork_steering_kernel.c.
  */
+
+/* The file under test, compiled here rather than on its own so that the
+ * tests reach its static functions. */
+#include "../../server/mpm/prefork/steering/prefork_steering_rules.c"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -18,9 +22,8 @@
 #include "ap_config.h"
 
 #include "unit.h"
-#include "prefork_unit.h"
+#include "steer_pick.h"
 #include "prefork_buckets.h"
-#include "steering/prefork_steering_rules.h"
 
 /* ------------------------------------------------------------------ */
 /* Layout                                                              */
@@ -526,15 +529,138 @@ START_TEST(test_idle_bookkeeping_simulation)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* "local"                                                             */
+
+/* Four shards; the receiving CPU's own is shard 0 (or 3), its node holds
+ * shards 0-1 (2-3). */
+typedef struct {
+    const char *label;
+    pf_steer_cpu_entry_t entry;
+    int64_t idle[4];
+    unsigned allowed;   /* bit k: shard k is a right answer */
+    int moved;
+} local_row_t;
+
+static const pf_steer_cpu_entry_t NODE0 = { 0, 1, 0, 2 };
+static const pf_steer_cpu_entry_t NODE1 = { 3, 1, 2, 2 };
+
+static const local_row_t local_rows[] = {
+    { "own bucket idle", NODE0, { 1, 0, 0, 0 }, 1u << 0, 0 },
+    { "own bucket idle, others too", NODE0, { 2, 5, 5, 5 }, 1u << 0, 0 },
+    { "own busy, same node idle", NODE0, { 0, 1, 0, 0 }, 1u << 1, 1 },
+    { "own busy, same node and other node idle", NODE0, { -2, 1, 3, 3 },
+      1u << 1, 1 },
+    { "own busy, only the other node idle", NODE0, { 0, 0, 0, 1 }, 1u << 3,
+      1 },
+    { "own busy, the other node's two idle", NODE0, { 0, -1, 1, 1 },
+      (1u << 2) | (1u << 3), 1 },
+    { "none idle: the CPU's own", NODE0, { 0, 0, 0, 0 }, 1u << 0, 0 },
+    { "none idle, queues: the CPU's own", NODE0, { -5, -1, -1, -9 },
+      1u << 0, 0 },
+    { "node 1: own idle", NODE1, { 1, 1, 1, 1 }, 1u << 3, 0 },
+    { "node 1: own busy, same node idle", NODE1, { 1, 1, 1, 0 }, 1u << 2,
+      1 },
+    { "node 1: only the other node idle", NODE1, { 0, 4, 0, 0 }, 1u << 1,
+      1 },
+    { "node 1: none idle", NODE1, { 0, 0, 0, -3 }, 1u << 3, 0 },
+    { "hostile counts", NODE0, { INT64_MIN, 0, INT64_MAX, 0 }, 1u << 2, 1 },
+    { "an entry whose node misses its own shard: no node to prefer",
+      { 0, 1, 2, 2 }, { 0, 0, 1, 0 }, 1u << 2, 1 },
+};
+
+START_TEST(test_local_rule_table_of_cases)
+{
+    const local_row_t *row = &local_rows[_i];
+    uint32_t random;
+    int shard, moved;
+
+    for (random = 0; random < 4000000000u; random += 99999989u) {
+        shard = pf_steer_local_pick(row->idle, 4, &row->entry, 0x12345678u,
+                                    random, &moved);
+        ck_assert_msg(shard >= 0 && (row->allowed >> shard) & 1u,
+                      "%s: shard %d (random %u)", row->label, shard, random);
+        ck_assert_msg(moved == row->moved, "%s: moved %d", row->label, moved);
+    }
+}
+END_TEST
+
+/* Random Listens of up to 17 shards (every shard probed): home while it
+ * has an idle child, else an idle one of its node, else an idle one of
+ * another node, else home; never outside the Listen. */
+START_TEST(test_local_rule_properties)
+{
+    int64_t idle[17];
+    int round;
+
+    srand(31);
+    for (round = 0; round < 20000; round++) {
+        int n = 2 + rand() % 16, k, shard, moved, home_idle, node_idle = 0;
+        int other_idle = 0, home;
+        pf_steer_cpu_entry_t e;
+
+        e.node_first = (pf_u32)(rand() % n);
+        e.node_span = 1 + (pf_u32)(rand() % (n - (int)e.node_first));
+        e.first_shard = e.node_first + (pf_u32)(rand() % (int)e.node_span);
+        e.span = 1;
+        home = (int)e.first_shard;
+        for (k = 0; k < n; k++) {
+            idle[k] = rand() % 3 - 1;
+            if (k != home && idle[k] > 0) {
+                if ((pf_u32)k >= e.node_first
+                    && (pf_u32)k < e.node_first + e.node_span) {
+                    node_idle = 1;
+                }
+                else {
+                    other_idle = 1;
+                }
+            }
+        }
+        home_idle = idle[home] > 0;
+        shard = pf_steer_local_pick(idle, n, &e, (uint32_t)rand(),
+                                    (uint32_t)rand(), &moved);
+        ck_assert_int_ge(shard, 0);
+        ck_assert_int_lt(shard, n);
+        if (home_idle || (!node_idle && !other_idle)) {
+            ck_assert_int_eq(shard, home);
+            ck_assert_int_eq(moved, 0);
+        }
+        else {
+            ck_assert(idle[shard] > 0);
+            ck_assert_int_eq(moved, 1);
+            ck_assert_int_eq((pf_u32)shard >= e.node_first
+                                 && (pf_u32)shard
+                                        < e.node_first + e.node_span,
+                             node_idle);
+        }
+    }
+}
+END_TEST
+
+/* No entry for the CPU, or one that does not fit: the hash picks home. */
+START_TEST(test_local_rule_without_an_entry)
+{
+    int64_t idle[4] = { 1, 1, 1, 1 };
+    pf_steer_cpu_entry_t bad = { 9, 1, 0, 4 };
+    int moved;
+    uint32_t hash;
+
+    for (hash = 0; hash < 0xf0000000u; hash += 0x0fffffffu) {
+        ck_assert_int_eq(pf_steer_local_pick(idle, 4, NULL, hash, 5, &moved),
+                         (int)pf_steer_hash_shard(hash, 4));
+        ck_assert_int_eq(pf_steer_local_pick(idle, 4, &bad, hash, 5, &moved),
+                         (int)pf_steer_hash_shard(hash, 4));
+        ck_assert_int_eq(moved, 0);
+    }
+    ck_assert_int_eq(pf_steer_local_pick(idle, 1, NULL, 0, 0, &moved), -1);
+    ck_assert_int_eq(pf_steer_local_pick(NULL, 4, NULL, 0, 0, &moved), -1);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* The parent's arithmetic on what children write                      */
 
 START_TEST(test_saturating_arithmetic)
 {
-    ck_assert(pf_steer_sat_add(1, 2) == 3);
-    ck_assert(pf_steer_sat_add(INT64_MAX, 1) == INT64_MAX);
-    ck_assert(pf_steer_sat_add(INT64_MAX, INT64_MAX) == INT64_MAX);
-    ck_assert(pf_steer_sat_add(INT64_MIN, -1) == INT64_MIN);
-    ck_assert(pf_steer_sat_add(INT64_MIN, INT64_MAX) == -1);
     ck_assert(pf_steer_sat_sub(1, 2) == -1);
     ck_assert(pf_steer_sat_sub(0, INT64_MIN) == INT64_MAX);
     ck_assert(pf_steer_sat_sub(-2, INT64_MAX) == INT64_MIN);
@@ -630,57 +756,15 @@ START_TEST(test_cycles_not_calls)
 }
 END_TEST
 
-START_TEST(test_parse_mode)
+Suite *steering_rules_suite(void)
 {
-    int mode = -1;
-
-    ck_assert_int_eq(pf_steer_parse_mode("hash", &mode), 0);
-    ck_assert_int_eq(mode, PFB_STEER_HASH);
-    ck_assert_int_eq(pf_steer_parse_mode("CPU", &mode), 0);
-    ck_assert_int_eq(mode, PFB_STEER_CPU);
-    ck_assert_int_eq(pf_steer_parse_mode("Idle", &mode), 0);
-    ck_assert_int_eq(mode, PFB_STEER_IDLE);
-    ck_assert_int_eq(pf_steer_parse_mode("LOCAL", &mode), 0);
-    ck_assert_int_eq(mode, PFB_STEER_LOCAL);
-    ck_assert_int_eq(pf_steer_parse_mode("idle ", &mode), -1);
-    ck_assert_int_eq(pf_steer_parse_mode("", &mode), -1);
-    ck_assert_int_eq(pf_steer_parse_mode("random", &mode), -1);
-    ck_assert_int_eq(pf_steer_parse_mode(NULL, &mode), -1);
-    ck_assert_str_eq(pfb_steer_name(PFB_STEER_IDLE), "idle");
-    ck_assert_str_eq(pfb_steer_name(PFB_STEER_LOCAL), "local");
-    ck_assert_str_eq(pfb_steer_name(9), "unknown");
-}
-END_TEST
-
-/* hash always runs; idle, cpu and local only in a build with the programs, and
- * a build without them says what it lacked. */
-START_TEST(test_modes_this_build_runs)
-{
-    ck_assert_ptr_null(pf_steer_mode_missing(PFB_STEER_HASH));
-#ifdef HAVE_BPF_STEERING
-    ck_assert_ptr_null(pf_steer_mode_missing(PFB_STEER_IDLE));
-    ck_assert_ptr_null(pf_steer_mode_missing(PFB_STEER_CPU));
-    ck_assert_ptr_null(pf_steer_mode_missing(PFB_STEER_LOCAL));
-#else
-    ck_assert_ptr_nonnull(pf_steer_mode_missing(PFB_STEER_LOCAL));
-    ck_assert_ptr_nonnull(pf_steer_mode_missing(PFB_STEER_IDLE));
-    ck_assert_ptr_nonnull(pf_steer_mode_missing(PFB_STEER_CPU));
-    ck_assert(*pf_steer_mode_missing(PFB_STEER_CPU) != '\0');
-#endif
-}
-END_TEST
-
-Suite *steer_suite(void)
-{
-    Suite *s = suite_create("steer");
+    Suite *s = suite_create("steering-rules");
     TCase *tc = tcase_create("layout");
 
     tcase_add_loop_test(tc, test_cpu_runs_table, 0,
                         (int)(sizeof(runs_rows) / sizeof(runs_rows[0])));
     tcase_add_test(tc, test_cpu_runs_reject_bad_input);
     tcase_add_test(tc, test_shard_cpus_cover_everything);
-    tcase_add_test(tc, test_parse_mode);
-    tcase_add_test(tc, test_modes_this_build_runs);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("cpu");
@@ -699,6 +783,13 @@ Suite *steer_suite(void)
     tcase_add_test(tc, test_idle_rule_never_reads_past_the_table);
     tcase_add_test(tc, test_idle_rule_properties);
     tcase_add_test(tc, test_idle_bookkeeping_simulation);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("local");
+    tcase_add_loop_test(tc, test_local_rule_table_of_cases, 0,
+                        (int)(sizeof(local_rows) / sizeof(local_rows[0])));
+    tcase_add_test(tc, test_local_rule_properties);
+    tcase_add_test(tc, test_local_rule_without_an_entry);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("correction");

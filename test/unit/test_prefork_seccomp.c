@@ -6,8 +6,14 @@
  * the high bits of every argument set too; every row of its allow-lists
  * named in docs/trust.md; and, as root, the filter installed in a process
  * of our own, refusing exactly what it should on every route the kernel
- * offers a 64-bit process, and nothing else.
+ * offers a 64-bit process, and nothing else.  Before it installs the
+ * filter, a child moves its bucket sockets to descriptor numbers just under
+ * 1024, where a program it runs will not open a socket of its own.
  */
+
+/* The file under test, compiled here rather than on its own so that the
+ * tests reach its static functions. */
+#include "../../server/mpm/prefork/guard/prefork_seccomp.c"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,10 +42,9 @@
 #endif
 
 #include "apr_general.h"
+#include "apr_portable.h"
 
-#include "guard/prefork_seccomp.h"
 #include "unit.h"
-#include "prefork_unit.h"
 
 #ifndef SO_BUF_LOCK
 #define SO_BUF_LOCK 72
@@ -51,8 +56,8 @@
 #define F_SETOWN_EX 15
 #endif
 
-#define RET_EPERM (SECCOMP_RET_ERRNO | EPERM)
-#define RET_ENOSYS (SECCOMP_RET_ERRNO | ENOSYS)
+#define ERRNO_EPERM (SECCOMP_RET_ERRNO | EPERM)
+#define ERRNO_ENOSYS (SECCOMP_RET_ERRNO | ENOSYS)
 
 /* ------------------------------------------------------------------ */
 /* The program, run here                                               */
@@ -102,14 +107,14 @@ static unsigned int run(const struct sock_filter *insn, int len,
 typedef struct {
     uint32_t arch;              /* libseccomp's token */
     unsigned int audit;         /* what the kernel reports */
-} abi_t;
+} machine_abi_t;
 
 static struct sock_filter program[4096];
 static int program_len;
 static const int bucket_fds[2] = { 1000, 1001 };
 
 /* The ABIs of this machine: the native one and its companions. */
-static int machine_abis(abi_t *abi)
+static int machine_abis(machine_abi_t *abi)
 {
     uint32_t native = seccomp_arch_native();
     int n = 0;
@@ -129,7 +134,7 @@ static int machine_abis(abi_t *abi)
     return n;
 }
 
-static int nr_of(const abi_t *abi, const char *name)
+static int nr_of(const machine_abi_t *abi, const char *name)
 {
     int nr = seccomp_syscall_resolve_name_arch(abi->arch, name);
 
@@ -142,7 +147,7 @@ static int nr_of(const abi_t *abi, const char *name)
 
 /* What the filter answers to @a name with these arguments, each with
  * @a high in its bits 32 to 63 on a 64-bit ABI. */
-static unsigned int verdict(const abi_t *abi, const char *name,
+static unsigned int verdict(const machine_abi_t *abi, const char *name,
                             unsigned long long a0, unsigned long long a1,
                             unsigned long long a2, unsigned long long high)
 {
@@ -174,7 +179,7 @@ static const unsigned long long highs[] = { 0, 1ULL << 32,
 START_TEST(every_allowed_row_passes_on_every_abi)
 {
     const pf_allowed_t *row;
-    abi_t abi[3];
+    machine_abi_t abi[3];
     int count, n = machine_abis(abi), a, i;
     size_t h;
 
@@ -218,7 +223,7 @@ START_TEST(what_makes_every_connection_signal_is_refused)
     static const unsigned int ioctl_refused[] = {
         FIOASYNC, FIOSETOWN, SIOCSPGRP, TIOCSTI, SIOCSIFFLAGS, 0,
     };
-    abi_t abi[3];
+    machine_abi_t abi[3];
     int n = machine_abis(abi), a;
     size_t h, i;
 
@@ -229,22 +234,22 @@ START_TEST(what_makes_every_connection_signal_is_refused)
                  i++) {
                 ck_assert_uint_eq(verdict(&abi[a], "fcntl", 5,
                                           fcntl_refused[i], 0, highs[h]),
-                                  RET_EPERM);
+                                  ERRNO_EPERM);
             }
             for (i = 0; i < sizeof(ioctl_refused) / sizeof(unsigned int);
                  i++) {
                 ck_assert_uint_eq(verdict(&abi[a], "ioctl", 5,
                                           ioctl_refused[i], 0, highs[h]),
-                                  RET_EPERM);
+                                  ERRNO_EPERM);
             }
             /* O_ASYNC in F_SETFL, alone or with any other flag. */
             ck_assert_uint_eq(verdict(&abi[a], "fcntl", 5, F_SETFL, O_ASYNC,
                                       highs[h]),
-                              RET_EPERM);
+                              ERRNO_EPERM);
             ck_assert_uint_eq(verdict(&abi[a], "fcntl", 5, F_SETFL,
                                       O_ASYNC | O_NONBLOCK | O_RDWR,
                                       highs[h]),
-                              RET_EPERM);
+                              ERRNO_EPERM);
             ck_assert_uint_eq(verdict(&abi[a], "fcntl", 5, F_SETFL,
                                       O_NONBLOCK | O_APPEND, highs[h]),
                               SECCOMP_RET_ALLOW);
@@ -252,10 +257,10 @@ START_TEST(what_makes_every_connection_signal_is_refused)
         /* fcntl64() on the ABIs that have it takes the same rules. */
         if (nr_of(&abi[a], "fcntl64") >= 0) {
             ck_assert_uint_eq(verdict(&abi[a], "fcntl64", 5, F_SETOWN, 1, 0),
-                              RET_EPERM);
+                              ERRNO_EPERM);
             ck_assert_uint_eq(verdict(&abi[a], "fcntl64", 5, F_SETFL,
                                       O_ASYNC, 0),
-                              RET_EPERM);
+                              ERRNO_EPERM);
             ck_assert_uint_eq(verdict(&abi[a], "fcntl64", 5, F_GETFL, 0, 0),
                               SECCOMP_RET_ALLOW);
         }
@@ -294,7 +299,7 @@ START_TEST(options_off_the_list_and_the_bucket_descriptors_are_refused)
         { IPPROTO_TCP, SO_REUSEADDR + 100 },
         { IPPROTO_IP, TCP_NODELAY + 200 },
     };
-    abi_t abi[3];
+    machine_abi_t abi[3];
     int n = machine_abis(abi), a, f;
     size_t h, i;
 
@@ -305,7 +310,7 @@ START_TEST(options_off_the_list_and_the_bucket_descriptors_are_refused)
                 ck_assert_msg(verdict(&abi[a], "setsockopt", 5,
                                       (unsigned int)refused[i].level,
                                       refused[i].option, highs[h])
-                                  == RET_EPERM,
+                                  == ERRNO_EPERM,
                               "level %d option %u allowed on ABI %#x",
                               refused[i].level, refused[i].option,
                               abi[a].arch);
@@ -316,7 +321,7 @@ START_TEST(options_off_the_list_and_the_bucket_descriptors_are_refused)
                                           (unsigned int)bucket_fds[f],
                                           IPPROTO_TCP, TCP_NODELAY,
                                           highs[h]),
-                                  RET_EPERM);
+                                  ERRNO_EPERM);
             }
             ck_assert_uint_eq(verdict(&abi[a], "setsockopt", 1002,
                                       IPPROTO_TCP, TCP_NODELAY, highs[h]),
@@ -329,15 +334,15 @@ END_TEST
 START_TEST(other_routes_and_other_calls)
 {
     struct seccomp_data data;
-    abi_t abi[3];
+    machine_abi_t abi[3];
     int n = machine_abis(abi), a;
 
     build();
     for (a = 0; a < n; a++) {
         ck_assert_uint_eq(verdict(&abi[a], "io_uring_setup", 1, 0, 0, 0),
-                          RET_ENOSYS);
+                          ERRNO_ENOSYS);
         ck_assert_uint_eq(verdict(&abi[a], "io_uring_enter", 1, 0, 0, 0),
-                          RET_ENOSYS);
+                          ERRNO_ENOSYS);
         ck_assert_uint_eq(verdict(&abi[a], "read", 5, 0, 0, 0),
                           SECCOMP_RET_ALLOW);
         ck_assert_uint_eq(verdict(&abi[a], "close", 5, 0, 0, 0),
@@ -345,7 +350,7 @@ START_TEST(other_routes_and_other_calls)
         if (nr_of(&abi[a], "socketcall") >= 0) {
             ck_assert_uint_eq(verdict(&abi[a], "socketcall", SYS_SETSOCKOPT,
                                       0, 0, 0),
-                              RET_EPERM);
+                              ERRNO_EPERM);
             ck_assert_uint_eq(verdict(&abi[a], "socketcall", SYS_SOCKET, 0,
                                       0, 0),
                               SECCOMP_RET_ALLOW);
@@ -412,6 +417,79 @@ START_TEST(every_row_is_in_the_trust_document)
                       row[i].name, path);
     }
     free(text);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* The bucket sockets out of reach                                     */
+
+static apr_pool_t *pool;
+
+static void setup(void)
+{
+    apr_initialize();
+    apr_pool_create(&pool, NULL);
+}
+
+static void teardown(void)
+{
+    apr_pool_destroy(pool);
+    apr_terminate();
+}
+
+/* A listening socket on a loopback port the kernel picks, and that port. */
+static int loopback_listener(int *port)
+{
+    struct sockaddr_in addr;
+    socklen_t len = sizeof(addr);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    ck_assert_int_ge(fd, 0);
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&addr, &len), 0);
+    ck_assert_int_eq(listen(fd, 16), 0);
+    *port = ntohs(addr.sin_port);
+    return fd;
+}
+
+/* A connection to the port is accepted on fd. */
+static int accepts(int fd, int port)
+{
+    struct sockaddr_in addr;
+    int c = socket(AF_INET, SOCK_STREAM, 0), a, ok;
+
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons((unsigned short)port);
+    ok = connect(c, (struct sockaddr *)&addr, sizeof(addr)) == 0;
+    a = ok ? accept(fd, NULL, NULL) : -1;
+    close(c);
+    if (a >= 0) {
+        close(a);
+    }
+    return a >= 0;
+}
+
+START_TEST(a_child_moves_its_bucket_sockets_out_of_reach)
+{
+    int port, fd = loopback_listener(&port), moved = -1;
+    apr_socket_t *sd = NULL;
+    apr_os_sock_t os = fd, now;
+
+    ck_assert_int_eq(apr_os_sock_put(&sd, &os, pool), APR_SUCCESS);
+    pf_seccomp_move_high(&sd, 1, &moved);
+    ck_assert_int_gt(moved, fd);
+    ck_assert_int_lt(moved, 1024);
+    ck_assert_int_eq(fcntl(fd, F_GETFD), -1);
+    ck_assert(fcntl(moved, F_GETFD) & FD_CLOEXEC);
+    apr_os_sock_get(&now, sd);
+    ck_assert_int_eq(now, moved);
+    ck_assert(accepts(moved, port));
+    close(moved);
 }
 END_TEST
 
@@ -708,6 +786,7 @@ Suite *seccomp_suite(void)
 {
     Suite *s = suite_create("seccomp");
     TCase *pure = tcase_create("pure");
+    TCase *descriptors = tcase_create("descriptors");
 
 #ifdef HAVE_LIBSECCOMP
     tcase_add_test(pure, every_allowed_row_passes_on_every_abi);
@@ -718,6 +797,11 @@ Suite *seccomp_suite(void)
 #endif
     tcase_add_test(pure, every_row_is_in_the_trust_document);
     suite_add_tcase(s, pure);
+
+    tcase_add_checked_fixture(descriptors, setup, teardown);
+    tcase_add_test(descriptors,
+                   a_child_moves_its_bucket_sockets_out_of_reach);
+    suite_add_tcase(s, descriptors);
     return s;
 }
 

@@ -18,6 +18,10 @@
  * ready on the channel, and frees the slot.
  */
 
+/* The file under test, compiled here rather than on its own so that the
+ * tests reach its static functions. */
+#include "../../server/mpm/prefork/prefork_children.c"
+
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +33,7 @@
 #include "apr_pools.h"
 
 #include "unit.h"
-#include "prefork_children.h"
 #include "conn/prefork_linger.h"
-#include "prefork_unit.h"
 
 #define SLOTS 8
 

@@ -1,9 +1,15 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE.
  *
- * Usable CPUs under cgroups: the parsers of cgroup v1 CFS quotas, cpuset
- * lists, /proc/self/cgroup and /proc/self/mountinfo, and
+ * prefork_cpus.c, usable CPUs under cgroups: the parsers of cgroup v1 CFS
+ * quotas, cpuset lists, cgroup v2's cpu.max, /proc/self/cgroup and
+ * /proc/self/mountinfo; the usable count from the online CPUs, the
+ * affinity mask and the quota, and the bucket count it gives; and
  * pf_cgroup_cpus() reading fake cgroup v1, v2 and hybrid trees.
  */
+
+/* The file under test, compiled here rather than on its own so that the
+ * tests reach its static functions. */
+#include "../../server/mpm/prefork/steering/prefork_cpus.c"
 
 #include <errno.h>
 #include <stdio.h>
@@ -13,9 +19,7 @@
 #include <unistd.h>
 
 #include "unit.h"
-#include "prefork_unit.h"
 #include "prefork_policy.h"
-#include "steering/prefork_cpus.h"
 
 /* ------------------------------------------------------------------ */
 /* Parsers                                                             */
@@ -227,6 +231,62 @@ START_TEST(cgroup_dir_joins_mount_and_path_below_root)
                      -1);
     ck_assert_int_eq(pf_cgroup_dir("/sys/fs/cgroup/cpu", "/", "/a/b", dir,
                                    8), -1);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* cpu.max and the usable count                                        */
+
+START_TEST(cpu_max_parses_quota_and_max)
+{
+    ck_assert_int_eq(pf_parse_cpu_max("max 100000\n"), 0);
+    ck_assert_int_eq(pf_parse_cpu_max("200000 100000\n"), 2);
+    ck_assert_int_eq(pf_parse_cpu_max("150000 100000"), 2);
+    ck_assert_int_eq(pf_parse_cpu_max("50000 100000"), 1);
+    ck_assert_int_eq(pf_parse_cpu_max("6400000 100000"), 64);
+}
+END_TEST
+
+START_TEST(cpu_max_refuses_garbage)
+{
+    ck_assert_int_eq(pf_parse_cpu_max(NULL), -1);
+    ck_assert_int_eq(pf_parse_cpu_max(""), -1);
+    ck_assert_int_eq(pf_parse_cpu_max("maximum"), -1);
+    ck_assert_int_eq(pf_parse_cpu_max("100000"), -1);
+    ck_assert_int_eq(pf_parse_cpu_max("100000 0"), -1);
+    ck_assert_int_eq(pf_parse_cpu_max("-5 100000"), -1);
+    ck_assert_int_eq(pf_parse_cpu_max("abc 100000"), -1);
+}
+END_TEST
+
+START_TEST(usable_cpus_honours_affinity_and_quota)
+{
+    /* A container limited to 2 CPUs on a 64-CPU host gets 2. */
+    ck_assert_int_eq(pf_usable_cpus(64, 64, 2), 2);
+    ck_assert_int_eq(pf_usable_cpus(64, 8, 0), 8);
+    ck_assert_int_eq(pf_usable_cpus(64, 8, 16), 8);
+    ck_assert_int_eq(pf_usable_cpus(64, 0, 0), 64);
+    ck_assert_int_eq(pf_usable_cpus(0, 0, 0), 1);
+    /* A quota larger than the machine does not add CPUs. */
+    ck_assert_int_eq(pf_usable_cpus(4, 4, 32), 4);
+}
+END_TEST
+
+START_TEST(quota_container_gets_quota_buckets)
+{
+    pf_plan_in_t in;
+    pf_bucket_plan_t plan;
+
+    memset(&in, 0, sizeof(in));
+    in.usable_cpus = pf_usable_cpus(64, 64, pf_parse_cpu_max("200000 100000"));
+    in.ratio = 1;
+    in.reuseport_ok = 1;
+    in.num_listeners = 1;
+    in.max_workers = 256;
+    in.min_spare_servers = 5;
+    in.steering_usable = 1;
+    pf_plan_buckets(&in, &plan, NULL);
+    ck_assert_int_eq(plan.num_buckets, 2);
 }
 END_TEST
 
@@ -522,10 +582,11 @@ START_TEST(many_mounts_before_the_cgroup_lines)
 }
 END_TEST
 
-Suite *cgroup_suite(void)
+Suite *cpus_suite(void)
 {
-    Suite *s = suite_create("cgroup");
+    Suite *s = suite_create("cpus");
     TCase *parse = tcase_create("parse");
+    TCase *usable = tcase_create("Usable CPUs");
     TCase *trees = tcase_create("trees");
 
     tcase_add_loop_test(parse, cfs_quota_parses_quota_period_and_none, 0,
@@ -540,6 +601,12 @@ Suite *cgroup_suite(void)
     tcase_add_test(parse, mountinfo_line_refuses_fields_that_do_not_fit);
     tcase_add_test(parse, cgroup_dir_joins_mount_and_path_below_root);
     tcase_set_timeout(parse, 10);
+
+    tcase_add_test(usable, cpu_max_parses_quota_and_max);
+    tcase_add_test(usable, cpu_max_refuses_garbage);
+    tcase_add_test(usable, usable_cpus_honours_affinity_and_quota);
+    tcase_add_test(usable, quota_container_gets_quota_buckets);
+    tcase_set_timeout(usable, 10);
 
     tcase_add_checked_fixture(trees, make_top, remove_top);
     tcase_add_test(trees, v1_quota_of_a_parent_limits_the_group);
@@ -557,6 +624,7 @@ Suite *cgroup_suite(void)
     tcase_set_timeout(trees, 10);
 
     suite_add_tcase(s, parse);
+    suite_add_tcase(s, usable);
     suite_add_tcase(s, trees);
     return s;
 }

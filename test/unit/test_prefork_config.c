@@ -1,15 +1,18 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE.
  *
- * Directive values: what pf_parse_bounded_int() accepts and refuses, and
- * the message the admin sees.
+ * prefork_config.c, directive values: what pf_parse_bounded_int() accepts
+ * and refuses, and the message the admin sees; the pool's corrections;
+ * ListenBucketSteering's modes and which of them this build runs.
  */
+
+/* The file under test, compiled here rather than on its own so that the
+ * tests reach its static functions. */
+#include "../../server/mpm/prefork/prefork_config.c"
 
 #include <string.h>
 
 #include "unit.h"
-#include "prefork_unit.h"
 #include "prefork_buckets.h"
-#include "prefork_config.h"
 
 typedef struct {
     const char *arg;
@@ -89,10 +92,14 @@ END_TEST
 START_TEST(error_message_is_truncated_not_overflowed)
 {
     char buf[16];
+    /* Out of the compiler's sight: it sees pf_format_parse_error()'s
+     * snprintf() in this file, and would refuse to build the truncation
+     * this test is about (-Wformat-truncation). */
+    volatile size_t room = sizeof(buf);
 
     memset(buf, 'x', sizeof(buf));
-    pf_format_parse_error(buf, sizeof(buf), "MaxRequestWorkers", "123456789",
-                          1, 200000, PF_PARSE_OUT_OF_RANGE);
+    pf_format_parse_error(buf, room, "MaxRequestWorkers", "123456789", 1,
+                          200000, PF_PARSE_OUT_OF_RANGE);
     ck_assert_int_eq((int)strlen(buf), (int)sizeof(buf) - 1);
 }
 END_TEST
@@ -254,10 +261,52 @@ START_TEST(a_directive_takes_its_value_or_says_why_not)
 }
 END_TEST
 
-Suite *parse_suite(void)
+/* ListenBucketSteering's value, and whether this build runs it. */
+START_TEST(test_parse_mode)
 {
-    Suite *s = suite_create("parse");
+    int mode = -1;
+
+    ck_assert_int_eq(pf_steer_parse_mode("hash", &mode), 0);
+    ck_assert_int_eq(mode, PFB_STEER_HASH);
+    ck_assert_int_eq(pf_steer_parse_mode("CPU", &mode), 0);
+    ck_assert_int_eq(mode, PFB_STEER_CPU);
+    ck_assert_int_eq(pf_steer_parse_mode("Idle", &mode), 0);
+    ck_assert_int_eq(mode, PFB_STEER_IDLE);
+    ck_assert_int_eq(pf_steer_parse_mode("LOCAL", &mode), 0);
+    ck_assert_int_eq(mode, PFB_STEER_LOCAL);
+    ck_assert_int_eq(pf_steer_parse_mode("idle ", &mode), -1);
+    ck_assert_int_eq(pf_steer_parse_mode("", &mode), -1);
+    ck_assert_int_eq(pf_steer_parse_mode("random", &mode), -1);
+    ck_assert_int_eq(pf_steer_parse_mode(NULL, &mode), -1);
+    ck_assert_str_eq(pfb_steer_name(PFB_STEER_IDLE), "idle");
+    ck_assert_str_eq(pfb_steer_name(PFB_STEER_LOCAL), "local");
+    ck_assert_str_eq(pfb_steer_name(9), "unknown");
+}
+END_TEST
+
+/* hash always runs; idle, cpu and local only in a build with the programs, and
+ * a build without them says what it lacked. */
+START_TEST(test_modes_this_build_runs)
+{
+    ck_assert_ptr_null(pf_steer_mode_missing(PFB_STEER_HASH));
+#ifdef HAVE_BPF_STEERING
+    ck_assert_ptr_null(pf_steer_mode_missing(PFB_STEER_IDLE));
+    ck_assert_ptr_null(pf_steer_mode_missing(PFB_STEER_CPU));
+    ck_assert_ptr_null(pf_steer_mode_missing(PFB_STEER_LOCAL));
+#else
+    ck_assert_ptr_nonnull(pf_steer_mode_missing(PFB_STEER_LOCAL));
+    ck_assert_ptr_nonnull(pf_steer_mode_missing(PFB_STEER_IDLE));
+    ck_assert_ptr_nonnull(pf_steer_mode_missing(PFB_STEER_CPU));
+    ck_assert(*pf_steer_mode_missing(PFB_STEER_CPU) != '\0');
+#endif
+}
+END_TEST
+
+Suite *config_suite(void)
+{
+    Suite *s = suite_create("config");
     TCase *tc = tcase_create("Directive values");
+    TCase *steering = tcase_create("Steering mode");
 
     tcase_add_loop_test(tc, parse_bounded_int_follows_table, 0,
                         (int)(sizeof(parse_rows) / sizeof(parse_rows[0])));
@@ -270,5 +319,9 @@ Suite *parse_suite(void)
     tcase_add_test(tc, a_directive_takes_its_value_or_says_why_not);
     tcase_set_timeout(tc, 10);
     suite_add_tcase(s, tc);
+
+    tcase_add_test(steering, test_parse_mode);
+    tcase_add_test(steering, test_modes_this_build_runs);
+    suite_add_tcase(s, steering);
     return s;
 }

@@ -12,6 +12,10 @@
  * child's count moves into its record's total where readers can tell.
  */
 
+/* The file under test, compiled here rather than on its own so that the
+ * tests reach its static functions. */
+#include "../../server/mpm/prefork/buckets/prefork_segment.c"
+
 #include <string.h>
 
 #include "apr_atomic.h"
@@ -19,7 +23,6 @@
 #include "apr_pools.h"
 
 #include "unit.h"
-#include "buckets/prefork_segment.h"
 
 #define RECORDS 5
 #define SLOTS 3
