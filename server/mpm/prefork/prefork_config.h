@@ -30,7 +30,11 @@
 
 #include <stddef.h>
 
-#include "prefork_policy.h"
+/** Largest ServerLimit (and so the most children or buckets) accepted. */
+#define PF_MAX_SERVER_LIMIT 200000
+
+/** ListenBuckets not given at all (as opposed to ListenBuckets 0). */
+#define PF_BUCKETS_UNSET (-1)
 
 typedef enum {
     PF_PARSE_OK = 0,

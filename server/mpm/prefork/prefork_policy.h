@@ -34,14 +34,12 @@
 
 #include <stddef.h>
 
-/** Largest ServerLimit (and so the most children or buckets) accepted. */
-#define PF_MAX_SERVER_LIMIT 200000
+#include "prefork_config.h"
+
 /** Most children the server forks in one maintenance cycle: the ramp of
  *  1, 2, 4 ... stops here.  A bucket with no child gets one whatever the
  *  ramp, so it never limits how many buckets there can be. */
 #define PF_MAX_SPAWN_RATE 32
-/** Highest CPU number a cpuset list may name (Linux allows 8192 CPUs). */
-#define PF_MAX_CPU_NUMBER 65535
 
 /* ------------------------------------------------------------------ */
 /* Bucket count                                                        */
@@ -52,9 +50,6 @@ typedef struct {
     int buckets_per_listen; /**< SO_REUSEPORT sockets per Listen */
     int num_buckets;        /**< buckets in all */
 } pf_bucket_plan_t;
-
-/** ListenBuckets not given at all (as opposed to ListenBuckets 0). */
-#define PF_BUCKETS_UNSET (-1)
 
 /** What the bucket count is made from. */
 typedef struct {

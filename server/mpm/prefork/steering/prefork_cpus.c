@@ -40,7 +40,10 @@
 #endif
 
 #include "prefork_cpus.h"
-#include "prefork_policy.h"
+#include "prefork_config.h"
+
+/* Highest CPU number a cpuset list may name (Linux allows 8192 CPUs). */
+#define PF_MAX_CPU_NUMBER 65535
 
 /* ------------------------------------------------------------------ */
 /* Parsers: what the kernel writes in /proc and the cgroup files       */
