@@ -106,6 +106,7 @@
 #include "guard/prefork_filter.h"
 #include "prefork_policy.h"
 #include "prefork_ready.h"
+#include "prefork_respawn.h"
 #include "steering/prefork_steering.h"
 #include "guard/prefork_os.h"
 #include "guard/prefork_sockguard.h"
@@ -881,7 +882,7 @@ static void respawn_stranded_buckets(server_rec *s)
     }
 }
 
-/* The act on a process's exit (pf_classify_child_end() says what it
+/* The act on a process's exit (pf_respawn_classify_end() says what it
  * means): the server stops, a child is replaced, or a process that is not
  * ours is handed to whoever started it. */
 static void handle_child_exit(server_rec *s, pf_child_exit_t *how)
@@ -893,8 +894,8 @@ static void handle_child_exit(server_rec *s, pf_child_exit_t *how)
     int b = how->slot >= 0 ? bucket_of(child) : -1;
     ap_generation_t gen;
 
-    switch (pf_classify_child_end(how->slot >= 0, child->ready,
-                                  child->stopping, fatal, killed)) {
+    switch (pf_respawn_classify_end(how->slot >= 0, child->ready,
+                                    child->stopping, fatal, killed)) {
     case PF_END_FATAL_STARTED:
         /* httpd stops the server when a child exits with this code,
          * because a child that cannot start would fail the same way

@@ -141,9 +141,10 @@ void pf_generation_note_exit(pf_generation_t *gen,
         || child->generation != number) {
         return;
     }
-    kind = pf_classify_exit(now - child->started, child->stopping,
-                            how->why == APR_PROC_EXIT && how->status == 0,
-                            ap_max_requests_per_child > 0);
+    kind = pf_respawn_classify_exit(now - child->started, child->stopping,
+                                    how->why == APR_PROC_EXIT
+                                        && how->status == 0,
+                                    ap_max_requests_per_child > 0);
     if (!pf_respawn_note_exit(&gen->respawn[b], kind, child->started, now)
         || gen->respawn_logged) {
         return;

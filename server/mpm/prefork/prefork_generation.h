@@ -43,6 +43,7 @@
 #include "scoreboard.h"
 
 #include "prefork_policy.h"
+#include "prefork_respawn.h"
 
 /** One bucket of the current generation. */
 typedef struct {
