@@ -20,6 +20,7 @@ int main(void)
     runner = srunner_create(config_suite());
     srunner_add_suite(runner, policy_suite());
     srunner_add_suite(runner, respawn_suite());
+    srunner_add_suite(runner, pick_suite());
     srunner_add_suite(runner, cpus_suite());
     srunner_add_suite(runner, os_suite());
     srunner_add_suite(runner, children_suite());

@@ -13,6 +13,7 @@
 Suite *config_suite(void);
 Suite *policy_suite(void);
 Suite *respawn_suite(void);
+Suite *pick_suite(void);
 Suite *cpus_suite(void);
 Suite *os_suite(void);
 Suite *children_suite(void);

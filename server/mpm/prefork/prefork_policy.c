@@ -18,12 +18,11 @@
  * The MPM's decisions as pure functions of plain data: the bucket count
  * and what a restart keeps (for the bucket set), each bucket's share of
  * StartServers and of the spare-server limits, what one maintenance cycle
- * forks and retires (for the generation), and which ready listener a
- * child takes (for conn/prefork_accept.c).  No system call, no httpd global, no allocation, no log
- * line: the callers gather the inputs, act on the outputs and log from
- * the reason codes.  So the unit tests drive it with plain values, and
- * build/libpfpolicy.so gives the scale model (test/load/sim/) this very
- * code through ctypes.
+ * forks and retires (for the generation).  No system call, no httpd
+ * global, no allocation, no log line: the callers gather the inputs, act
+ * on the outputs and log from the reason codes.  So the unit tests drive
+ * it with plain values, and build/libpfpolicy.so gives the scale model
+ * (test/load/sim/) this very code through ctypes.
  */
 
 #include <ctype.h>
@@ -646,31 +645,4 @@ int pf_bucket_needs_respawn_now(int children_left_in_bucket,
 {
     return !shutting_down && children_left_in_bucket == 0
            && occupied_slots < max_workers;
-}
-
-int pf_pick_ready_listener(const int *ready, int num_ready, int num_listeners,
-                           int last_served)
-{
-    int i, distance, best = -1, best_distance = num_listeners;
-
-    if (num_listeners <= 0) {
-        return -1;
-    }
-    if (last_served < -1 || last_served >= num_listeners) {
-        last_served = -1;
-    }
-    for (i = 0; i < num_ready; i++) {
-        if (ready[i] < 0 || ready[i] >= num_listeners) {
-            continue;
-        }
-        /* How far after the last served listener this one comes, going
-         * round the bucket: 0 for the very next one. */
-        distance = (ready[i] - last_served - 1 + num_listeners)
-                   % num_listeners;
-        if (distance < best_distance) {
-            best_distance = distance;
-            best = i;
-        }
-    }
-    return best;
 }

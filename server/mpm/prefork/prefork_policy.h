@@ -23,10 +23,10 @@
  * Nothing here calls the system, touches httpd globals or allocates, so the
  * unit tests link this file alone.  The callers gather the inputs and act
  * on the outputs (sockets, forks, signals, log lines): the bucket set (the
- * count, what a restart keeps), prefork_generation.c (maintenance),
- * conn/prefork_accept.c (the ready listener) and prefork.c (forks out of
- * the cycle).  How a child's end is read and respawn pacing are
- * prefork_respawn.h's.
+ * count, what a restart keeps), prefork_generation.c (maintenance) and
+ * prefork.c (forks out of the cycle).  How a child's end is read and
+ * respawn pacing are prefork_respawn.h's, the ready listener a child
+ * takes is conn/prefork_pick.h's.
  */
 
 #ifndef PREFORK_POLICY_H
@@ -340,23 +340,5 @@ void pf_count_old_generation(pf_bucket_state_t *state,
 int pf_bucket_needs_respawn_now(int children_left_in_bucket,
                                 int shutting_down, int occupied_slots,
                                 int max_workers);
-
-/**
- * Which of the ready listeners a child holding its bucket's accept mutex
- * accepts from.  The pollset reports ready sockets in the same order each
- * time, so always taking the first would leave the others' connections
- * queued for as long as the first stays busy.  The child takes the first
- * ready listener after the one it served last, in the bucket's order: a
- * listener that stays ready is served within one round of the child's
- * accepts.
- * @param ready Positions in the bucket (0 .. num_listeners - 1) of the
- *        ready listeners, in the pollset's order
- * @param num_ready Entries in ready
- * @param num_listeners Listeners in the bucket
- * @param last_served Position served last, or -1 for none yet
- * @return An index into ready, or -1 when no entry is a valid position
- */
-int pf_pick_ready_listener(const int *ready, int num_ready, int num_listeners,
-                           int last_served);
 
 #endif /* PREFORK_POLICY_H */

@@ -20,7 +20,7 @@
  * accept() and nothing else: the kernel wakes one waiting child per
  * connection.  A bucket of several (the single bucket of every Listen)
  * keeps httpd's way, the accept mutex and a poll(2) set, taking the ready
- * sockets in turn (pf_pick_ready_listener() in prefork_policy.c).  A
+ * sockets in turn (pf_pick_ready_listener() in prefork_pick.c).  A
  * socket a sibling made non-blocking gets a wait in poll(), not a spin;
  * putting it back is the parent's guard's.  The bucket set made the
  * sockets and the mutex; prefork.c's child loop and stop handlers call
@@ -43,7 +43,7 @@
 
 #include "pfb_log.h"
 #include "prefork_conn.h"
-#include "prefork_policy.h"
+#include "prefork_pick.h"
 
 APLOG_USE_MODULE(mpm_prefork);
 
