@@ -19,6 +19,7 @@ int main(void)
 
     runner = srunner_create(config_suite());
     srunner_add_suite(runner, policy_suite());
+    srunner_add_suite(runner, maintenance_suite());
     srunner_add_suite(runner, respawn_suite());
     srunner_add_suite(runner, pick_suite());
     srunner_add_suite(runner, cpus_suite());

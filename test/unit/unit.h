@@ -12,6 +12,7 @@
 
 Suite *config_suite(void);
 Suite *policy_suite(void);
+Suite *maintenance_suite(void);
 Suite *respawn_suite(void);
 Suite *pick_suite(void);
 Suite *cpus_suite(void);

@@ -103,6 +103,7 @@
 #include "prefork_children.h"
 #include "prefork_config.h"
 #include "prefork_directives.h"
+#include "prefork_maintenance.h"
 #include "guard/prefork_filter.h"
 #include "prefork_policy.h"
 #include "prefork_ready.h"
@@ -736,7 +737,8 @@ static void startup_children(server_rec *s)
     }
     for (b = 0; b < num_buckets; b++) {
         count_bucket_children(b, &current, &old);
-        want = pf_bucket_start(conf->pool.start_servers, num_buckets, b)
+        want = pf_maintenance_bucket_start(conf->pool.start_servers,
+                                           num_buckets, b)
                - current - old;
         for (i = 0; i < want; i++) {
             if (spawn_into_bucket(s, b, SPAWN_START) != 0) {
@@ -824,9 +826,11 @@ static void perform_idle_server_maintenance(server_rec *s)
     pf_limits_t lim;
 
     pf_generation_end_pacing(gen, s);
-    pf_limits_init(&lim, gen->num_buckets, conf->pool.min_spare_servers,
-                   conf->pool.max_spare_servers, conf->pool.max_workers,
-                   pf_steer_active(retained->steer));
+    pf_maintenance_limits_init(&lim, gen->num_buckets,
+                               conf->pool.min_spare_servers,
+                               conf->pool.max_spare_servers,
+                               conf->pool.max_workers,
+                               pf_steer_active(retained->steer));
     pf_generation_decide(gen, &lim, &retained->spawn_rate, &summary, s);
 
     /* The bucket sockets children hold, put right before anything is
@@ -868,8 +872,8 @@ static void respawn_stranded_buckets(server_rec *s)
     occupied = pf_children_count_live(retained->children, gen,
                                       retained->mpm->my_generation, live);
     for (b = 0; b < gen->num_buckets; b++) {
-        if (pf_bucket_needs_respawn_now(live[b], stopping, occupied,
-                                        conf->pool.max_workers)) {
+        if (pf_maintenance_respawn_now(live[b], stopping, occupied,
+                                       conf->pool.max_workers)) {
             /* Held back by its pacing, a bucket waits for maintenance;
              * its socket stays open in the parent meanwhile, so
              * connections queue rather than fail. */

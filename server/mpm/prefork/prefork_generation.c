@@ -20,7 +20,7 @@
  * set's build); the first part of the cycle's one observation, each
  * bucket's accept queues (TCP_INFO), to which prefork.c adds the
  * children's states and steering's idle counts; the decision from that
- * observation alone (pf_decide_maintenance()); and the act on the
+ * observation alone (pf_maintenance_decide()); and the act on the
  * generation's own state, pacing respawns, with its log lines.  It calls
  * neither the children's table nor steering: forking and retiring are
  * prefork.c's and the children table's, which walk the cycle through
@@ -196,9 +196,9 @@ void pf_generation_decide(pf_generation_t *gen, const pf_limits_t *lim,
 
     memcpy(obs->counted, obs->state,
            sizeof(*obs->counted) * (apr_size_t)gen->num_buckets);
-    pf_count_old_generation(obs->counted, obs->old_generation,
-                            gen->num_buckets);
-    pf_decide_maintenance(lim, obs->counted, obs->occupied, spawn_rate,
+    pf_maintenance_count_old_generation(obs->counted, obs->old_generation,
+                                        gen->num_buckets);
+    pf_maintenance_decide(lim, obs->counted, obs->occupied, spawn_rate,
                           obs->action, obs->scratch, summary);
     if (summary->rebalanced > 0) {
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,

@@ -42,6 +42,7 @@
 #include "ap_listen.h"
 #include "scoreboard.h"
 
+#include "prefork_maintenance.h"
 #include "prefork_policy.h"
 #include "prefork_respawn.h"
 
@@ -99,7 +100,8 @@ typedef struct {
     apr_uint64_t *steer_kept;
     apr_uint64_t *steer_moved;
     /** The decision's input: .state with the older generations' children
-     *  counted as idle ones on their way (pf_count_old_generation())... */
+     *  counted as idle ones on their way
+     *  (pf_maintenance_count_old_generation())... */
     pf_bucket_state_t *counted;
     /** ...and its output: per bucket, what to do, and the order of
      *  priority. */
@@ -176,7 +178,7 @@ void pf_generation_note_exit(pf_generation_t *gen,
 /**
  * A cycle's decision, from gen->obs alone: each bucket's spawns and
  * retirements into obs->action, in priority order in obs->scratch
- * (pf_decide_maintenance() within @a lim, with the older generations'
+ * (pf_maintenance_decide() within @a lim, with the older generations'
  * children counted as idle ones on their way), the server's ramp
  * @a spawn_rate carried from cycle to cycle.  Says at debug level when
  * idle children are retired to free slots for starved buckets.

@@ -16,17 +16,14 @@
 
 /**
  * @file  prefork_policy.h
- * @brief The MPM's decisions as pure functions: the bucket count, what a
- *        restart keeps, each bucket's share of the spare-server limits,
- *        and what idle-server maintenance does in one cycle.
+ * @brief The bucket count and what a restart keeps, as pure functions.
  *
  * Nothing here calls the system, touches httpd globals or allocates, so the
- * unit tests link this file alone.  The callers gather the inputs and act
- * on the outputs (sockets, forks, signals, log lines): the bucket set (the
- * count, what a restart keeps), prefork_generation.c (maintenance) and
- * prefork.c (forks out of the cycle).  How a child's end is read and
- * respawn pacing are prefork_respawn.h's, the ready listener a child
- * takes is conn/prefork_pick.h's.
+ * unit tests drive it with plain values.  The bucket set gathers the
+ * inputs and acts on the outputs (sockets, log lines).  Maintenance is
+ * prefork_maintenance.h's, how a child's end is read and respawn pacing
+ * prefork_respawn.h's, the ready listener a child takes
+ * conn/prefork_pick.h's.
  */
 
 #ifndef PREFORK_POLICY_H
@@ -35,11 +32,7 @@
 #include <stddef.h>
 
 #include "prefork_config.h"
-
-/** Most children the server forks in one maintenance cycle: the ramp of
- *  1, 2, 4 ... stops here.  A bucket with no child gets one whatever the
- *  ramp, so it never limits how many buckets there can be. */
-#define PF_MAX_SPAWN_RATE 32
+#include "prefork_maintenance.h"
 
 /* ------------------------------------------------------------------ */
 /* Bucket count                                                        */
@@ -107,10 +100,10 @@ typedef struct {
  * (PFB_WHY_ONE_PER_LISTEN); a bucket per Listen, each with a spare pool of
  * its own, lost on tails to httpd's shared poll (docs/differences.md).
  * Nor does the ratio with idle or local steering fall back to hash: those
- * share the spare pool among the buckets (pf_steering_shares_pool) and
- * hash does not, so where they cannot run, every Listen goes into one
- * bucket (PFB_WHY_NO_IDLE_STEERING).  An
- * explicit ListenBuckets is kept in both cases.
+ * share the spare pool among the buckets (pf_maintenance_shared_pool())
+ * and hash does not, so where they cannot run, every Listen goes into one
+ * bucket (PFB_WHY_NO_IDLE_STEERING).  An explicit ListenBuckets is kept
+ * in both cases.
  *
  * @param warm Written; may be NULL
  */
@@ -203,142 +196,5 @@ int pf_generation_room(const pf_generation_in_t *in);
  * @return the number of new buckets, or -1 on bad input
  */
 int pf_plan_generation(const pf_generation_in_t *in, pf_generation_out_t *out);
-
-/* ------------------------------------------------------------------ */
-/* Sharing limits among buckets                                        */
-
-/* Each bucket's share of MinSpareServers, MaxSpareServers and
- * MaxRequestWorkers is private to prefork_policy.c (its unit tests
- * include the file). */
-
-/** Children bucket b starts with: its share of StartServers, at least 1. */
-int pf_bucket_start(int start_servers, int num_buckets, int b);
-
-/* ------------------------------------------------------------------ */
-/* Idle-server maintenance                                             */
-
-/** What the parent saw in one bucket this cycle. */
-typedef struct {
-    int children;   /**< current-generation children not told to stop */
-    int idle;       /**< of those, ready to accept or starting up */
-    int queued;     /**< connections waiting in the bucket's accept queue */
-} pf_bucket_state_t;
-
-/** What the parent should do in one bucket this cycle. */
-typedef struct {
-    int spawn;      /**< children to fork into the bucket */
-    int kill;       /**< idle children to retire (1 for a surplus, more
-                         when the bucket also gives slots to starved ones) */
-} pf_bucket_action_t;
-
-typedef struct {
-    int num_buckets;
-    int min_spare_servers;  /**< MinSpareServers, server-wide */
-    int max_spare_servers;  /**< MaxSpareServers, server-wide */
-    int max_workers;        /**< MaxRequestWorkers */
-    int max_spawn_rate;     /**< per cycle, server-wide (PF_MAX_SPAWN_RATE) */
-    int shared_pool;        /**< 1: Min/MaxSpareServers bound the idle
-                                 children of all buckets together (idle and
-                                 local steering route around a bucket with
-                                 no idle child); 0: each bucket keeps its
-                                 share (hash, cpu) */
-} pf_limits_t;
-
-/** The limits for @a num_buckets buckets from the server-wide directives,
- *  with the spawn ramp's cap (PF_MAX_SPAWN_RATE), under @a steering (the
- *  pfb_steer_e in force). */
-void pf_limits_init(pf_limits_t *lim, int num_buckets, int min_spare_servers,
-                    int max_spare_servers, int max_workers, int steering);
-
-typedef struct {
-    int spawned;            /**< sum of spawn over buckets */
-    int killed;             /**< sum of kill over buckets */
-    int wanted;             /**< children wanted before the global cap */
-    int at_max_workers;     /**< 1 if MaxRequestWorkers stopped a spawn */
-    int fast_ramp;          /**< the ramp (children a cycle) when it has
-                                 reached 8 or more, else 0 */
-    int rebalanced;         /**< idle children retired to free a slot */
-} pf_decision_summary_t;
-
-/** Scratch space for pf_decide_maintenance(): one per bucket. */
-typedef struct {
-    long long priority;
-    int bucket;
-    int want;
-} pf_rank_t;
-
-/**
- * One cycle of idle-server maintenance, per bucket, with server-wide
- * limits so that buckets keep the pool one shared queue would need.
- *
- * Each bucket wants enough children to bring its idle count up to its
- * share of MinSpareServers (at least 1, so a bucket always has a child to
- * accept), and, when none of its children is idle, one for each connection
- * waiting in its accept queue; but queues add children only up to the
- * server-wide shortage (connections queued beyond every idle child of the
- * server), so momentary queues in some buckets beside idle children in
- * others do not grow the pool.  Buckets draw in priority order (no child
- * at all, then the deepest queues, then the largest idle deficit) on one
- * server-wide ramp, which doubles every cycle the server still wants more
- * and falls back to 1 when it does not; a bucket with no child always gets
- * one.  MaxRequestWorkers caps the sum.
- *
- * Killing: a bucket with more idle children than its share of
- * MaxSpareServers and nothing to spawn retires one of them; and while the
- * server spawns nothing and holds more idle children than MaxSpareServers
- * (the per-bucket shares add up to more with many buckets), one more goes
- * from the bucket with the most idle children above its minimum.
- *
- * With a shared pool (lim->shared_pool: idle and local steering, which
- * send a connection past a bucket with no idle child), a bucket has no
- * share: MinSpareServers and MaxSpareServers bound the idle children of all
- * buckets together, as httpd's prefork bounds its one pool.  The children
- * the server is short go, one at a time, to the bucket with the fewest idle
- * children (then the fewest children); the one idle child retired a cycle
- * above MaxSpareServers comes from the bucket with the most.  Every bucket
- * still keeps one child, so with more buckets than MaxSpareServers the
- * idle children of a quiet server number one per bucket.
- *
- * At MaxRequestWorkers, a bucket with connections queued, no idle child
- * and fewer children than its share of MaxRequestWorkers cannot get a
- * child: its connections would wait while other buckets sit idle.  For
- * each such bucket (most starved first) one idle child of a bucket holding
- * more than its share is retired, so the slot comes free for the next
- * cycle.  A donor also has nothing queued and at least two children, so no
- * bucket is ever left without one.
- *
- * @param lim Limits in force
- * @param state One entry per bucket
- * @param occupied_slots Scoreboard slots in use, all generations included
- * @param spawn_rate The server's ramp, carried between cycles (start at 1)
- * @param action One entry per bucket, written
- * @param scratch One entry per bucket, overwritten
- * @param summary Written
- */
-void pf_decide_maintenance(const pf_limits_t *lim,
-                           const pf_bucket_state_t *state, int occupied_slots,
-                           int *spawn_rate, pf_bucket_action_t *action,
-                           pf_rank_t *scratch,
-                           pf_decision_summary_t *summary);
-
-/**
- * Counts an older generation's children in the buckets that carry their
- * identity: each will be replaced in its bucket when it leaves, so for
- * maintenance it is a child on its way, neither a gap to fill (which would
- * fork a second child for the same work) nor a busy child.  It counts as
- * idle.
- * @param old_children Per bucket, old-generation children of its identity
- */
-void pf_count_old_generation(pf_bucket_state_t *state,
-                             const int *old_children, int num_buckets);
-
-/**
- * Whether a child that just exited left its bucket with no child to
- * accept, so that the parent must fork one now rather than at the next
- * cycle.
- */
-int pf_bucket_needs_respawn_now(int children_left_in_bucket,
-                                int shutting_down, int occupied_slots,
-                                int max_workers);
 
 #endif /* PREFORK_POLICY_H */
