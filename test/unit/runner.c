@@ -18,7 +18,7 @@ int main(void)
     const char *tap = getenv("UNIT_TAP");
 
     runner = srunner_create(config_suite());
-    srunner_add_suite(runner, policy_suite());
+    srunner_add_suite(runner, plan_suite());
     srunner_add_suite(runner, maintenance_suite());
     srunner_add_suite(runner, respawn_suite());
     srunner_add_suite(runner, pick_suite());

@@ -637,11 +637,41 @@ START_TEST(the_wait_reaps_one_exit_and_says_what_it_was)
 }
 END_TEST
 
+/* A cycle sums the counters children write (and a reaped child's goes
+ * to its bucket's retired total) with include/prefork_buckets.h's
+ * saturating add, which the status module shares: a hostile child's
+ * value can pin a sum at the largest value, never wrap it. */
+START_TEST(sums_of_child_counters_saturate)
+{
+    static const struct {
+        unsigned long long a, b, want;
+    } cases[] = {
+        { 0, 0, 0 },
+        { 1, 2, 3 },
+        { ~0ULL, 0, ~0ULL },
+        { ~0ULL, 1, ~0ULL },
+        { ~0ULL - 1, 1, ~0ULL },
+        { ~0ULL - 1, 2, ~0ULL },
+        { 1ULL << 63, 1ULL << 63, ~0ULL },
+        { (1ULL << 63) - 1, 1ULL << 63, ~0ULL },
+        { 0, ~0ULL, ~0ULL },
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        ck_assert_msg(pfb_add_saturated(cases[i].a, cases[i].b)
+                          == cases[i].want,
+                      "case %zu", i);
+    }
+}
+END_TEST
+
 Suite *children_suite(void)
 {
     Suite *s = suite_create("children");
     TCase *table = tcase_create("table");
     TCase *procs = tcase_create("processes");
+    TCase *sums = tcase_create("sums");
 
     tcase_add_checked_fixture(table, setup, teardown);
     tcase_add_test(table, slots_are_filled_at_the_fork_and_freed_at_the_reap);
@@ -662,5 +692,7 @@ Suite *children_suite(void)
     tcase_add_test(procs, the_reclaim_ends_obedient_children_without_a_step);
     tcase_add_test(procs, the_reclaim_kills_a_child_that_ignores_sigterm);
     suite_add_tcase(s, procs);
+    tcase_add_test(sums, sums_of_child_counters_saturate);
+    suite_add_tcase(s, sums);
     return s;
 }

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "unit.h"
-#include "prefork_policy.h"
+#include "buckets/prefork_plan.h"
 
 /* ------------------------------------------------------------------ */
 /* Parsers                                                             */

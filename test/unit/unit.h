@@ -11,7 +11,7 @@
 #include <check.h>
 
 Suite *config_suite(void);
-Suite *policy_suite(void);
+Suite *plan_suite(void);
 Suite *maintenance_suite(void);
 Suite *respawn_suite(void);
 Suite *pick_suite(void);

@@ -38,9 +38,11 @@
  * child's accept and close in conn/.  The cycle's observation is
  * assembled here, from the generation's queues, the children and
  * steering's counts, in that order.
- * The server's decisions (the bucket count, what a restart keeps,
- * maintenance, respawn pacing) are pure functions in prefork_policy.c,
- * and each steering mode's in steering/prefork_steering_rules.h.
+ * The server's decisions are pure functions in their rooms: the bucket
+ * count and what a restart keeps in buckets/prefork_plan.c, maintenance
+ * in prefork_maintenance.c, a child's end and respawn pacing in
+ * prefork_respawn.c, and each steering mode's in
+ * steering/prefork_steering_rules.h.
  *
  * The parent runs as root and children run untrusted code, so the parent
  * keeps its own record of every child (pid, bucket, generation, whether it
@@ -105,7 +107,6 @@
 #include "prefork_directives.h"
 #include "prefork_maintenance.h"
 #include "guard/prefork_filter.h"
-#include "prefork_policy.h"
 #include "prefork_ready.h"
 #include "prefork_respawn.h"
 #include "steering/prefork_steering.h"

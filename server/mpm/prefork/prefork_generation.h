@@ -43,8 +43,31 @@
 #include "scoreboard.h"
 
 #include "prefork_maintenance.h"
-#include "prefork_policy.h"
 #include "prefork_respawn.h"
+
+/** How the server (re)starts: how a generation is made. */
+typedef enum {
+    PF_START_FIRST = 0,         /**< the first start */
+    PF_RESTART_GRACEFUL = 1,    /**< SIGUSR1, apachectl graceful */
+    PF_RESTART_FULL = 2         /**< SIGHUP, apachectl restart */
+} pf_start_e;
+
+/** The bucket count in force: the mode, the buckets per Listen and why
+ *  (the bucket set plans it). */
+typedef struct {
+    int mode;               /**< pfb_mode_e */
+    int reason;             /**< pfb_reason_e */
+    int buckets_per_listen; /**< SO_REUSEPORT sockets per Listen */
+    int num_buckets;        /**< buckets in all */
+} pf_bucket_plan_t;
+
+/** A bucket's identity, which stays with it across restarts: its Listen's
+ *  address and its shard.  In single mode the one bucket holds every
+ *  Listen and its listener is NULL. */
+typedef struct {
+    const char *listener;
+    int shard;
+} pf_identity_t;
 
 /** One bucket of the current generation. */
 typedef struct {

@@ -16,8 +16,8 @@
 
 /*
  * The listener buckets: the httpd glue that carries out the plan of
- * prefork_policy.c.  At each (re)start pf_bucketset_build() probes
- * SO_REUSEPORT and the CPUs, asks the policy for the count and for what
+ * prefork_plan.c.  At each (re)start pf_bucketset_build() probes
+ * SO_REUSEPORT and the CPUs, asks the plan for the count and for what
  * the restart keeps, and gives each bucket an identity record (a Listen
  * and a shard) and its socket: shard 0 is core's listener, the others
  * duplicates kept across restarts, so that a restart closes no queue; a
@@ -50,6 +50,7 @@
 
 #include "pfb_log.h"
 #include "prefork_bucketset.h"
+#include "prefork_plan.h"
 #include "guard/prefork_sockguard.h"
 #include "steering/prefork_steering.h"
 
@@ -98,7 +99,7 @@ struct pf_bucketset_s {
     /* What the last build decided, for pf_bucketset_log_plan(). */
     pf_bucketset_config_t built_from;
     pf_bucket_plan_t asked;     /* the configuration's plan */
-    pf_warm_t warm;
+    pf_plan_warm_t warm;
     int change_deferred;        /* a graceful restart kept the old plan */
     int duplicate_failed;       /* fell back to one bucket per Listen */
 };
@@ -305,7 +306,7 @@ static apr_status_t bucket_socket(pf_bucketset_t *bs, identity_t *rec,
 
 /* Gives every bucket of the plan its identity record and its sockets. */
 static apr_status_t open_buckets(pf_bucketset_t *bs,
-                                 const pf_generation_out_t *out,
+                                 const pf_plan_generation_out_t *out,
                                  apr_pool_t *pconf, server_rec *s)
 {
     int b, r;
@@ -460,7 +461,7 @@ static pf_identity_t *old_identities(pf_bucketset_t *bs, apr_pool_t *p)
 }
 
 static void alloc_generation_out(apr_pool_t *p, int room, int num_old,
-                                 pf_generation_out_t *out)
+                                 pf_plan_generation_out_t *out)
 {
     apr_size_t n = (apr_size_t)room;
 
@@ -543,13 +544,14 @@ static void write_layout(pf_bucketset_t *bs, const pf_bucketset_config_t *cfg,
     pf_segment_write(bs->seg, &h, bs->gen, bs->retired, NULL);
 }
 
-static apr_status_t plan_and_open(pf_bucketset_t *bs, pf_generation_in_t *in,
+static apr_status_t plan_and_open(pf_bucketset_t *bs,
+                                  pf_plan_generation_in_t *in,
                                   apr_pool_t *pconf, server_rec *s,
-                                  pf_generation_out_t *out)
+                                  pf_plan_generation_out_t *out)
 {
     int nb, r;
 
-    alloc_generation_out(pconf, pf_generation_room(in), in->num_old, out);
+    alloc_generation_out(pconf, pf_plan_room(in), in->num_old, out);
     /* Each attempt notes its own sockets: one that failed may have closed
      * some, whose inodes a new socket could take. */
     pf_sockguard_note_begin(bs->guard);
@@ -705,8 +707,8 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
                                 apr_pool_t *pconf, server_rec *s)
 {
     const pf_pool_config_t *pool = &cfg->conf->pool;
-    pf_generation_in_t in;
-    pf_generation_out_t out;
+    pf_plan_generation_in_t in;
+    pf_plan_generation_out_t out;
     pf_plan_in_t count;
     apr_status_t rv;
     int *old_records, num_old = bs->gen->num_buckets;

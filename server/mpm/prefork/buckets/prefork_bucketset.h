@@ -49,7 +49,7 @@
  * the cycle's checks, a restart's retirement and a graceful stop.
  *
  * The decisions (how many buckets, what a restart keeps) are pure
- * functions in prefork_policy.c; this file carries them out.  Everything
+ * functions in prefork_plan.c; this file carries them out.  Everything
  * the parent uses to size, index or signal is in its own memory: the
  * segment is written for readers and never trusted back.
  */
@@ -66,7 +66,6 @@
 #include "prefork_children.h"
 #include "prefork_config.h"
 #include "prefork_generation.h"
-#include "prefork_policy.h"
 #include "steering/prefork_cpus.h"
 #include "guard/prefork_os.h"
 #include "prefork_segment.h"

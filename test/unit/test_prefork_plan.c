@@ -1,15 +1,15 @@
 /* Licensed under the Apache License, Version 2.0; see LICENSE.
  *
- * prefork_policy.c, the MPM's decisions as pure functions: the bucket
- * count from CPUs, ratio, explicit count and steering; what a start or
- * restart keeps (pf_plan_generation).  Also the saturating sum of
- * child-written counters (include/prefork_buckets.h, which the status
- * module shares).
+ * buckets/prefork_plan.c, the bucket set's plan: the bucket count from
+ * CPUs, ratio, explicit count and steering, within what the spare pool
+ * keeps warm and MaxRequestWorkers; what a start or restart keeps
+ * (pf_plan_generation), bucket by identity; the fallback of one bucket per
+ * Listen.
  */
 
 /* The file under test, compiled here rather than on its own so that the
  * tests reach its static functions. */
-#include "../../server/mpm/prefork/prefork_policy.c"
+#include "../../server/mpm/prefork/buckets/prefork_plan.c"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,7 +148,7 @@ START_TEST(plan_buckets_follows_table)
     const plan_row_t *row = &plan_rows[_i];
     pf_plan_in_t in;
     pf_bucket_plan_t plan;
-    pf_warm_t warm;
+    pf_plan_warm_t warm;
 
     memset(&in, 0, sizeof(in));
     in.usable_cpus = row->cpus;
@@ -194,7 +194,7 @@ START_TEST(ratio_never_outgrows_the_spare_pool)
                      steer++) {
                     pf_plan_in_t in;
                     pf_bucket_plan_t plan;
-                    pf_warm_t warm;
+                    pf_plan_warm_t warm;
                     int floor = min_spare > 1 ? min_spare : 1;
 
                     memset(&in, 0, sizeof(in));
@@ -372,8 +372,8 @@ static int same_text(const char *a, const char *b)
 START_TEST(plan_generation_follows_table)
 {
     const generation_row_t *row = &generation_rows[_i];
-    pf_generation_in_t in;
-    pf_generation_out_t out;
+    pf_plan_generation_in_t in;
+    pf_plan_generation_out_t out;
     pf_identity_t bucket[ROOM];
     int listener[ROOM], from_old[ROOM], target[ROOM];
     int old_survives[ROOM];
@@ -390,7 +390,7 @@ START_TEST(plan_generation_follows_table)
     in.num_old = row->num_old;
     in.old = row->old;
     in.old_children = row->old_children;
-    ck_assert_int_le(pf_generation_room(&in), ROOM);
+    ck_assert_int_le(pf_plan_room(&in), ROOM);
     out.bucket = bucket;
     out.listener = listener;
     out.from_old = from_old;
@@ -432,8 +432,8 @@ END_TEST
 
 START_TEST(plan_generation_refuses_bad_input)
 {
-    pf_generation_in_t in;
-    pf_generation_out_t out;
+    pf_plan_generation_in_t in;
+    pf_plan_generation_out_t out;
     pf_identity_t bucket[4];
     int ints[4][4];
     const char *none[] = { NULL };
@@ -467,40 +467,11 @@ START_TEST(per_listen_fallback_is_one_bucket_per_listen)
 }
 END_TEST
 
-/* ------------------------------------------------------------------ */
-/* Saturating sums                                                     */
-
-START_TEST(sums_of_child_counters_saturate)
+Suite *plan_suite(void)
 {
-    static const struct {
-        unsigned long long a, b, want;
-    } cases[] = {
-        { 0, 0, 0 },
-        { 1, 2, 3 },
-        { ~0ULL, 0, ~0ULL },
-        { ~0ULL, 1, ~0ULL },
-        { ~0ULL - 1, 1, ~0ULL },
-        { ~0ULL - 1, 2, ~0ULL },
-        { 1ULL << 63, 1ULL << 63, ~0ULL },
-        { (1ULL << 63) - 1, 1ULL << 63, ~0ULL },
-        { 0, ~0ULL, ~0ULL },
-    };
-    size_t i;
-
-    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        ck_assert_msg(pfb_add_saturated(cases[i].a, cases[i].b)
-                          == cases[i].want,
-                      "case %zu", i);
-    }
-}
-END_TEST
-
-Suite *policy_suite(void)
-{
-    Suite *s = suite_create("policy");
+    Suite *s = suite_create("plan");
     TCase *count = tcase_create("Bucket count");
     TCase *restarts = tcase_create("restarts");
-    TCase *sums = tcase_create("sums");
 
     tcase_add_loop_test(count, plan_buckets_follows_table, 0,
                         (int)(sizeof(plan_rows) / sizeof(plan_rows[0])));
@@ -513,11 +484,8 @@ Suite *policy_suite(void)
     tcase_add_test(restarts, plan_generation_refuses_bad_input);
     tcase_add_test(restarts, per_listen_fallback_is_one_bucket_per_listen);
 
-    tcase_add_test(sums, sums_of_child_counters_saturate);
-
     tcase_set_timeout(count, 10);
     suite_add_tcase(s, count);
     suite_add_tcase(s, restarts);
-    suite_add_tcase(s, sums);
     return s;
 }

@@ -15,34 +15,28 @@
  */
 
 /**
- * @file  prefork_policy.h
- * @brief The bucket count and what a restart keeps, as pure functions.
+ * @file  prefork_plan.h
+ * @brief The bucket set's plan: how many buckets to run, and what a
+ *        start or restart keeps of the buckets so far.  Private to
+ *        buckets/ (prefork_bucketset.c) and its unit tests.
  *
- * Nothing here calls the system, touches httpd globals or allocates, so the
- * unit tests drive it with plain values.  The bucket set gathers the
- * inputs and acts on the outputs (sockets, log lines).  Maintenance is
- * prefork_maintenance.h's, how a child's end is read and respawn pacing
- * prefork_respawn.h's, the ready listener a child takes
- * conn/prefork_pick.h's.
+ * Pure functions of plain data: nothing here calls the system, touches
+ * httpd globals or allocates, so the unit tests drive it with plain
+ * values, and the bucket set gathers the inputs, acts on the outputs
+ * (sockets, the generation) and logs from the reason codes.  What the
+ * plan makes, the plan in force and the buckets' identities, is held in
+ * the generation (prefork_generation.h), which the rest of the MPM
+ * reads; a bucket's share of StartServers and whether steering shares the
+ * spare pool are maintenance's (prefork_maintenance.h).
  */
 
-#ifndef PREFORK_POLICY_H
-#define PREFORK_POLICY_H
+#ifndef PREFORK_PLAN_H
+#define PREFORK_PLAN_H
 
-#include <stddef.h>
-
-#include "prefork_config.h"
-#include "prefork_maintenance.h"
+#include "prefork_generation.h"
 
 /* ------------------------------------------------------------------ */
 /* Bucket count                                                        */
-
-typedef struct {
-    int mode;               /**< pfb_mode_e */
-    int reason;             /**< pfb_reason_e */
-    int buckets_per_listen; /**< SO_REUSEPORT sockets per Listen */
-    int num_buckets;        /**< buckets in all */
-} pf_bucket_plan_t;
 
 /** What the bucket count is made from. */
 typedef struct {
@@ -74,7 +68,7 @@ typedef struct {
     /** 1: ListenBuckets names more buckets than the limit; they are kept,
      *  and some will have no idle child. */
     int starved;
-} pf_warm_t;
+} pf_plan_warm_t;
 
 /**
  * Decides how many buckets to run.
@@ -108,7 +102,7 @@ typedef struct {
  * @param warm Written; may be NULL
  */
 void pf_plan_buckets(const pf_plan_in_t *in, pf_bucket_plan_t *plan,
-                     pf_warm_t *warm);
+                     pf_plan_warm_t *warm);
 
 /**
  * The plan when duplicating a Listen's socket failed (another user's
@@ -119,21 +113,6 @@ void pf_plan_per_listen_fallback(int num_listeners, pf_bucket_plan_t *plan);
 
 /* ------------------------------------------------------------------ */
 /* Generations: what a start or restart keeps                          */
-
-/** How the server (re)starts. */
-typedef enum {
-    PF_START_FIRST = 0,         /**< the first start */
-    PF_RESTART_GRACEFUL = 1,    /**< SIGUSR1, apachectl graceful */
-    PF_RESTART_FULL = 2         /**< SIGHUP, apachectl restart */
-} pf_start_e;
-
-/** A bucket's identity, which stays with it across restarts: its Listen's
- *  address and its shard.  In single mode the one bucket holds every
- *  Listen and its listener is NULL. */
-typedef struct {
-    const char *listener;
-    int shard;
-} pf_identity_t;
 
 typedef struct {
     int how;                        /**< pf_start_e */
@@ -150,7 +129,7 @@ typedef struct {
     /** Children of each old bucket still running (0 after a full
      *  restart, which stops them all first). */
     const int *old_children;
-} pf_generation_in_t;
+} pf_plan_generation_in_t;
 
 typedef struct {
     pf_bucket_plan_t plan;          /**< in force for the new generation */
@@ -158,7 +137,7 @@ typedef struct {
      *  the graceful restart kept the old one (plan.reason is
      *  PFB_WHY_KEPT); it takes effect at the next full restart. */
     int change_deferred;
-    /* Per new bucket, pf_generation_room() entries each (caller's): */
+    /* Per new bucket, pf_plan_room() entries each (caller's): */
     pf_identity_t *bucket;          /**< its identity */
     int *listener;                  /**< its Listen (index), -1 in single */
     int *from_old;                  /**< old bucket of the same identity,
@@ -168,10 +147,10 @@ typedef struct {
     /* Per old bucket, num_old entries (caller's): */
     int *old_survives;              /**< 1 if a new bucket has its
                                          identity: its socket stays open */
-} pf_generation_out_t;
+} pf_plan_generation_out_t;
 
-/** Entries the per-bucket arrays of pf_generation_out_t need. */
-int pf_generation_room(const pf_generation_in_t *in);
+/** Entries the per-bucket arrays of pf_plan_generation_out_t need. */
+int pf_plan_room(const pf_plan_generation_in_t *in);
 
 /**
  * Decides what a start or restart keeps and what it replaces.
@@ -195,6 +174,7 @@ int pf_generation_room(const pf_generation_in_t *in);
  *
  * @return the number of new buckets, or -1 on bad input
  */
-int pf_plan_generation(const pf_generation_in_t *in, pf_generation_out_t *out);
+int pf_plan_generation(const pf_plan_generation_in_t *in,
+                       pf_plan_generation_out_t *out);
 
-#endif /* PREFORK_POLICY_H */
+#endif /* PREFORK_PLAN_H */

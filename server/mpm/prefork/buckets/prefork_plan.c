@@ -15,24 +15,25 @@
  */
 
 /*
- * The bucket count and what a restart keeps (for the bucket set), as
- * pure functions of plain data.  No system call, no httpd global, no
- * allocation, no log line: the bucket set gathers the inputs, acts on the
- * outputs and logs from the reason codes.  Maintenance is
- * prefork_maintenance.c's, whose shares and rule of a shared spare pool
- * this file takes.
+ * The bucket set's decisions as pure functions of plain data: how many
+ * buckets to run (from the usable CPUs, ListenCoresBucketsRatio or
+ * ListenBuckets, SO_REUSEPORT and the steering that will run, within what
+ * the spare pool keeps warm and MaxRequestWorkers), and what a start or
+ * restart keeps (each new bucket matched to an old one by identity, never
+ * by position, its socket kept, and its target of children).  No system
+ * call, no httpd global, no allocation, no log line: prefork_bucketset.c
+ * gathers the inputs, acts on the outputs and logs from the reason codes.
+ * A file apart from the bucket set because the unit tests drive these
+ * decisions with plain values, which they cannot do through the bucket
+ * set's sockets.
  */
 
-#include <ctype.h>
-#include <errno.h>
-#include <limits.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "prefork_policy.h"
 #include "prefork_buckets.h"
-
+#include "prefork_config.h"
+#include "prefork_maintenance.h"
+#include "prefork_plan.h"
 
 /* ------------------------------------------------------------------ */
 /* Bucket count                                                        */
@@ -63,9 +64,9 @@ static void plan_single(int reason, pf_bucket_plan_t *plan)
 }
 
 void pf_plan_buckets(const pf_plan_in_t *in, pf_bucket_plan_t *plan,
-                     pf_warm_t *warm)
+                     pf_plan_warm_t *warm)
 {
-    pf_warm_t unused;
+    pf_plan_warm_t unused;
     int per_listen, listeners = in->num_listeners > 0 ? in->num_listeners : 1;
     int by_ratio = in->explicit_buckets <= 0;
 
@@ -154,7 +155,7 @@ void pf_plan_per_listen_fallback(int num_listeners, pf_bucket_plan_t *plan)
     plan->num_buckets = num_listeners > 0 ? num_listeners : 1;
 }
 
-int pf_generation_room(const pf_generation_in_t *in)
+int pf_plan_room(const pf_plan_generation_in_t *in)
 {
     long long per_listen = in->wanted.buckets_per_listen;
     long long room;
@@ -169,8 +170,8 @@ int pf_generation_room(const pf_generation_in_t *in)
 
 /* The plan a graceful restart runs: the mode and per-Listen count in
  * force, over the Listens of the new configuration. */
-static void keep_previous_plan(const pf_generation_in_t *in,
-                               pf_generation_out_t *out)
+static void keep_previous_plan(const pf_plan_generation_in_t *in,
+                               pf_plan_generation_out_t *out)
 {
     const pf_bucket_plan_t *prev = in->previous;
     pf_bucket_plan_t *plan = &out->plan;
@@ -214,7 +215,8 @@ static int same_identity(const pf_identity_t *a, const pf_identity_t *b)
     return strcmp(a->listener, b->listener) == 0;
 }
 
-int pf_plan_generation(const pf_generation_in_t *in, pf_generation_out_t *out)
+int pf_plan_generation(const pf_plan_generation_in_t *in,
+                       pf_plan_generation_out_t *out)
 {
     int nb, b, j, l, k, start;
 
@@ -231,7 +233,7 @@ int pf_plan_generation(const pf_generation_in_t *in, pf_generation_out_t *out)
         out->plan = in->wanted;
     }
     nb = out->plan.num_buckets;
-    if (nb < 1 || nb > pf_generation_room(in)) {
+    if (nb < 1 || nb > pf_plan_room(in)) {
         return -1;
     }
 
