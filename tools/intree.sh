@@ -158,7 +158,7 @@ check_pristine() {
 check_patched() {
     local tree=$1 f
     for f in include/prefork_buckets.h modules/generators/mod_bucket_status.c \
-             server/mpm/prefork/prefork_policy.c; do
+             server/mpm/prefork/prefork_maintenance.c; do
         [ -f "$tree/$f" ] || die "$tree has no $f: it is not patched (run without --patched to copy the files in)"
     done
     grep -q 'bucket_status' "$tree/modules/generators/config5.m4" \
