@@ -31,7 +31,7 @@
 #include "unit.h"
 #include "prefork_buckets.h"
 #include "steering/prefork_cpus.h"
-#include "guard/prefork_os.h"
+#include "guard/prefork_sockguard.h"
 
 #ifdef HAVE_BPF_STEERING
 

@@ -106,11 +106,9 @@
 #include "prefork_config.h"
 #include "prefork_directives.h"
 #include "prefork_maintenance.h"
-#include "guard/prefork_filter.h"
 #include "prefork_ready.h"
 #include "prefork_respawn.h"
 #include "steering/prefork_steering.h"
-#include "guard/prefork_os.h"
 #include "guard/prefork_sockguard.h"
 
 /* Children are single-threaded: one worker slot per process. */

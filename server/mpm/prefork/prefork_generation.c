@@ -41,7 +41,7 @@
 #include "pfb_log.h"
 #include "prefork_children.h"
 #include "prefork_generation.h"
-#include "guard/prefork_os.h"
+#include "guard/prefork_sockguard.h"
 
 APLOG_USE_MODULE(mpm_prefork);
 

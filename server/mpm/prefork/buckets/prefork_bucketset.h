@@ -66,8 +66,6 @@
 #include "prefork_children.h"
 #include "prefork_config.h"
 #include "prefork_generation.h"
-#include "steering/prefork_cpus.h"
-#include "guard/prefork_os.h"
 #include "prefork_segment.h"
 #include "steering/prefork_steering.h"
 #include "guard/prefork_sockguard.h"

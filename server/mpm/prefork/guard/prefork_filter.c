@@ -37,7 +37,8 @@
 #include "http_log.h"
 
 #include "pfb_log.h"
-#include "prefork_filter.h"
+#include "prefork_seccomp.h"
+#include "prefork_sockguard.h"
 
 APLOG_USE_MODULE(mpm_prefork);
 

@@ -56,7 +56,7 @@
  * This file is the parent's side for one bucket's sockets: the records it
  * keeps of them (the book), the check against a record, the replacement
  * and the retirement.  The refusal is prefork_seccomp.h's (the rules) and
- * prefork_filter.h's (which processes install them); when the parent
+ * prefork_filter.c's (which processes install them); when the parent
  * checks, who else holds a socket and what the log says are
  * prefork_sockguard.h's and prefork_holders.h's; the options are
  * prefork_sockopts.h's.

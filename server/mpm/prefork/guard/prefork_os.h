@@ -33,39 +33,7 @@
 #include "apr_network_io.h"
 #include "apr_pools.h"
 
-#include "prefork_sockopts.h"
-
-/**
- * Tries SO_REUSEPORT the way the buckets use it: two sockets bound to one
- * loopback port.  Linux (3.9 and later) then balances connections across
- * them; other systems either refuse or do not balance, and count as "no".
- * @param why Set to the failing call on failure (static string)
- * @return 1 if it works, 0 if not (errno-style status in *status)
- */
-int pf_os_probe_reuseport(apr_status_t *status, const char **why);
-
-/** Sets SO_REUSEPORT on a socket that is already listening, so that the
- *  duplicates bound afterwards join its group. */
-apr_status_t pf_os_set_reuseport(apr_socket_t *sd);
-
-/**
- * Opens a new listening socket on the same address as @a orig, with
- * SO_REUSEADDR, SO_REUSEPORT, the options connections inherit as
- * @a options has them (NULL: as @a orig has them now), the original's
- * IPV6_V6ONLY and IP_FREEBIND, and the given backlog.
- * @param out The new socket, allocated from @a p
- */
-apr_status_t pf_os_duplicate_listener(apr_socket_t **out, apr_socket_t *orig,
-                                      apr_sockaddr_t *bind_addr, int backlog,
-                                      const pf_sockopts_t *options,
-                                      apr_pool_t *p);
-
-/**
- * Reads a listener's current accept-queue length and its limit.
- * @return APR_SUCCESS, or APR_ENOTIMPL where TCP_INFO is not available
- */
-apr_status_t pf_os_listener_queue(apr_socket_t *sd, int *queued,
-                                  int *limit);
+#include "prefork_sockguard.h"
 
 /**
  * Makes a listening socket drop every new handshake (a classic BPF socket

@@ -52,7 +52,7 @@
  *
  * libc, libseccomp and APR's socket type only; the httpd side (the
  * directive, which processes install the filter, the log) is
- * prefork_filter.h.
+ * prefork_filter.c, declared in the folder's face, prefork_sockguard.h.
  */
 
 #ifndef PREFORK_SECCOMP_H

@@ -16,14 +16,18 @@
 
 /**
  * @file  prefork_sockguard.h
- * @brief Guarding the generation's bucket sockets, which children hold:
- *        when to check them, who else holds them, when to replace them,
- *        and what the log says.
+ * @brief The face of guard/: guarding the generation's bucket sockets,
+ *        which children hold (when to check them, who else holds them,
+ *        when to replace them, and what the log says), the children's
+ *        system-call filter (ChildSyscallFilter), and the system calls
+ *        that open and read the sockets.  Nothing outside guard/ includes
+ *        another of its headers.
  *
- * The bucket set (prefork_bucketset.c) opens the sockets and notes them
- * in this unit's book; prefork.c makes the unit and calls it, which acts with prefork_guard.h (one socket against
- * its record), prefork_holders.h (other processes holding one) and
- * steering's socket maps (a replacement's handover):
+ * The bucket set (prefork_bucketset.c) opens the sockets with the calls
+ * at the end of this header and notes them in the guard's book; prefork.c
+ * makes the guard and calls it, which acts with prefork_guard.h (one
+ * socket against its record), prefork_holders.h (other processes holding
+ * one) and steering's socket maps (a replacement's handover):
  *
  *   each cycle, and when a child of a bucket exits: pf_sockguard_check
  *   at a restart, after the build:          pf_sockguard_renew
@@ -171,5 +175,82 @@ apr_status_t pf_sockguard_refuse_new(pf_sockguard_t *g, server_rec *s);
  * the next start binds it.
  */
 void pf_sockguard_stop(pf_sockguard_t *g);
+
+/* ------------------------------------------------------------------ */
+/* The children's system-call filter (prefork_filter.c)                */
+
+/** What the server found out about the filter, once for its life (the
+ *  MPM keeps it in its retained data). */
+typedef struct {
+    int probed;
+    int state;                  /**< pf_filter_state_e (prefork_seccomp.h):
+                                     whether children can install it */
+} pf_filter_retained_t;
+
+/**
+ * Parent, at a (re)start, with ChildSyscallFilter on (@a wanted): finds
+ * out once whether children can install the filter, and says so once
+ * (PFB00063, or PFB00064 with the reason).
+ */
+void pf_filter_probe(pf_filter_retained_t *r, int wanted, server_rec *s);
+
+/**
+ * With ChildSyscallFilter off: the warning that says what is open and
+ * what still guards the bucket sockets (PFB00174).  @a startup: the first
+ * pass over the configuration, on the console.
+ */
+void pf_filter_log_off(int wanted, int startup, server_rec *s);
+
+/**
+ * Child, after fork, while still root: installs the filter if wanted and
+ * usable, refusing setsockopt() on @a bucket_fds; says so if it could not
+ * (PFB00065).
+ */
+void pf_filter_child(const pf_filter_retained_t *r, int wanted,
+                     const int *bucket_fds, int num_fds, int bucket,
+                     server_rec *s);
+
+/**
+ * A process a module forked from the parent to run as User (mod_cgid's
+ * daemon), while still root: installs the filter if wanted and usable,
+ * with no descriptor rules (it holds no bucket socket); says so if it
+ * could not (PFB00175).
+ */
+void pf_filter_helper(int wanted, server_rec *s);
+
+/* ------------------------------------------------------------------ */
+/* The sockets' system calls (prefork_os.c)                            */
+
+/**
+ * Tries SO_REUSEPORT the way the buckets use it: two sockets bound to one
+ * loopback port.  Linux (3.9 and later) then balances connections across
+ * them; other systems either refuse or do not balance, and count as "no".
+ * @param why Set to the failing call on failure (static string)
+ * @return 1 if it works, 0 if not (errno-style status in *status)
+ */
+int pf_os_probe_reuseport(apr_status_t *status, const char **why);
+
+/** Sets SO_REUSEPORT on a socket that is already listening, so that the
+ *  duplicates bound afterwards join its group. */
+apr_status_t pf_os_set_reuseport(apr_socket_t *sd);
+
+/**
+ * Opens a new listening socket on the same address as @a orig, with
+ * SO_REUSEADDR, SO_REUSEPORT, the options connections inherit as
+ * @a options has them (NULL: as @a orig has them now), the original's
+ * IPV6_V6ONLY and IP_FREEBIND, and the given backlog.
+ * @param out The new socket, allocated from @a p
+ */
+apr_status_t pf_os_duplicate_listener(apr_socket_t **out, apr_socket_t *orig,
+                                      apr_sockaddr_t *bind_addr, int backlog,
+                                      const pf_sockopts_t *options,
+                                      apr_pool_t *p);
+
+/**
+ * Reads a listener's current accept-queue length and its limit.
+ * @return APR_SUCCESS, or APR_ENOTIMPL where TCP_INFO is not available
+ */
+apr_status_t pf_os_listener_queue(apr_socket_t *sd, int *queued,
+                                  int *limit);
 
 #endif /* PREFORK_SOCKGUARD_H */

@@ -33,20 +33,7 @@
 #include "apr.h"
 #include "apr_errno.h"
 
-/** What pf_cpus_probe() found. */
-typedef struct {
-    int online;     /**< online CPUs */
-    int affinity;   /**< CPUs in our affinity mask and our cgroup's
-                         cpuset, whichever is fewer; 0 if unknown */
-    int quota;      /**< cgroup CPU quota in CPUs (v2 cpu.max, v1
-                         cpu.cfs_quota_us), 0 if none or unknown */
-    int usable;     /**< what bucket sizing counts: the online CPUs, cut
-                         down to the affinity mask and to the quota where
-                         those are known */
-} pf_cpu_info_t;
-
-/** Counts the online CPUs, the affinity mask and the cgroup limits. */
-void pf_cpus_probe(pf_cpu_info_t *info);
+#include "prefork_steering.h"
 
 /**
  * Lists the CPUs in this process's affinity mask, ascending.

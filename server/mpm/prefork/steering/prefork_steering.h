@@ -16,9 +16,12 @@
 
 /**
  * @file  prefork_steering.h
- * @brief ListenBucketSteering: which bucket of a Listen the kernel gives a
- *        new connection, through a program attached to the Listen's
- *        SO_REUSEPORT group.
+ * @brief The face of steering/: ListenBucketSteering, which bucket of a
+ *        Listen the kernel gives a new connection, through a program
+ *        attached to the Listen's SO_REUSEPORT group; and the CPUs this
+ *        process may use, which the bucket count is made from too.
+ *        Nothing outside steering/ includes another of its headers (the
+ *        unit tests aside).
  *
  * The bucket set (prefork_bucketset.c) owns the sockets; this unit reads
  * them from the generation (prefork_generation.h: a bucket of a Listen
@@ -144,5 +147,24 @@ void pf_steer_accept_begin(pf_steer_t *st, int bucket,
  *  clears the mark. */
 void pf_steer_accept_end(pf_steer_t *st, int bucket,
                          volatile apr_int32_t *waiting, int got_connection);
+
+/* ------------------------------------------------------------------ */
+/* The CPUs this process may use (prefork_cpus.c), which the bucket     */
+/* count is made from as well                                           */
+
+/** What pf_cpus_probe() found. */
+typedef struct {
+    int online;     /**< online CPUs */
+    int affinity;   /**< CPUs in our affinity mask and our cgroup's
+                         cpuset, whichever is fewer; 0 if unknown */
+    int quota;      /**< cgroup CPU quota in CPUs (v2 cpu.max, v1
+                         cpu.cfs_quota_us), 0 if none or unknown */
+    int usable;     /**< what bucket sizing counts: the online CPUs, cut
+                         down to the affinity mask and to the quota where
+                         those are known */
+} pf_cpu_info_t;
+
+/** Counts the online CPUs, the affinity mask and the cgroup limits. */
+void pf_cpus_probe(pf_cpu_info_t *info);
 
 #endif /* PREFORK_STEERING_H */
