@@ -25,7 +25,8 @@ import sys
 from pfbtest import Server, HOSTILE_SO, http_get
 
 
-OURS = ("mod_mpm_prefork", "prefork.c", "prefork_os.c", "prefork_policy.c",
+OURS = ("mod_mpm_prefork", "prefork.c", "prefork_os.c", "prefork_plan.c",
+        "prefork_maintenance.c", "prefork_respawn.c",
         "prefork_steering.c", "prefork_steering_rules.c",
         "prefork_steering_kernel.c", "prefork_bucketset.c",
         "prefork_children.c", "prefork_guard.c", "prefork_topology.c",

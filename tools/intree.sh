@@ -21,8 +21,9 @@ set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 
-# What goes into the tree: the whole of server/mpm/prefork/ (its config3.m4
-# builds every prefork*.c there), the headers of include/ that the MPM and
+# What goes into the tree: the whole of server/mpm/prefork/ with its
+# capability folders (its config3.m4 builds every prefork*.c there and in
+# the folders), the headers of include/ that the MPM and
 # the status module share, and the status module: the C files of
 # modules/generators/, registered in config5.m4.  A new file in any of
 # them is taken without a change here.
@@ -33,6 +34,8 @@ project_names() {
     done | tr '\n' ' '
 }
 HEADER_FILES=$(project_names "$TOP"/include/*.h)
+# The MPM's files, as paths under server/mpm/prefork/ (its folders too).
+MPM_FILES=$(cd "$TOP/server/mpm/prefork" && find . -type f -printf '%P\n' | LC_ALL=C sort | tr '\n' ' ')
 STATUS_FILES=$(project_names "$TOP"/modules/generators/*.c "$TOP"/modules/generators/*.h)
 # The oldest release whose API the code compiles against, and the oldest
 # one tested.
@@ -134,9 +137,10 @@ project_files_in() {
     for f in $STATUS_FILES; do
         [ ! -e "$tree/modules/generators/$f" ] || echo "modules/generators/$f"
     done
-    for f in "$TOP"/server/mpm/prefork/prefork_*.c; do
-        f=$(basename "$f")
-        [ ! -e "$tree/server/mpm/prefork/$f" ] || echo "server/mpm/prefork/$f"
+    for f in $MPM_FILES; do
+        case "$f" in
+            *prefork_*.c) [ ! -e "$tree/server/mpm/prefork/$f" ] || echo "server/mpm/prefork/$f" ;;
+        esac
     done
     if grep -q 'bucket_status' "$tree/modules/generators/config5.m4"; then
         echo "modules/generators/config5.m4 (registers bucket_status)"
@@ -154,7 +158,7 @@ check_pristine() {
 check_patched() {
     local tree=$1 f
     for f in include/prefork_buckets.h modules/generators/mod_bucket_status.c \
-             server/mpm/prefork/prefork_policy.c; do
+             server/mpm/prefork/prefork_maintenance.c; do
         [ -f "$tree/$f" ] || die "$tree has no $f: it is not patched (run without --patched to copy the files in)"
     done
     grep -q 'bucket_status' "$tree/modules/generators/config5.m4" \
@@ -245,11 +249,10 @@ EOF
 
 copy_project_into() {
     local tree=$1 f
-    printf '+ cp %s/server/mpm/prefork/* %s/server/mpm/prefork/\n' "$TOP" "$tree" >&2
-    for f in "$TOP"/server/mpm/prefork/*; do
-        if [ -f "$f" ]; then
-            cp "$f" "$tree/server/mpm/prefork/"
-        fi
+    printf '+ cp -r %s/server/mpm/prefork/* %s/server/mpm/prefork/\n' "$TOP" "$tree" >&2
+    for f in $MPM_FILES; do
+        mkdir -p "$(dirname "$tree/server/mpm/prefork/$f")"
+        cp "$TOP/server/mpm/prefork/$f" "$tree/server/mpm/prefork/$f"
     done
     for f in $HEADER_FILES; do
         run cp "$TOP/include/$f" "$tree/include/"
@@ -299,8 +302,8 @@ Apply in a pristine httpd-$release tree, then build as README
     make && make install
 
 EOF
-    for f in "$work"/b/server/mpm/prefork/*; do
-        f=server/mpm/prefork/$(basename "$f")
+    for f in $MPM_FILES; do
+        f=server/mpm/prefork/$f
         diff_file "$tree/$f" "$work/b/$f" "$f"
     done
     for f in $HEADER_FILES; do

@@ -5,9 +5,9 @@
 usage: mpm_figures.py [BUILD]     BUILD: where make put the objects
                                   (default build)
 
-- pid writes: lines of server/mpm/prefork/*.c that assign a pid field
+- pid writes: lines of server/mpm/prefork/**/*.c that assign a pid field
   (`->pid =` or `.pid =`);
-- lines per source file of server/mpm/prefork/, and the longest;
+- lines per source file of server/mpm/prefork/ and its folders, and the longest;
 - lines of prefork.c that read `retained->children->slot`;
 - file-scope mutable statics of prefork.c: every object declared `static`
   outside a function whose declarator is not itself const (a pointer to
@@ -135,7 +135,7 @@ def mutable_statics(path):
 
 def pid_writes():
     hits = []
-    for path in sorted(glob.glob(os.path.join(MPM, "*.c"))):
+    for path in sorted(glob.glob(os.path.join(MPM, "**", "*.c"), recursive=True)):
         with open(path) as f:
             for no, line in enumerate(f, 1):
                 if re.search(r"(->|\.)pid\s*=[^=]", line):
@@ -146,7 +146,7 @@ def pid_writes():
 
 def line_counts():
     counts = {}
-    for path in sorted(glob.glob(os.path.join(MPM, "*.[ch]"))):
+    for path in sorted(glob.glob(os.path.join(MPM, "**", "*.[ch]"), recursive=True)):
         with open(path) as f:
             counts[os.path.basename(path)] = sum(1 for _ in f)
     return counts
@@ -154,7 +154,8 @@ def line_counts():
 
 def global_symbols(build):
     objs = sorted(glob.glob(os.path.join(TOP, build, "server", "mpm",
-                                         "prefork", "*.o")))
+                                         "prefork", "**", "*.o"),
+                            recursive=True))
     if not objs:
         return None, {}
     out = subprocess.run(["nm", "-g", "--defined-only"] + objs,
@@ -173,7 +174,7 @@ def global_symbols(build):
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
     hits = pid_writes()
-    print("pid written on %d line(s) of server/mpm/prefork/*.c" % len(hits))
+    print("pid written on %d line(s) of server/mpm/prefork/**/*.c" % len(hits))
     for h in hits:
         print("    " + h)
     counts = line_counts()

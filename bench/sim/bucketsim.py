@@ -31,7 +31,7 @@ What it models:
   child, else a bucket of the same node with one, else any bucket with
   one, else the receiving CPU's bucket;
 - the MPM's per-bucket maintenance once a simulated second, decided by
-  the MPM's own pf_decide_maintenance() (prefork_policy.c, built into
+  the MPM's own pf_maintenance_decide() (prefork_maintenance.c, built into
   build/libpfpolicy.so and called through ctypes; PFB_POLICY_LIB names
   another build), with a fork delay before a new child accepts.  The model
   has no copy of those rules to drift from the C.
@@ -104,9 +104,9 @@ def load_policy(path=POLICY_LIB):
     except OSError as e:
         raise SystemExit("bucketsim: cannot load the MPM's policy library "
                          "%s (%s); run make first" % (path, e))
-    lib.pf_limits_init.argtypes = [ctypes.POINTER(Limits)] + \
+    lib.pf_maintenance_limits_init.argtypes = [ctypes.POINTER(Limits)] + \
         [ctypes.c_int] * 5
-    lib.pf_decide_maintenance.argtypes = [
+    lib.pf_maintenance_decide.argtypes = [
         ctypes.POINTER(Limits), ctypes.POINTER(BucketState), ctypes.c_int,
         ctypes.POINTER(ctypes.c_int), ctypes.POINTER(BucketAction),
         ctypes.POINTER(Rank), ctypes.POINTER(Summary)]
@@ -119,7 +119,7 @@ def load_policy(path=POLICY_LIB):
 
 
 class Policy:
-    """pf_decide_maintenance() for nb buckets, with the server's spawn ramp
+    """pf_maintenance_decide() for nb buckets, with the server's spawn ramp
     kept between cycles as the MPM keeps it."""
 
     def __init__(self, nb, min_spare_servers, max_spare_servers, workers,
@@ -127,9 +127,10 @@ class Policy:
         self.lib = lib or load_policy()
         self.nb = nb
         self.limits = Limits()
-        self.lib.pf_limits_init(ctypes.byref(self.limits), nb,
-                                min_spare_servers, max_spare_servers, workers,
-                                STEERING.get(steering, STEERING["hash"]))
+        self.lib.pf_maintenance_limits_init(
+            ctypes.byref(self.limits), nb, min_spare_servers,
+            max_spare_servers, workers,
+            STEERING.get(steering, STEERING["hash"]))
         self.rate = ctypes.c_int(1)
         self.state = (BucketState * nb)()
         self.action = (BucketAction * nb)()
@@ -143,7 +144,7 @@ class Policy:
             self.state[b].children = children
             self.state[b].idle = idle
             self.state[b].queued = queued
-        self.lib.pf_decide_maintenance(
+        self.lib.pf_maintenance_decide(
             ctypes.byref(self.limits), self.state, occupied,
             ctypes.byref(self.rate),
             self.action, self.scratch, ctypes.byref(self.summary))

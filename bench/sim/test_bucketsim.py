@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """The scale model decides with the MPM's own rules: it calls
-pf_decide_maintenance() and the idle-steering rule (pf_steer_idle_pick(),
+pf_maintenance_decide() and the idle-steering rule (pf_steer_idle_pick(),
 the C the kernel program is compiled from) in build/libpfpolicy.so through
 ctypes.  This checks the model's side of those calls (the ctypes
 structures, the spawn ramp it keeps between cycles) against the tables

@@ -1,5 +1,5 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
-"""mod_php under the children's system-call filter (prefork_guard.c).
+"""mod_php under the children's system-call filter (guard/prefork_seccomp.c).
 
 What PHP scripts, and programs they start, legitimately do with sockets
 and processes must all work as before, setuid and setgid helpers

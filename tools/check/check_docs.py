@@ -123,7 +123,7 @@ def version_key(v):
 def c_macros():
     """Integer #defines of the MPM's headers."""
     macros = {}
-    for header in glob.glob(os.path.join(MPM, "*.h")):
+    for header in glob.glob(os.path.join(MPM, "**", "*.h"), recursive=True):
         for m in re.finditer(r"^#define\s+(\w+)\s+\(?(-?\d+)\)?\s*$",
                              read(header), re.M):
             macros[m.group(1)] = int(m.group(2))
@@ -133,7 +133,7 @@ def c_macros():
 def directive_ranges():
     """{directive: (min, max)} from prefork.c's int_directives[] and the
     command table entries that point at it."""
-    text = read(os.path.join(MPM, "prefork.c"))
+    text = read(os.path.join(MPM, "prefork_directives.c"))
     macros = c_macros()
 
     def value(token):
@@ -200,9 +200,9 @@ def c_functions(text):
 
 def derive_steering():
     """{mode: set of kernel interfaces} from the BPF programs' source."""
-    bpf = read(os.path.join(MPM, "prefork_steering.bpf.c"))
-    rules = read(os.path.join(MPM, "prefork_steering_rules.h"))
-    kernel = read(os.path.join(MPM, "prefork_steering_kernel.c"))
+    bpf = read(os.path.join(MPM, "steering", "prefork_steering.bpf.c"))
+    rules = read(os.path.join(MPM, "steering", "prefork_steering_rules.h"))
+    kernel = read(os.path.join(MPM, "steering", "prefork_steering_kernel.c"))
     functions = c_functions(rules)
     functions.update(c_functions(bpf))
     maps = {}
@@ -245,13 +245,13 @@ def derive_steering():
 
 def derive_rows():
     rows = derive_steering()
-    os_text = read(os.path.join(MPM, "prefork_os.c"))
+    os_text = read(os.path.join(MPM, "guard", "prefork_os.c"))
     if re.search(r"setsockopt\([^;]*SO_REUSEPORT\b", os_text):
         rows["buckets"] = {"SO_REUSEPORT"}
-    kernel = read(os.path.join(MPM, "prefork_steering_kernel.c"))
+    kernel = read(os.path.join(MPM, "steering", "prefork_steering_kernel.c"))
     if re.search(r"\bSO_DETACH_REUSEPORT_BPF\b", kernel):
         rows["steering detach"] = {"SO_DETACH_REUSEPORT_BPF"}
-    bpf = read(os.path.join(MPM, "prefork_steering.bpf.c"))
+    bpf = read(os.path.join(MPM, "steering", "prefork_steering.bpf.c"))
     if re.search(r'SEC\("sk_reuseport/migrate"\)', bpf):
         rows["socket handover"] = {"sk_reuseport",
                                    "BPF_SK_REUSEPORT_SELECT_OR_MIGRATE"}

@@ -275,13 +275,24 @@ def render_with_httpd(docs, check):
 
 
 def registered_directives(path):
-    """Names of the AP_INIT_* entries of the file's command tables."""
+    """Names of the AP_INIT_* entries of the command table the module
+    structure in @path names, wherever among the C files of @path's folder
+    and the folders below it the table is defined (the MPM's is in
+    prefork_directives.c, its module structure in prefork.c)."""
     text = open(path).read()
-    names = []
-    for table in re.finditer(r"command_rec\s+\w+\s*\[\s*\]\s*=\s*\{(.*?)\n\};",
-                             text, re.S):
-        names += re.findall(r'AP_INIT_\w+\(\s*"([^"]+)"', table.group(1))
-    return names
+    named = re.search(r"(\w+),\s*/\*\s*command apr_table_t", text)
+    if named is None or named.group(1) == "NULL":
+        return []
+    table_re = re.compile(r"command_rec\s+%s\s*\[\s*\]\s*=\s*\{(.*?)\n\};"
+                          % re.escape(named.group(1)), re.S)
+    for dirpath, _, files in sorted(os.walk(os.path.dirname(path))):
+        for name in sorted(f for f in files if f.endswith(".c")):
+            with open(os.path.join(dirpath, name)) as f:
+                table = table_re.search(f.read())
+            if table:
+                return re.findall(r'AP_INIT_\w+\(\s*"([^"]+)"',
+                                  table.group(1))
+    return []
 
 
 def find_source(name):

@@ -26,19 +26,30 @@
  * and the children serialise accept() with the accept mutex, as httpd's
  * own prefork does.
  *
- * This file holds the httpd-shaped parts: hooks, directives, the child's
- * loop, the parent's loop and signals.  The buckets themselves (sockets,
- * identities, the shared segment) are prefork_bucketset.c's, and
- * ListenBucketSteering is prefork_steering.c's, which the bucket set
- * drives; every decision is a pure function in prefork_policy.c or
- * prefork_steering_rules.h.
+ * This file holds what httpd's prefork.c holds, in its order: the record
+ * of children's starts and exits, the child's signals and loop, forking,
+ * the maintenance cycle (observe, decide, act, publish) and the parent's
+ * loop, stopping, queries and hooks.  Each capability it calls has a room
+ * of its own: the directives in prefork_directives.c (their pure parse
+ * and corrections in prefork_config.c), the children table in
+ * prefork_children.c, the generation in prefork_generation.c, the buckets
+ * (sockets, identities, the shared segment) in buckets/, the guard of the
+ * sockets children hold in guard/, ListenBucketSteering in steering/, a
+ * child's accept and close in conn/.  The cycle's observation is
+ * assembled here, from the generation's queues, the children and
+ * steering's counts, in that order.
+ * The server's decisions are pure functions in their rooms: the bucket
+ * count and what a restart keeps in buckets/prefork_plan.c, maintenance
+ * in prefork_maintenance.c, a child's end and respawn pacing in
+ * prefork_respawn.c, and each steering mode's in
+ * steering/prefork_steering_rules.h.
  *
  * The parent runs as root and children run untrusted code, so the parent
  * keeps its own record of every child (pid, bucket, generation, whether it
- * was told to stop) and never sizes, indexes or signals from anything a
- * child can write: the scoreboard's parent fields are written for
- * mod_status and never read back, and its worker status is only compared
- * with constants.
+ * was told to stop: prefork_children.c) and never sizes, indexes or
+ * signals from anything a child can write: the scoreboard's parent fields
+ * are written for mod_status and never read back, and its worker status
+ * is only compared with constants.
  */
 
 #include "apr.h"
@@ -88,18 +99,17 @@
 #endif
 
 #include "pfb_log.h"
-#include "prefork_accept.h"
+#include "conn/prefork_conn.h"
 #include "prefork_buckets.h"
-#include "prefork_bucketset.h"
+#include "buckets/prefork_bucketset.h"
 #include "prefork_children.h"
-#include "prefork_close.h"
 #include "prefork_config.h"
-#include "prefork_config_log.h"
-#include "prefork_filter.h"
-#include "prefork_policy.h"
+#include "prefork_directives.h"
+#include "prefork_maintenance.h"
 #include "prefork_ready.h"
-#include "prefork_steering.h"
-#include "prefork_os.h"
+#include "prefork_respawn.h"
+#include "steering/prefork_steering.h"
+#include "guard/prefork_sockguard.h"
 
 /* Children are single-threaded: one worker slot per process. */
 #define HARD_THREAD_LIMIT 1
@@ -121,6 +131,7 @@ typedef struct {
     apr_pool_t *keep_pool;      /* outlives generations */
     pf_children_t *children;    /* what it signals, counts and reaps by */
     pf_bucketset_t *buckets;
+    pf_sockguard_t *guard;      /* the bucket sockets children hold */
     pf_steer_t *steer;          /* ListenBucketSteering */
     pf_generation_t gen;        /* what the last (re)start made */
     apr_time_t started;
@@ -130,61 +141,11 @@ typedef struct {
                                            filter, found out once */
 } prefork_retained_data;
 
-/* One integer directive: where it goes and what it accepts. */
-typedef struct {
-    int *value;
-    long long min;
-    long long max;
-    const char *replaced_by;    /* a deprecated name's successor */
-} int_directive_t;
-
 static prefork_retained_data *retained;
 
-/* The directives of this generation, and what check_config corrected in
- * them, logged once the error log is open (pf_config_log_fixes()). */
-static pf_config_t conf;
-
-/* Where each integer directive's value goes and what it accepts; the
- * command table points each directive at its entry. */
-enum {
-    D_START_SERVERS,
-    D_MIN_SPARE,
-    D_MAX_SPARE,
-    D_MAX_WORKERS,
-    D_MAX_CLIENTS,
-    D_SERVER_LIMIT,
-    D_MAX_CONNECTIONS,
-    D_MAX_REQUESTS,
-    D_SHUTDOWN_TIMEOUT,
-    D_BUCKETS_RATIO,
-    D_BUCKETS_EXPLICIT,
-    D_COUNT
-};
-/* The pool's directives take any whole number httpd's prefork accepts and
- * corrects (pf_correct_pool_config()); what atoi() would have made of junk
- * ("8x", "-1") is refused. */
-static int_directive_t int_directives[D_COUNT] = {
-    [D_START_SERVERS] = { &conf.pool.start_servers, 0, 2147483647LL,
-                          NULL },
-    [D_MIN_SPARE] = { &conf.pool.min_spare_servers, 0, 2147483647LL,
-                      NULL },
-    [D_MAX_SPARE] = { &conf.pool.max_spare_servers, 0, 2147483647LL,
-                      NULL },
-    [D_MAX_WORKERS] = { &conf.pool.max_workers, 0, 2147483647LL, NULL },
-    [D_MAX_CLIENTS] = { &conf.pool.max_workers, 0, 2147483647LL,
-                        "MaxRequestWorkers" },
-    [D_SERVER_LIMIT] = { &conf.pool.server_limit, 0, 2147483647LL,
-                         NULL },
-    [D_MAX_CONNECTIONS] = { &ap_max_requests_per_child, 0,
-                           2147483647LL, NULL },
-    [D_MAX_REQUESTS] = { &ap_max_requests_per_child, 0,
-                        2147483647LL, "MaxConnectionsPerChild" },
-    [D_SHUTDOWN_TIMEOUT] = { &ap_graceful_shutdown_timeout, 0,
-                            2147483LL, NULL },
-    [D_BUCKETS_RATIO] = { &conf.pool.ratio, 0, 2147483647LL, NULL },
-    [D_BUCKETS_EXPLICIT] = { &conf.pool.explicit_buckets, 0,
-                            PF_MAX_SERVER_LIMIT, NULL },
-};
+/* The directives in force (prefork_directives.c holds them): set at
+ * pre_config, read-only here. */
+static const pf_config_t *conf;
 
 /* How a fork is paced. */
 typedef enum {
@@ -336,7 +297,7 @@ static int prefork_query(int query_code, int *result, apr_status_t *rv)
     switch (query_code) {
     case AP_MPMQ_MAX_DAEMON_USED:
         *result = retained->children ? retained->children->used
-                                     : conf.pool.max_workers;
+                                     : conf->pool.max_workers;
         break;
     case AP_MPMQ_IS_THREADED:
         *result = AP_MPMQ_NOT_SUPPORTED;
@@ -345,7 +306,7 @@ static int prefork_query(int query_code, int *result, apr_status_t *rv)
         *result = AP_MPMQ_DYNAMIC;
         break;
     case AP_MPMQ_HARD_LIMIT_DAEMONS:
-        *result = conf.pool.server_limit;
+        *result = conf->pool.server_limit;
         break;
     case AP_MPMQ_HARD_LIMIT_THREADS:
         *result = HARD_THREAD_LIMIT;
@@ -354,20 +315,20 @@ static int prefork_query(int query_code, int *result, apr_status_t *rv)
         *result = 1;
         break;
     case AP_MPMQ_MIN_SPARE_DAEMONS:
-        *result = conf.pool.min_spare_servers;
+        *result = conf->pool.min_spare_servers;
         break;
     case AP_MPMQ_MIN_SPARE_THREADS:
     case AP_MPMQ_MAX_SPARE_THREADS:
         *result = 0;
         break;
     case AP_MPMQ_MAX_SPARE_DAEMONS:
-        *result = conf.pool.max_spare_servers;
+        *result = conf->pool.max_spare_servers;
         break;
     case AP_MPMQ_MAX_REQUESTS_DAEMON:
         *result = ap_max_requests_per_child;
         break;
     case AP_MPMQ_MAX_DAEMONS:
-        *result = conf.pool.max_workers;
+        *result = conf->pool.max_workers;
         break;
     case AP_MPMQ_MPM_STATE:
         *result = retained->mpm->mpm_state;
@@ -551,11 +512,11 @@ static void child_init_process(pf_bucket_t *bucket)
     bucket_fds = apr_palloc(pchild, sizeof(int)
                                         * (apr_size_t)bucket->num_listeners);
     num_fds = pf_bucketset_child_init(retained->buckets, me.bucket,
-                                      conf.cpu_affinity, bucket_fds,
+                                      conf->cpu_affinity, bucket_fds,
                                       bucket->num_listeners, ap_server_conf);
     /* While still root: no_new_privs need not be set, so setuid helpers
      * the child runs keep working. */
-    pf_filter_child(&retained->filter, conf.syscall_filter, bucket_fds,
+    pf_filter_child(&retained->filter, conf->syscall_filter, bucket_fds,
                     num_fds, me.bucket, ap_server_conf);
     if (ap_run_drop_privileges(pchild, ap_server_conf)) {
         clean_child_exit(APEXIT_CHILDFATAL);
@@ -747,7 +708,7 @@ static int spawn_into_bucket(server_rec *s, int bucket_index,
         && !pf_respawn_may_fork(r, at_once, now)) {
         return 1;
     }
-    slot = pf_children_free_slot(retained->children, conf.pool.max_workers);
+    slot = pf_children_free_slot(retained->children, conf->pool.max_workers);
     if (slot < 0 || make_child(s, slot, bucket_index) != 0) {
         return -1;
     }
@@ -775,7 +736,8 @@ static void startup_children(server_rec *s)
     }
     for (b = 0; b < num_buckets; b++) {
         count_bucket_children(b, &current, &old);
-        want = pf_bucket_start(conf.pool.start_servers, num_buckets, b)
+        want = pf_maintenance_bucket_start(conf->pool.start_servers,
+                                           num_buckets, b)
                - current - old;
         for (i = 0; i < want; i++) {
             if (spawn_into_bucket(s, b, SPAWN_START) != 0) {
@@ -813,9 +775,14 @@ static pf_observation_t *observe(void)
 {
     pf_observation_t *obs = &retained->gen.obs;
 
-    pf_generation_observe(&retained->gen, retained->children,
-                          retained->steer, retained->mpm->my_generation,
-                          ap_scoreboard_image->servers);
+    pf_generation_observe_queues(&retained->gen);
+    pf_children_observe(retained->children, &retained->gen,
+                        retained->mpm->my_generation,
+                        ap_scoreboard_image->servers, obs);
+    /* Right after the children's states: both figures of one instant.
+     * Read apart, a connection steered in between makes them differ for
+     * a whole cycle. */
+    pf_steer_observe(retained->steer, &retained->gen, obs);
     return obs;
 }
 
@@ -858,15 +825,17 @@ static void perform_idle_server_maintenance(server_rec *s)
     pf_limits_t lim;
 
     pf_generation_end_pacing(gen, s);
-    pf_limits_init(&lim, gen->num_buckets, conf.pool.min_spare_servers,
-                   conf.pool.max_spare_servers, conf.pool.max_workers,
-                   pf_steer_active(retained->steer));
+    pf_maintenance_limits_init(&lim, gen->num_buckets,
+                               conf->pool.min_spare_servers,
+                               conf->pool.max_spare_servers,
+                               conf->pool.max_workers,
+                               pf_steer_active(retained->steer));
     pf_generation_decide(gen, &lim, &retained->spawn_rate, &summary, s);
 
     /* The bucket sockets children hold, put right before anything is
      * forked onto them. */
-    pf_bucketset_guard(retained->buckets, -1, obs, s);
-    pf_generation_retire(gen, retained->children);
+    pf_sockguard_check(retained->guard, -1, obs, s);
+    pf_children_retire(retained->children, gen);
     spawn_wanted_children(s, obs);
     pf_generation_log_limits(gen, &lim, &summary,
                              &retained->maxclients_reported, s);
@@ -902,8 +871,8 @@ static void respawn_stranded_buckets(server_rec *s)
     occupied = pf_children_count_live(retained->children, gen,
                                       retained->mpm->my_generation, live);
     for (b = 0; b < gen->num_buckets; b++) {
-        if (pf_bucket_needs_respawn_now(live[b], stopping, occupied,
-                                        conf.pool.max_workers)) {
+        if (pf_maintenance_respawn_now(live[b], stopping, occupied,
+                                       conf->pool.max_workers)) {
             /* Held back by its pacing, a bucket waits for maintenance;
              * its socket stays open in the parent meanwhile, so
              * connections queue rather than fail. */
@@ -916,7 +885,7 @@ static void respawn_stranded_buckets(server_rec *s)
     }
 }
 
-/* The act on a process's exit (pf_classify_child_end() says what it
+/* The act on a process's exit (pf_respawn_classify_end() says what it
  * means): the server stops, a child is replaced, or a process that is not
  * ours is handed to whoever started it. */
 static void handle_child_exit(server_rec *s, pf_child_exit_t *how)
@@ -928,8 +897,8 @@ static void handle_child_exit(server_rec *s, pf_child_exit_t *how)
     int b = how->slot >= 0 ? bucket_of(child) : -1;
     ap_generation_t gen;
 
-    switch (pf_classify_child_end(how->slot >= 0, child->ready,
-                                  child->stopping, fatal, killed)) {
+    switch (pf_respawn_classify_end(how->slot >= 0, child->ready,
+                                    child->stopping, fatal, killed)) {
     case PF_END_FATAL_STARTED:
         /* httpd stops the server when a child exits with this code,
          * because a child that cannot start would fail the same way
@@ -990,7 +959,7 @@ static void handle_child_exit(server_rec *s, pf_child_exit_t *how)
      * to the socket they share (shutdown() makes every accept() fail):
      * its bucket's socket is put right before anything is forked. */
     if (b >= 0) {
-        pf_bucketset_guard(retained->buckets, b, NULL, s);
+        pf_sockguard_check(retained->guard, b, NULL, s);
     }
     /* After a graceful restart the old generation's children hold the
      * slots the new one needs; each one that leaves is replaced at once in
@@ -1092,7 +1061,7 @@ static void drain_accept_queues(server_rec *s, apr_time_t cutoff)
     if (!until) {
         until = apr_time_now() + s->timeout;
     }
-    rv = pf_bucketset_refuse_new(retained->buckets, s);
+    rv = pf_sockguard_refuse_new(retained->guard, s);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_INFO, rv, s,
                      PFBLOGNO(00040) "graceful stop: can't stop new "
@@ -1154,20 +1123,17 @@ static int shutdown_server(server_rec *s)
 static int build_generation(apr_pool_t *p, server_rec *s, int startup)
 {
     pf_bucketset_config_t cfg;
+    pf_guard_children_t guard_children;
 
     memset(&cfg, 0, sizeof(cfg));
     cfg.how = startup ? PF_START_FIRST
                       : (retained->mpm->was_graceful ? PF_RESTART_GRACEFUL
                                                      : PF_RESTART_FULL);
-    cfg.ratio = conf.pool.ratio;
-    cfg.explicit_buckets = conf.pool.explicit_buckets;
-    cfg.max_workers = conf.pool.max_workers;
-    cfg.min_spare_servers = conf.pool.min_spare_servers;
-    cfg.start_servers = conf.pool.start_servers;
-    cfg.steer_wanted = conf.steering;
-    cfg.cpu_affinity = conf.cpu_affinity;
+    cfg.conf = conf;
     cfg.generation = retained->mpm->my_generation;
     cfg.children = retained->children;
+    pf_children_guard_calls(retained->children, &guard_children);
+    cfg.guard_children = &guard_children;
     if (pf_bucketset_build(retained->buckets, &cfg, p, s)
         != APR_SUCCESS) {
         return !OK;
@@ -1202,7 +1168,7 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
     ap_unixd_mpm_set_signals(pconf, one_process);
     if (!one_process) {
         wake_on_child_exit(s);
-        pf_filter_probe(&retained->filter, conf.syscall_filter, s);
+        pf_filter_probe(&retained->filter, conf->syscall_filter, s);
     }
 
     if (one_process) {
@@ -1211,8 +1177,8 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
         /* not reached: the child loop exits the process */
     }
 
-    pf_steer_attach(retained->steer, &retained->gen, conf.steering,
-                    conf.cpu_affinity, pconf, s);
+    pf_steer_attach(retained->steer, &retained->gen, conf->steering,
+                    conf->cpu_affinity, pconf, s);
     /* The steering in force, before any child can answer a status
      * request; the children's figures follow after they are forked. */
     pf_bucketset_publish(retained->buckets, NULL,
@@ -1222,7 +1188,7 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
     /* The new generation is accepting; now let the old one go, so that
      * no bucket is ever left without a child, then the sockets it held. */
     pf_children_stop(retained->children, retained->mpm->my_generation, 0);
-    pf_bucketset_retire(retained->buckets, s);
+    pf_sockguard_retire(retained->guard, s);
     obs = observe();
     pf_steer_cycle(retained->steer, &retained->gen, obs, s);
     publish(obs);
@@ -1277,6 +1243,7 @@ static int prefork_open_logs(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
                              server_rec *s)
 {
     int startup = retained->mpm->module_loads == 1;
+    pf_guard_steering_t steering;
 
     pconf = p;
     parent_pid = getpid();
@@ -1289,11 +1256,17 @@ static int prefork_open_logs(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
     }
     if (retained->buckets == NULL) {
         retained->steer = pf_steer_create(retained->keep_pool);
+        pf_steer_guard_calls(retained->steer, &steering);
+        retained->guard = pf_sockguard_create(
+            retained->keep_pool,
+            PF_BUCKETSET_RECORDS(retained->first_server_limit),
+            &retained->gen, &steering);
         retained->buckets = pf_bucketset_create(retained->keep_pool,
                                                 retained->first_server_limit,
                                                 retained->started,
                                                 &retained->gen,
-                                                retained->steer);
+                                                retained->steer,
+                                                retained->guard);
     }
     if (build_generation(p, s, startup) != OK) {
         return !OK;
@@ -1353,16 +1326,7 @@ static int prefork_pre_config(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
     }
 
     ap_listen_pre_config();
-    conf.pool.start_servers = DEFAULT_START_DAEMON;
-    conf.pool.min_spare_servers = DEFAULT_MIN_FREE_DAEMON;
-    conf.pool.max_spare_servers = DEFAULT_MAX_FREE_DAEMON;
-    conf.pool.server_limit = DEFAULT_SERVER_LIMIT;
-    conf.pool.max_workers = DEFAULT_SERVER_LIMIT;
-    conf.pool.ratio = 0;
-    conf.pool.explicit_buckets = PF_BUCKETS_UNSET;
-    conf.steering = PFB_STEER_HASH;
-    conf.cpu_affinity = 0;
-    conf.syscall_filter = 1;
+    conf = pf_directives_reset();
     ap_max_mem_free = APR_ALLOCATOR_MAX_FREE_UNLIMITED;
 
     rv = ap_mutex_register(p, AP_ACCEPT_MUTEX_TYPE, NULL, APR_LOCK_DEFAULT, 0);
@@ -1379,20 +1343,18 @@ static int prefork_check_config(apr_pool_t *AP_MAYBE_UNUSED(p),
 {
     int startup = retained->mpm->module_loads == 1;
 
-    conf.num_fixes = pf_correct_pool_config(&conf.pool,
-                                            retained->first_server_limit,
-                                            conf.fixes);
+    pf_directives_correct(retained->first_server_limit);
     if (!retained->first_server_limit) {
-        retained->first_server_limit = conf.pool.server_limit;
+        retained->first_server_limit = conf->pool.server_limit;
         retained->children = pf_children_create(retained->keep_pool,
-                                                conf.pool.server_limit);
+                                                conf->pool.server_limit);
     }
     /* At start-up's first pass the console is stderr; at the second the
      * daemon's stderr is /dev/null until core opens the error log, so
      * these wait for log_after_core_opened_logs(). */
     if (startup) {
-        pf_config_log_fixes(&conf, 1, NULL);
-        pf_filter_log_off(conf.syscall_filter, 1, NULL);
+        pf_directives_log_fixes(1, NULL);
+        pf_filter_log_off(conf->syscall_filter, 1, NULL);
     }
     return OK;
 }
@@ -1412,8 +1374,8 @@ static int log_after_core_opened_logs(apr_pool_t *AP_MAYBE_UNUSED(p),
     if (retained->mpm->module_loads == 1) {
         return OK;
     }
-    pf_config_log_fixes(&conf, 0, s);
-    pf_filter_log_off(conf.syscall_filter, 0, s);
+    pf_directives_log_fixes(0, s);
+    pf_filter_log_off(conf->syscall_filter, 0, s);
     if (retained->buckets != NULL) {
         pf_bucketset_log_plan(retained->buckets, 0, s);
     }
@@ -1436,7 +1398,7 @@ static int prefork_drop_privileges(apr_pool_t *AP_MAYBE_UNUSED(p),
     }
     pf_bucketset_child_init(retained->buckets, -1, 0, NULL, 0, s);
     pf_children_close_channels(retained->children, 1);
-    pf_filter_helper(conf.syscall_filter, s);
+    pf_filter_helper(conf->syscall_filter, s);
     return DECLINED;
 }
 
@@ -1469,152 +1431,6 @@ static void prefork_hooks(apr_pool_t *AP_MAYBE_UNUSED(p))
     APR_REGISTER_OPTIONAL_FN(prefork_buckets_segment);
 }
 
-/* ------------------------------------------------------------------ */
-/* Directives                                                         */
-
-/* Every integer directive: a strict parse and its range, from the entry
- * its command_rec points at.  The message names the directive, echoes the
- * value and gives the range. */
-static const char *set_int_directive(cmd_parms *cmd,
-                                     void *AP_MAYBE_UNUSED(dir_config),
-                                     const char *arg)
-{
-    const int_directive_t *d = cmd->info;
-    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-    char msg[512];
-
-    if (err != NULL) {
-        return err;
-    }
-    if (d->replaced_by) {
-        ap_log_error(APLOG_MARK, APLOG_INFO, 0, NULL,
-                     PFBLOGNO(00033) "%s is deprecated, use %s instead.",
-                     cmd->cmd->name, d->replaced_by);
-    }
-    err = pf_config_int(cmd->cmd->name, arg, d->min, d->max, d->value, msg,
-                        sizeof(msg));
-    return err != NULL ? apr_pstrdup(cmd->pool, err) : NULL;
-}
-
-static const char *set_bucket_steering(cmd_parms *cmd,
-                                       void *AP_MAYBE_UNUSED(dir_config),
-                                       const char *arg)
-{
-    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-    char msg[1024];
-
-    if (err != NULL) {
-        return err;
-    }
-    err = pf_config_steering(cmd->cmd->name, arg, &conf.steering, msg,
-                             sizeof(msg));
-    return err != NULL ? apr_pstrdup(cmd->pool, err) : NULL;
-}
-
-/* BucketCPUAffinity and ChildSyscallFilter: On or Off, into the int
- * their command_rec points at. */
-static const char *set_switch(cmd_parms *cmd, void *AP_MAYBE_UNUSED(dir_config),
-                              const char *arg)
-{
-    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-    int *value = cmd->info;
-
-    if (err != NULL) {
-        return err;
-    }
-    if (!strcasecmp(arg, "on")) {
-        *value = 1;
-    }
-    else if (!strcasecmp(arg, "off")) {
-        *value = 0;
-    }
-    else {
-        return apr_psprintf(cmd->pool, "%s: '%s' is not a switch; expected "
-                            "On or Off", cmd->cmd->name, arg);
-    }
-    return NULL;
-}
-
-/* clang-format off */
-/* Built from core's individual Listen handlers instead of LISTEN_COMMANDS,
- * because that macro carries core's own ListenCoresBucketsRatio and the
- * first match in a table wins. */
-static const command_rec prefork_cmds[] = {
-AP_INIT_TAKE_ARGV("Listen", ap_set_listener, NULL, RSRC_CONF,
-    "A port number or a numeric IP address and a port number, and an "
-    "optional protocol"),
-AP_INIT_TAKE1("ListenBacklog", ap_set_listenbacklog, NULL, RSRC_CONF,
-    "Maximum length of the queue of pending connections, as used by "
-    "listen(2)"),
-AP_INIT_TAKE1("SendBufferSize", ap_set_send_buffer_size, NULL, RSRC_CONF,
-    "Send buffer size in bytes"),
-AP_INIT_TAKE1("ReceiveBufferSize", ap_set_receive_buffer_size, NULL,
-    RSRC_CONF, "Receive buffer size in bytes"),
-#ifdef HAVE_AP_SET_LISTENTCPDEFERACCEPT
-/* Core's handler exists only in releases that have the directive (found by
- * configure); without it the directive is unknown there, as with any MPM. */
-AP_INIT_TAKE1("ListenTCPDeferAccept", ap_set_listentcpdeferaccept, NULL,
-    RSRC_CONF, "Value set for the socket option TCP_DEFER_ACCEPT if it is "
-    "set"),
-#endif
-AP_INIT_TAKE1("ListenCoresBucketsRatio", set_int_directive,
-    &int_directives[D_BUCKETS_RATIO], RSRC_CONF,
-    "an integer from 0 to 2147483647: usable CPUs per listener bucket, 0 = "
-    "buckets off"),
-AP_INIT_TAKE1("ListenBuckets", set_int_directive,
-    &int_directives[D_BUCKETS_EXPLICIT],
-    RSRC_CONF, "an integer from 0 to 200000: listener buckets per Listen; "
-    "0 = every Listen in one bucket, unless ListenCoresBucketsRatio is set"),
-AP_INIT_TAKE1("ListenBucketSteering", set_bucket_steering, NULL, RSRC_CONF,
-    "hash, cpu, idle or local: how a new connection picks its bucket "
-    "among a Listen's sockets (default hash)"),
-AP_INIT_TAKE1("BucketCPUAffinity", set_switch, &conf.cpu_affinity,
-    RSRC_CONF, "On or Off: pin each bucket's children to the CPUs that feed "
-    "it under cpu or local steering (default Off)"),
-AP_INIT_TAKE1("ChildSyscallFilter", set_switch, &conf.syscall_filter,
-    RSRC_CONF, "On or Off: children install the system-call filter that "
-    "guards the bucket sockets (default On)"),
-AP_INIT_TAKE1("StartServers", set_int_directive,
-    &int_directives[D_START_SERVERS],
-    RSRC_CONF, "an integer from 0 to 2147483647: number of child processes "
-    "created at start-up (0 is corrected to 1)"),
-AP_INIT_TAKE1("MinSpareServers", set_int_directive,
-    &int_directives[D_MIN_SPARE],
-    RSRC_CONF, "an integer from 0 to 2147483647: minimum number of idle "
-    "children, split over the buckets under hash or cpu steering (0 is "
-    "corrected to 1)"),
-AP_INIT_TAKE1("MaxSpareServers", set_int_directive,
-    &int_directives[D_MAX_SPARE],
-    RSRC_CONF, "an integer from 0 to 2147483647: maximum number of idle "
-    "children, split over the buckets under hash or cpu steering (at least "
-    "MinSpareServers + 1)"),
-AP_INIT_TAKE1("MaxClients", set_int_directive,
-    &int_directives[D_MAX_CLIENTS],
-    RSRC_CONF, "an integer from 0 to 2147483647 (deprecated name of "
-    "MaxRequestWorkers)"),
-AP_INIT_TAKE1("MaxRequestWorkers", set_int_directive,
-    &int_directives[D_MAX_WORKERS],
-    RSRC_CONF, "an integer from 0 to 2147483647: maximum number of children "
-    "alive at the same time (1 to ServerLimit)"),
-AP_INIT_TAKE1("ServerLimit", set_int_directive,
-    &int_directives[D_SERVER_LIMIT],
-    RSRC_CONF, "an integer from 0 to 2147483647: maximum value of "
-    "MaxRequestWorkers for this run of Apache (1 to 200000)"),
-AP_INIT_TAKE1("MaxConnectionsPerChild", set_int_directive,
-    &int_directives[D_MAX_CONNECTIONS], RSRC_CONF, "an integer from 0 to "
-    "2147483647: connections a child serves before it exits, 0 = no limit"),
-AP_INIT_TAKE1("MaxRequestsPerChild", set_int_directive,
-    &int_directives[D_MAX_REQUESTS], RSRC_CONF,
-    "an integer from 0 to 2147483647 "
-    "(deprecated name of MaxConnectionsPerChild)"),
-AP_INIT_TAKE1("GracefulShutdownTimeout", set_int_directive,
-    &int_directives[D_SHUTDOWN_TIMEOUT], RSRC_CONF,
-    "an integer from 0 to 2147483: "
-    "seconds to wait for children to finish their connections at a "
-    "graceful stop, 0 = no limit"),
-{ NULL }
-};
-
 AP_DECLARE_MODULE(mpm_prefork) = {
     MPM20_MODULE_STUFF,
     NULL,                       /* hook to run before apache parses args */
@@ -1622,7 +1438,7 @@ AP_DECLARE_MODULE(mpm_prefork) = {
     NULL,                       /* merge per-directory config structures */
     NULL,                       /* create per-server config structure */
     NULL,                       /* merge per-server config structures */
-    prefork_cmds,               /* command apr_table_t */
+    pf_directives_cmds,         /* command apr_table_t */
     prefork_hooks,              /* register hooks */
     AP_MODULE_FLAG_NONE         /* flags */
 };

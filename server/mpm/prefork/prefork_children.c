@@ -14,7 +14,21 @@
  * limitations under the License.
  */
 
-/* The parent's own record of its children; see prefork_children.h. */
+/*
+ * The parent's table of its children, the one record every fork, stop,
+ * reap and signal goes through: free slots, signals and the cycle's counts
+ * (pf_children_observe()) come from this table, never from the
+ * scoreboard's parent fields or the segment's slot records, which
+ * publish_slot() writes from it and nothing reads back.  What a child
+ * writes of itself (its worker status, accept counter, whether it waits
+ * or lingers) is read once per cycle and only compared or added up.  The
+ * table also keeps the SIGCHLD wake-up pipe, whose handler a pconf
+ * cleanup removes before the module can be unloaded, and the parent's end
+ * of the ready channel (prefork_ready.c).  Whom to fork or stop is for
+ * prefork.c, the cycle's decision (carried out by pf_children_retire())
+ * and the guard, which reaches this table through the calls
+ * pf_children_guard_calls() hands it, to say.
+ */
 
 #include "apr.h"
 #include "apr_atomic.h"
@@ -38,7 +52,6 @@
 
 #include "prefork_children.h"
 #include "prefork_ready.h"
-#include "prefork_unit.h"
 
 /* The write end of the wake-up pipe, for the SIGCHLD handler; -1 whenever
  * the handler is not installed. */
@@ -140,7 +153,7 @@ int pf_children_free_slot(const pf_children_t *c, int limit)
 }
 
 /* The slot of our child @a pid, or -1. */
-PF_UNIT_STATIC int pf_children_find(const pf_children_t *c, pid_t pid)
+static int pf_children_find(const pf_children_t *c, pid_t pid)
 {
     int slot;
 
@@ -181,7 +194,7 @@ void pf_children_started(pf_children_t *c, int slot, pid_t pid,
 
 /* Notes that child @a pid reported ready: its slot, or -1 when it is none
  * of ours. */
-PF_UNIT_STATIC int pf_children_mark_ready(pf_children_t *c, pid_t pid)
+static int pf_children_mark_ready(pf_children_t *c, pid_t pid)
 {
     int slot = pid > 0 ? pf_children_find(c, pid) : -1;
 
@@ -206,8 +219,7 @@ int pf_children_tell_to_stop(pf_children_t *c, int slot)
 
 /* Frees a slot whose child has gone; @a was, if not NULL, gets what the
  * slot held. */
-PF_UNIT_STATIC void pf_children_forget(pf_children_t *c, int slot,
-                                       pf_child_t *was)
+static void pf_children_forget(pf_children_t *c, int slot, pf_child_t *was)
 {
     if (was != NULL) {
         *was = c->slot[slot];
@@ -226,27 +238,46 @@ int pf_children_live(const pf_children_t *c)
     return n;
 }
 
-int pf_children_holds(const pf_children_t *c, pid_t pid)
+void pf_children_retire(pf_children_t *c, pf_generation_t *gen)
 {
-    return pid > 0 && pf_children_find(c, pid) >= 0;
+    pf_observation_t *obs = &gen->obs;
+    int b, slot, count;
+
+    for (b = 0; b < gen->num_buckets; b++) {
+        for (count = obs->action[b].kill; count > 0; count--) {
+            slot = pf_children_coldest_idle(c, obs, b);
+            /* Told to stop, it is no longer a candidate. */
+            if (slot < 0 || !pf_children_tell_to_stop(c, slot)) {
+                break;
+            }
+            obs->state[b].children--;
+            obs->idle[b]--;
+            obs->stopping[b]++;
+        }
+    }
 }
 
-int pf_children_stop_bucket(pf_children_t *c, const pf_generation_t *gen,
-                            int bucket)
+static int holds(const void *table, pid_t pid)
 {
-    int slot, n = 0;
+    return pid > 0 && pf_children_find(table, pid) >= 0;
+}
+
+static void stop_bucket(void *table, const pf_generation_t *gen, int bucket)
+{
+    pf_children_t *c = table;
+    int slot;
 
     for (slot = 0; slot < c->used; slot++) {
         if (c->slot[slot].pid > 0
             && pf_generation_bucket_of(gen, c->slot[slot].record) == bucket) {
-            n += pf_children_tell_to_stop(c, slot);
+            pf_children_tell_to_stop(c, slot);
         }
     }
-    return n;
 }
 
-void pf_children_continue(const pf_children_t *c)
+static void continue_all(const void *table)
 {
+    const pf_children_t *c = table;
     int slot;
 
     for (slot = 0; slot < c->used; slot++) {
@@ -254,6 +285,14 @@ void pf_children_continue(const pf_children_t *c)
             kill(c->slot[slot].pid, SIGCONT);
         }
     }
+}
+
+void pf_children_guard_calls(pf_children_t *c, pf_guard_children_t *out)
+{
+    out->table = c;
+    out->holds = holds;
+    out->continue_all = continue_all;
+    out->stop_bucket = stop_bucket;
 }
 
 void pf_children_count_record(const pf_children_t *c, int record,

@@ -51,6 +51,7 @@
 
 #include "prefork_buckets.h"
 #include "prefork_generation.h"
+#include "guard/prefork_sockguard.h"
 
 /** Everything the parent knows of the child in one slot. */
 typedef struct {
@@ -155,19 +156,27 @@ int pf_children_tell_to_stop(pf_children_t *c, int slot);
 /** Children alive. */
 int pf_children_live(const pf_children_t *c);
 
-/** Whether @a pid is a live child of ours (of any generation). */
-int pf_children_holds(const pf_children_t *c, pid_t pid);
+/**
+ * A cycle's act: tells the idle children the decision picks
+ * (gen->obs.action) to finish and exit, in each bucket those that have
+ * gone longest without a connection first (pf_children_coldest_idle():
+ * the pool that serves is the one that stays warm), and of equals the
+ * highest slots (the pool shrinks back towards low slot numbers); never a
+ * child that still lingers on closed connections.  gen->obs follows, for
+ * the publish.
+ */
+void pf_children_retire(pf_children_t *c, pf_generation_t *gen);
 
-/** Tells every child of bucket @a bucket of @a gen not told already to
- *  stop (AP_SIG_GRACEFUL): its socket is being replaced, and the old one
- *  must not keep a child.  @return how many */
-int pf_children_stop_bucket(pf_children_t *c, const pf_generation_t *gen,
-                            int bucket);
-
-/** Sends SIGCONT to every live child: a sibling may have had them
- *  stopped (SIGSTOP through a shared socket's owner and signal), which
- *  nothing else would undo.  Harmless to a child that runs. */
-void pf_children_continue(const pf_children_t *c);
+/**
+ * What the socket guard asks of this table, as calls (the guard names
+ * nothing of this room): whether a pid is a live child of ours (of any
+ * generation), which holds the sockets by right; SIGCONT to every live
+ * child, since a sibling may have had them stopped (SIGSTOP through a
+ * shared socket's owner and signal), which nothing else would undo; and
+ * telling the children of a bucket whose socket is being replaced to stop
+ * (AP_SIG_GRACEFUL), since the old socket must not keep a child.
+ */
+void pf_children_guard_calls(pf_children_t *c, pf_guard_children_t *out);
 
 /** Children forked for the bucket identity @a record: of generation
  *  @a gen and not told to stop (*current), and of older generations
@@ -181,7 +190,7 @@ int pf_children_count_live(const pf_children_t *c, const pf_generation_t *gen,
                            ap_generation_t number, int *live);
 
 /**
- * A maintenance cycle's look at the children (pf_generation_observe()),
+ * A maintenance cycle's look at the children (prefork.c's observe()),
  * into @a obs, per bucket of @a gen: the current generation's children
  * (@a number) by state, as each wrote it in the scoreboard @a servers
  * (only ever compared with constants), and which of them are idle (the

@@ -14,7 +14,18 @@
  * limitations under the License.
  */
 
-/* The MPM's directives; see prefork_config.h. */
+/*
+ * The MPM's directives as pure functions: the strict parse of every
+ * integer directive (decimal only, in range, refused with a message that
+ * names the directive, echoes the value and gives the range), the parse
+ * of ListenBucketSteering against what this build has, and the
+ * corrections httpd's prefork makes to ServerLimit, MaxRequestWorkers,
+ * StartServers and the spare-server limits (and to a ratio beside
+ * ListenBuckets), returned as a list.  Nothing here calls the system,
+ * reads httpd's globals or logs, so the unit tests feed it every value:
+ * prefork_directives.c registers the directives, calls it, and says the
+ * corrections once the log is open.
+ */
 
 #include "ap_config.h"
 
@@ -27,7 +38,6 @@
 
 #include "prefork_buckets.h"
 #include "prefork_config.h"
-#include "prefork_unit.h"
 
 /* ------------------------------------------------------------------ */
 /* Integers                                                            */
@@ -36,9 +46,8 @@
  * blanks) in [min, max]: PF_PARSE_OK and *out set, or why it was refused
  * (*out untouched).  strtoll alone takes "0x10", " 12abc" and "" too
  * readily. */
-PF_UNIT_STATIC pf_parse_e pf_parse_bounded_int(const char *arg,
-                                               long long min, long long max,
-                                               int *out)
+static pf_parse_e pf_parse_bounded_int(const char *arg, long long min,
+                                       long long max, int *out)
 {
     const char *p;
     char *end;
@@ -75,10 +84,10 @@ PF_UNIT_STATIC pf_parse_e pf_parse_bounded_int(const char *arg,
 }
 
 /* The admin-facing message for a refused value, into buf. */
-PF_UNIT_STATIC char *pf_format_parse_error(char *buf, size_t len,
-                                           const char *directive,
-                                           const char *arg, long long min,
-                                           long long max, pf_parse_e why)
+static char *pf_format_parse_error(char *buf, size_t len,
+                                   const char *directive, const char *arg,
+                                   long long min, long long max,
+                                   pf_parse_e why)
 {
     const char *what;
 
@@ -192,7 +201,7 @@ int pf_correct_pool_config(pf_pool_config_t *cfg, int first_server_limit,
 
 /* "hash", "cpu", "idle" or "local" (any case) into a pfb_steer_e: 0, or
  * -1. */
-PF_UNIT_STATIC int pf_steer_parse_mode(const char *arg, int *mode)
+static int pf_steer_parse_mode(const char *arg, int *mode)
 {
     int m;
 
@@ -216,7 +225,7 @@ PF_UNIT_STATIC int pf_steer_parse_mode(const char *arg, int *mode)
 
 /* Whether this build can run @a mode: NULL if it can, else what the build
  * lacked. */
-PF_UNIT_STATIC const char *pf_steer_mode_missing(int mode)
+static const char *pf_steer_mode_missing(int mode)
 {
 #ifdef HAVE_BPF_STEERING
     (void)mode;

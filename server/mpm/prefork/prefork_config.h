@@ -20,9 +20,9 @@
  *        and the corrections httpd's prefork makes, as pure functions.
  *
  * Nothing here calls the system, touches httpd globals or allocates, so
- * the unit tests link this file alone.  prefork.c registers the
- * directives, keeps one pf_config_t for the configuration being read, and
- * logs what check_config corrected once the error log is open.
+ * the unit tests feed it every value.  prefork_directives.c registers the
+ * directives, keeps the one pf_config_t for the configuration being read
+ * and logs what check_config corrected once the error log is open.
  */
 
 #ifndef PREFORK_CONFIG_H
@@ -30,7 +30,11 @@
 
 #include <stddef.h>
 
-#include "prefork_policy.h"
+/** Largest ServerLimit (and so the most children or buckets) accepted. */
+#define PF_MAX_SERVER_LIMIT 200000
+
+/** ListenBuckets not given at all (as opposed to ListenBuckets 0). */
+#define PF_BUCKETS_UNSET (-1)
 
 typedef enum {
     PF_PARSE_OK = 0,

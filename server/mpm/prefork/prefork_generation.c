@@ -14,8 +14,19 @@
  * limitations under the License.
  */
 
-/* A generation's per-bucket state and a cycle's observation of it; see
- * prefork_generation.h. */
+/*
+ * The maintenance cycle's work on a generation: the per-bucket state kept
+ * from one (re)start to the next (pf_generation_start(), from the bucket
+ * set's build); the first part of the cycle's one observation, each
+ * bucket's accept queues (TCP_INFO), to which prefork.c adds the
+ * children's states and steering's idle counts; the decision from that
+ * observation alone (pf_maintenance_decide()); and the act on the
+ * generation's own state, pacing respawns, with its log lines.  It calls
+ * neither the children's table nor steering: forking and retiring are
+ * prefork.c's and the children table's, which walk the cycle through
+ * here; the generation lives in prefork.c's retained data, and nothing
+ * keeps a copy.
+ */
 
 #include "apr.h"
 #include "apr_pools.h"
@@ -30,8 +41,7 @@
 #include "pfb_log.h"
 #include "prefork_children.h"
 #include "prefork_generation.h"
-#include "prefork_os.h"
-#include "prefork_steering.h"
+#include "guard/prefork_sockguard.h"
 
 APLOG_USE_MODULE(mpm_prefork);
 
@@ -94,9 +104,7 @@ static int bucket_queue(const pf_bucket_t *bucket, int *backlog, int *limits)
     return queued;
 }
 
-void pf_generation_observe(pf_generation_t *gen, pf_children_t *c,
-                           const pf_steer_t *steer, ap_generation_t number,
-                           worker_score **servers)
+void pf_generation_observe_queues(pf_generation_t *gen)
 {
     pf_observation_t *obs = &gen->obs;
     int b, k = 0;
@@ -107,11 +115,6 @@ void pf_generation_observe(pf_generation_t *gen, pf_children_t *c,
                                       &obs->socket_backlog[k]);
         k += gen->bucket[b].num_listeners;
     }
-    pf_children_observe(c, gen, number, servers, obs);
-    /* Right after the children's states: both figures of one instant.
-     * Read apart, a connection steered in between makes them differ for
-     * a whole cycle. */
-    pf_steer_observe(steer, gen, obs);
 }
 
 int pf_generation_queued(const pf_generation_t *gen)
@@ -138,9 +141,10 @@ void pf_generation_note_exit(pf_generation_t *gen,
         || child->generation != number) {
         return;
     }
-    kind = pf_classify_exit(now - child->started, child->stopping,
-                            how->why == APR_PROC_EXIT && how->status == 0,
-                            ap_max_requests_per_child > 0);
+    kind = pf_respawn_classify_exit(now - child->started, child->stopping,
+                                    how->why == APR_PROC_EXIT
+                                        && how->status == 0,
+                                    ap_max_requests_per_child > 0);
     if (!pf_respawn_note_exit(&gen->respawn[b], kind, child->started, now)
         || gen->respawn_logged) {
         return;
@@ -192,9 +196,9 @@ void pf_generation_decide(pf_generation_t *gen, const pf_limits_t *lim,
 
     memcpy(obs->counted, obs->state,
            sizeof(*obs->counted) * (apr_size_t)gen->num_buckets);
-    pf_count_old_generation(obs->counted, obs->old_generation,
-                            gen->num_buckets);
-    pf_decide_maintenance(lim, obs->counted, obs->occupied, spawn_rate,
+    pf_maintenance_count_old_generation(obs->counted, obs->old_generation,
+                                        gen->num_buckets);
+    pf_maintenance_decide(lim, obs->counted, obs->occupied, spawn_rate,
                           obs->action, obs->scratch, summary);
     if (summary->rebalanced > 0) {
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
@@ -202,26 +206,6 @@ void pf_generation_decide(pf_generation_t *gen, const pf_limits_t *lim,
                      "%d idle child(ren) so that buckets with queued "
                      "connections and no idle child get one",
                      lim->max_workers, summary->rebalanced);
-    }
-}
-
-void pf_generation_retire(pf_generation_t *gen,
-                          struct pf_children_s *children)
-{
-    pf_observation_t *obs = &gen->obs;
-    int b, slot, count;
-
-    for (b = 0; b < gen->num_buckets; b++) {
-        for (count = obs->action[b].kill; count > 0; count--) {
-            slot = pf_children_coldest_idle(children, obs, b);
-            /* Told to stop, it is no longer a candidate. */
-            if (slot < 0 || !pf_children_tell_to_stop(children, slot)) {
-                break;
-            }
-            obs->state[b].children--;
-            obs->idle[b]--;
-            obs->stopping[b]++;
-        }
     }
 }
 

@@ -24,11 +24,12 @@
  * the plan in force, the numbering of bucket identities, each bucket's
  * target and the per-bucket state maintenance keeps for the generation
  * (pf_generation_start()).  Everything else reads it; nothing keeps a
- * copy.  A maintenance cycle's one look at the buckets, the children and
- * steering (pf_generation_observe()) goes into it too, and the cycle
- * decides from that look alone (pf_generation_decide()); the acts on the
- * generation's own state (retirements, respawn pacing) and their log
- * lines are here as well.
+ * copy.  A maintenance cycle's one look at the buckets' queues
+ * (pf_generation_observe_queues()), the children and steering, which
+ * prefork.c assembles, goes into it too, and the cycle decides from that
+ * look alone (pf_generation_decide()); the acts on the generation's own
+ * state (respawn pacing) and their log lines are here as well; the
+ * retirements are the children's table's (pf_children_retire()).
  */
 
 #ifndef PREFORK_GENERATION_H
@@ -41,7 +42,32 @@
 #include "ap_listen.h"
 #include "scoreboard.h"
 
-#include "prefork_policy.h"
+#include "prefork_maintenance.h"
+#include "prefork_respawn.h"
+
+/** How the server (re)starts: how a generation is made. */
+typedef enum {
+    PF_START_FIRST = 0,         /**< the first start */
+    PF_RESTART_GRACEFUL = 1,    /**< SIGUSR1, apachectl graceful */
+    PF_RESTART_FULL = 2         /**< SIGHUP, apachectl restart */
+} pf_start_e;
+
+/** The bucket count in force: the mode, the buckets per Listen and why
+ *  (the bucket set plans it). */
+typedef struct {
+    int mode;               /**< pfb_mode_e */
+    int reason;             /**< pfb_reason_e */
+    int buckets_per_listen; /**< SO_REUSEPORT sockets per Listen */
+    int num_buckets;        /**< buckets in all */
+} pf_bucket_plan_t;
+
+/** A bucket's identity, which stays with it across restarts: its Listen's
+ *  address and its shard.  In single mode the one bucket holds every
+ *  Listen and its listener is NULL. */
+typedef struct {
+    const char *listener;
+    int shard;
+} pf_identity_t;
 
 /** One bucket of the current generation. */
 typedef struct {
@@ -53,7 +79,7 @@ typedef struct {
 
 /**
  * What one maintenance cycle saw, read once at its start (the observe
- * step, pf_generation_observe()): everything the cycle decides on, acts on
+ * step, prefork.c's observe()): everything the cycle decides on, acts on
  * and publishes.  Nothing is read again in the cycle; the acts keep it
  * true as they go (a child told to stop, a child forked), so the publish
  * step writes what it holds.  Arrays have an entry per bucket unless said
@@ -97,7 +123,8 @@ typedef struct {
     apr_uint64_t *steer_kept;
     apr_uint64_t *steer_moved;
     /** The decision's input: .state with the older generations' children
-     *  counted as idle ones on their way (pf_count_old_generation())... */
+     *  counted as idle ones on their way
+     *  (pf_maintenance_count_old_generation())... */
     pf_bucket_state_t *counted;
     /** ...and its output: per bucket, what to do, and the order of
      *  priority. */
@@ -149,17 +176,13 @@ void pf_generation_start(pf_generation_t *gen, int *target, int num_slots,
                          apr_pool_t *p);
 
 /**
- * The observe step of a maintenance cycle, into gen->obs: each bucket
- * socket's accept queue and its limit (TCP_INFO, once per socket), the
- * children (pf_children_observe(), @a servers being the scoreboard's
- * worker records, @a number the generation in force) and, right after
- * them, steering's figures (pf_steer_observe()).  Changes nothing else
- * but each child record's note of when it last took a connection.
+ * The observe step of a maintenance cycle begins here, into gen->obs:
+ * each bucket socket's accept queue and its limit (TCP_INFO, once per
+ * socket), and the time of the look.  prefork.c then adds the children
+ * (pf_children_observe()) and, right after them, steering's figures
+ * (pf_steer_observe()).
  */
-void pf_generation_observe(pf_generation_t *gen,
-                           struct pf_children_s *children,
-                           const struct pf_steer_s *steer,
-                           ap_generation_t number, worker_score **servers);
+void pf_generation_observe_queues(pf_generation_t *gen);
 
 /** Connections waiting in every accept queue of the generation now. */
 int pf_generation_queued(const pf_generation_t *gen);
@@ -178,7 +201,7 @@ void pf_generation_note_exit(pf_generation_t *gen,
 /**
  * A cycle's decision, from gen->obs alone: each bucket's spawns and
  * retirements into obs->action, in priority order in obs->scratch
- * (pf_decide_maintenance() within @a lim, with the older generations'
+ * (pf_maintenance_decide() within @a lim, with the older generations'
  * children counted as idle ones on their way), the server's ramp
  * @a spawn_rate carried from cycle to cycle.  Says at debug level when
  * idle children are retired to free slots for starved buckets.
@@ -187,16 +210,6 @@ void pf_generation_decide(pf_generation_t *gen, const pf_limits_t *lim,
                           int *spawn_rate, pf_decision_summary_t *summary,
                           server_rec *s);
 
-/**
- * A cycle's act: tells the idle children the decision picks to finish and
- * exit, in each bucket those that have gone longest without a connection
- * first (pf_children_coldest_idle(): the pool that serves is the one that
- * stays warm), and of equals the highest slots (the pool shrinks back
- * towards low slot numbers); never a child that still lingers on closed
- * connections.  gen->obs follows, for the publish.
- */
-void pf_generation_retire(pf_generation_t *gen,
-                          struct pf_children_s *children);
 
 /**
  * What the decision ran into, said once: MaxRequestWorkers reached (once

@@ -14,7 +14,17 @@
  * limitations under the License.
  */
 
-/* The channel children report ready on; see prefork_ready.h. */
+/*
+ * The ready channel's socket calls: the datagram pair, opened with
+ * SO_PASSCRED on the parent's end and the children's send buffer sized
+ * for the reports asked for (past the system's maximum where the parent
+ * may); a child's one report, which waits for room rather than be lost;
+ * and the parent's read, which takes each sender's pid from the kernel's
+ * credentials and nothing from the datagram.  It knows nothing of slots:
+ * the children table (prefork_children.c) opens it, sizes it from
+ * ServerLimit, keeps its ends and marks who reported.  libc and APR's
+ * types only, so the unit tests drive it with real processes.
+ */
 
 #include "apr.h"
 

@@ -27,7 +27,8 @@
  * report.  A report must never be lost (the child's APEXIT_CHILDFATAL
  * would then stop the whole server): the children's end has room for
  * every child the server can have, twice over, and a child whose report
- * does not fit waits for room.
+ * does not fit waits for room.  The children table (prefork_children.h)
+ * opens it, keeps its ends, and reads it whenever the parent waits.
  *
  * libc and APR's types only: the unit tests drive it with real processes.
  */

@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+# Licensed under the Apache License, Version 2.0; see LICENSE.
+"""The MPM's shape, held to the figures it has reached (make check-structure).
+
+usage: check_structure.py [--figures] [BUILD]
+
+The MPM lives in capability folders under server/mpm/prefork/ (the root,
+buckets/, conn/, guard/, steering/), each reached through its headers.
+This check reads the built objects in BUILD (default build) and the
+sources, and fails when the shape slides back:
+
+- folders: at least MIN_FOLDERS capability folders beside the root;
+- faces: each folder is included from outside it through one header, its
+  face, and no other;
+- crossings: the global symbols defined in one folder's objects and
+  referenced from another folder's (nm), at most MAX_CROSSINGS;
+- circles: no two files call each other, directly or round a longer loop
+  (from the objects' undefined and defined symbols), and no two headers
+  include each other (from the #include lines);
+- lines: prefork.c at most MAX_PREFORK_LINES (httpd's own is about
+  1,560), every other source at most MAX_SOURCE_LINES.
+
+--figures prints the figures and every crossing without judging them.
+MAX_CROSSINGS is the figure the folders reached; lower it as the faces
+narrow, never raise it to let a change in.
+"""
+
+import collections
+import glob
+import os
+import re
+import signal
+import subprocess
+import sys
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+MPM = os.path.join(TOP, "server", "mpm", "prefork")
+
+MIN_FOLDERS = 4
+MAX_CROSSINGS = 48
+MAX_PREFORK_LINES = 1600
+MAX_SOURCE_LINES = 1000
+
+
+def folder_of(path):
+    """'.' for the root, else the capability folder's name."""
+    rel = os.path.relpath(os.path.dirname(path), MPM)
+    return rel.split(os.sep)[0]
+
+
+def objects(build):
+    root = os.path.join(TOP, build, "server", "mpm", "prefork")
+    return sorted(glob.glob(os.path.join(root, "**", "*.o"), recursive=True)), root
+
+
+def symbol_tables(objs):
+    """Per object: the global symbols it defines, those of them that are
+    functions, and the symbols it uses."""
+    defines, functions, uses = {}, {}, {}
+    for obj in objs:
+        out = subprocess.run(["nm", obj], capture_output=True, text=True,
+                             check=True).stdout
+        d, f, u = set(), set(), set()
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "TDBRVW":
+                d.add(parts[2])
+                if parts[1] == "T":
+                    f.add(parts[2])
+            elif len(parts) == 2 and parts[0] == "U":
+                u.add(parts[1])
+        defines[obj], functions[obj], uses[obj] = d, f, u
+    return defines, functions, uses
+
+
+def crossings(objs, obj_root, defines, uses):
+    """{symbol: (defining folder, set of using folders)} for every global
+    symbol used from a folder other than its own."""
+    owner = {}
+    for obj in objs:
+        for sym in defines[obj]:
+            owner[sym] = obj
+    found = {}
+    for obj in objs:
+        for sym in uses[obj]:
+            if sym not in owner:
+                continue
+            home = folder_of(owner[sym].replace(obj_root, MPM, 1))
+            here = folder_of(obj.replace(obj_root, MPM, 1))
+            if home != here:
+                found.setdefault(sym, (home, set()))[1].add(here)
+    return found
+
+
+def strongly_connected(graph):
+    """Tarjan's components of more than one node: the circles."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def call_graph(objs, obj_root, functions, uses):
+    """File -> the files whose functions it calls.  Data is left out: every
+    file names the module structure for its log level (APLOG_USE_MODULE),
+    which is no call back into prefork.c."""
+    owner = {}
+    for obj in objs:
+        for sym in functions[obj]:
+            owner[sym] = obj
+    graph = collections.defaultdict(set)
+    for obj in objs:
+        name = os.path.relpath(obj, obj_root)[:-2] + ".c"
+        for sym in uses[obj]:
+            if sym in owner and owner[sym] != obj:
+                graph[name].add(os.path.relpath(owner[sym], obj_root)[:-2]
+                                + ".c")
+    return graph
+
+
+def sources():
+    return sorted(p for p in glob.glob(os.path.join(MPM, "**", "*.[ch]"),
+                                       recursive=True))
+
+
+def include_graph():
+    """File -> the MPM files it includes, each #include "x" resolved as the
+    compiler does: beside the including file, then from the MPM's root."""
+    graph = collections.defaultdict(set)
+    for path in sources():
+        with open(path) as f:
+            for line in f:
+                m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+                if not m:
+                    continue
+                for base in (os.path.dirname(path), MPM):
+                    target = os.path.normpath(os.path.join(base, m.group(1)))
+                    if os.path.exists(target):
+                        graph[os.path.relpath(path, MPM)].add(
+                            os.path.relpath(target, MPM))
+                        break
+    return graph
+
+
+def faces(graph):
+    """{folder: the set of its headers that files outside it include}."""
+    found = collections.defaultdict(set)
+    for src, targets in graph.items():
+        for target in targets:
+            home = target.split(os.sep)[0] if os.sep in target else "."
+            here = src.split(os.sep)[0] if os.sep in src else "."
+            if home != "." and home != here:
+                found[home].add(target)
+    return found
+
+
+def line_counts():
+    counts = {}
+    for path in sources():
+        with open(path) as f:
+            counts[os.path.relpath(path, MPM)] = sum(1 for _ in f)
+    return counts
+
+
+def main(argv):
+    figures_only = "--figures" in argv
+    args = [a for a in argv if a != "--figures"]
+    build = args[0] if args else "build"
+    objs, obj_root = objects(build)
+    if not objs:
+        print("structure: no objects under %s/server/mpm/prefork: run make "
+              "first" % build)
+        return 1
+    folders = sorted(d for d in os.listdir(MPM)
+                     if os.path.isdir(os.path.join(MPM, d)))
+    defines, functions, uses = symbol_tables(objs)
+    cross = crossings(objs, obj_root, defines, uses)
+    calls = strongly_connected(call_graph(objs, obj_root, functions, uses))
+    graph = include_graph()
+    includes = strongly_connected(graph)
+    faced = faces(graph)
+    counts = line_counts()
+    prefork_lines = counts.get("prefork.c", 0)
+    long_files = {p: n for p, n in counts.items()
+                  if p != "prefork.c" and p.endswith(".c")
+                  and n > MAX_SOURCE_LINES}
+
+    by_pair = collections.Counter()
+    for sym, (home, users) in cross.items():
+        for user in users:
+            by_pair["%s -> %s" % (user, home)] += 1
+    print("structure: %d capability folders (%s); %d global symbols cross "
+          "folders; %d call circle(s), %d include circle(s); prefork.c %d "
+          "lines, longest other source %s"
+          % (len(folders), ", ".join(folders), len(cross), len(calls),
+             len(includes), prefork_lines,
+             max(((n, p) for p, n in counts.items() if p != "prefork.c"),
+                 default=(0, "none"))))
+    for pair, n in sorted(by_pair.items()):
+        print("    %-22s %d" % (pair, n))
+    for folder in folders:
+        print("    face of %s/: %s" % (folder, ", ".join(
+            sorted(faced.get(folder, ())) or ["none"])))
+    if figures_only:
+        for sym in sorted(cross, key=lambda s: (cross[s][0], s)):
+            home, users = cross[sym]
+            print("    %s (%s) <- %s" % (sym, home, ", ".join(sorted(users))))
+        for comp in calls:
+            print("    call circle: %s" % " <-> ".join(comp))
+        for comp in includes:
+            print("    include circle: %s" % " <-> ".join(comp))
+        return 0
+
+    problems = []
+    if len(folders) < MIN_FOLDERS:
+        problems.append("%d capability folders, at least %d wanted"
+                        % (len(folders), MIN_FOLDERS))
+    if len(cross) > MAX_CROSSINGS:
+        problems.append("%d global symbols cross folders, at most %d: go "
+                        "through the folder's face (--figures lists them)"
+                        % (len(cross), MAX_CROSSINGS))
+    for folder in folders:
+        if len(faced.get(folder, ())) > 1:
+            problems.append("%s/ is included from outside through %d "
+                            "headers (%s): one face, please"
+                            % (folder, len(faced[folder]),
+                               ", ".join(sorted(faced[folder]))))
+    for comp in calls:
+        problems.append("files call each other: %s" % " <-> ".join(comp))
+    for comp in includes:
+        problems.append("headers include each other: %s"
+                        % " <-> ".join(comp))
+    if prefork_lines > MAX_PREFORK_LINES:
+        problems.append("prefork.c has %d lines, at most %d"
+                        % (prefork_lines, MAX_PREFORK_LINES))
+    for path, n in sorted(long_files.items()):
+        problems.append("%s has %d lines, at most %d"
+                        % (path, n, MAX_SOURCE_LINES))
+    for p in problems:
+        print("FAIL " + p)
+    print("structure: %d problem(s)" % len(problems))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    sys.exit(main(sys.argv[1:]))
