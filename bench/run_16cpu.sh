@@ -94,7 +94,7 @@ pack() {
 # built in a scratch copy, for the linger profile's pfb-1-before.
 pack_before() {
     local dest=$1 rev scratch
-    rev=${BEFORE_REV:-$(cd "$TOP" && git log --diff-filter=A --format=%H -- server/mpm/prefork/prefork_linger.c | tail -n 1)^}
+    rev=${BEFORE_REV:-$(cd "$TOP" && git log --follow --diff-filter=A --format=%H -- server/mpm/prefork/conn/prefork_linger.c | tail -n 1)^}
     scratch=$(mktemp -d)
     (cd "$TOP" && git archive "$rev") | tar -xf - -C "$scratch"
     (cd "$scratch" && autoconf >/dev/null && ./configure >/dev/null && make -s build/mod_mpm_prefork.so)

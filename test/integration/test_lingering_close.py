@@ -1,5 +1,5 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
-"""The lingering close (server/mpm/prefork/prefork_linger.c).
+"""The lingering close (server/mpm/prefork/conn/prefork_linger.c).
 
 httpd promises that no response is lost to a reset: after a response on a
 connection it closes, it shuts the socket down for writing and reads what
