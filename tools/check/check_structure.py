@@ -2,7 +2,7 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """The MPM's shape, held to the figures it has reached (make check-structure).
 
-usage: check_structure.py [--figures] [BUILD]
+usage: check_structure.py [--figures | --map] [BUILD]
 
 The MPM lives in capability folders under server/mpm/prefork/ (the root,
 buckets/, conn/, guard/, steering/), each reached through its headers.
@@ -18,14 +18,22 @@ sources, and fails when the shape slides back:
   (from the objects' undefined and defined symbols), and no two headers
   include each other (from the #include lines);
 - lines: prefork.c at most MAX_PREFORK_LINES (httpd's own is about
-  1,560), every other source at most MAX_SOURCE_LINES.
+  1,560), every other source at most MAX_SOURCE_LINES;
+- the map: CONTRIBUTING.md's Layout section shows, in its first ```text
+  block, what --map prints now.
 
 --figures prints the figures and every crossing without judging them.
+--map prints the picture of the rooms: each folder (the root included)
+with its face and its .c files, then an arrow for each pair of folders
+one of which uses global symbols the other defines, with how many each
+way (as --figures counts them, from the objects).  Everything in it is
+sorted, so the same tree always prints the same picture.
 MAX_CROSSINGS is the figure the folders reached; lower it as the faces
 narrow, never raise it to let a change in.
 """
 
 import collections
+import difflib
 import glob
 import os
 import re
@@ -41,6 +49,10 @@ MIN_FOLDERS = 4
 MAX_CROSSINGS = 48
 MAX_PREFORK_LINES = 1600
 MAX_SOURCE_LINES = 1000
+
+CONTRIBUTING = os.path.join(TOP, "CONTRIBUTING.md")
+MAP_WIDTH = 78          # the picture's boxes, border to border
+MAP_LABEL = 10          # the column a box's labels take
 
 
 def folder_of(path):
@@ -189,9 +201,106 @@ def line_counts():
     return counts
 
 
+def room_name(folder):
+    return "root" if folder == "." else folder + "/"
+
+
+def room_sources():
+    """{folder: its .c files' names, sorted}, the root as '.'."""
+    found = collections.defaultdict(list)
+    for path in sources():
+        if path.endswith(".c"):
+            found[folder_of(path)].append(os.path.basename(path))
+    return found
+
+
+def root_headers(graph):
+    """The root's headers that files of the other folders include."""
+    found = set()
+    for src, targets in graph.items():
+        if os.sep not in src:
+            continue
+        found.update(t for t in targets if os.sep not in t)
+    return sorted(found)
+
+
+def box(title, rows):
+    """A box MAP_WIDTH wide: the title in its top border, then each
+    (label, words) row wrapped under its label."""
+    inner = MAP_WIDTH - 4
+    out = ["+-- %s %s+" % (title, "-" * (MAP_WIDTH - len(title) - 6))]
+    for label, words in rows:
+        line = ""
+        for word in words:
+            if line and len(line) + 1 + len(word) > inner - MAP_LABEL:
+                out.append("| %-*s%-*s |" % (MAP_LABEL, label,
+                                              inner - MAP_LABEL, line))
+                label, line = "", word
+            else:
+                line = line + " " + word if line else word
+        out.append("| %-*s%-*s |" % (MAP_LABEL, label, inner - MAP_LABEL,
+                                      line))
+    out.append("+" + "-" * (MAP_WIDTH - 2) + "+")
+    return out
+
+
+def draw_map(rooms, faced, shared, by_pair, total):
+    """The picture --map prints and CONTRIBUTING.md shows."""
+    files = room_sources()
+    lines = []
+    for room in rooms:
+        if room == ".":
+            rows = [("face", ["none:", "the", "module,", "entered",
+                              "through", "its", "hooks"]),
+                    ("included", ["by", "other", "rooms:"]
+                     + (shared or ["none"]))]
+            title = "root: server/mpm/prefork/"
+        else:
+            rows = [("face", [os.path.basename(h)
+                              for h in sorted(faced.get(room, ()))]
+                     or ["none"])]
+            title = room_name(room)
+        rows.append(("sources", files.get(room, [])))
+        lines.extend(box(title, rows))
+    lines.append("")
+    lines.append("A -- n --> B: A's objects use n global symbols that B's "
+                 "define (%d" % total)
+    lines.append("cross in all; one used from two rooms is on both arrows).")
+    lines.append("")
+    width = max(len(room_name(r)) for r in rooms)
+    for i, a in enumerate(rooms):
+        for b in rooms[i + 1:]:
+            there, back = by_pair.get((a, b), 0), by_pair.get((b, a), 0)
+            if not there and not back:
+                continue
+            left = room_name(a)
+            if there:
+                lines.append("    %-*s  -- %2d -->  %s"
+                             % (width, left, there, room_name(b)))
+                left = ""
+            if back:
+                lines.append("    %-*s  <-- %2d --  %s"
+                             % (width, left, back,
+                                "" if there else room_name(b)))
+    return "".join(line.rstrip() + "\n" for line in lines)
+
+
+def contributing_map():
+    """The first ```text block of CONTRIBUTING.md's Layout section, or
+    None."""
+    with open(CONTRIBUTING) as f:
+        text = f.read()
+    m = re.search(r"^# Layout\n(.*?)(?=^# |\Z)", text, re.M | re.S)
+    if not m:
+        return None
+    block = re.search(r"^```text\n(.*?)^```", m.group(1), re.M | re.S)
+    return block.group(1) if block else None
+
+
 def main(argv):
     figures_only = "--figures" in argv
-    args = [a for a in argv if a != "--figures"]
+    map_only = "--map" in argv
+    args = [a for a in argv if a not in ("--figures", "--map")]
     build = args[0] if args else "build"
     objs, obj_root = objects(build)
     if not objs:
@@ -215,7 +324,12 @@ def main(argv):
     by_pair = collections.Counter()
     for sym, (home, users) in cross.items():
         for user in users:
-            by_pair["%s -> %s" % (user, home)] += 1
+            by_pair[(user, home)] += 1
+    picture = draw_map(["."] + folders, faced, root_headers(graph), by_pair,
+                       len(cross))
+    if map_only:
+        sys.stdout.write(picture)
+        return 0
     print("structure: %d capability folders (%s); %d global symbols cross "
           "folders; %d call circle(s), %d include circle(s); prefork.c %d "
           "lines, longest other source %s"
@@ -224,7 +338,7 @@ def main(argv):
              max(((n, p) for p, n in counts.items() if p != "prefork.c"),
                  default=(0, "none"))))
     for pair, n in sorted(by_pair.items()):
-        print("    %-22s %d" % (pair, n))
+        print("    %-22s %d" % ("%s -> %s" % pair, n))
     for folder in folders:
         print("    face of %s/: %s" % (folder, ", ".join(
             sorted(faced.get(folder, ())) or ["none"])))
@@ -263,6 +377,17 @@ def main(argv):
     for path, n in sorted(long_files.items()):
         problems.append("%s has %d lines, at most %d"
                         % (path, n, MAX_SOURCE_LINES))
+    shown = contributing_map()
+    if shown != picture:
+        if shown is not None:
+            sys.stdout.writelines(difflib.unified_diff(
+                shown.splitlines(True), picture.splitlines(True),
+                "CONTRIBUTING.md (Layout)", "check_structure.py --map"))
+        problems.append("CONTRIBUTING.md's Layout picture is not what the "
+                        "tree gives now: after make, run python3 "
+                        "tools/check/check_structure.py --map and put what "
+                        "it prints in place of the first ```text block "
+                        "under '# Layout'")
     for p in problems:
         print("FAIL " + p)
     print("structure: %d problem(s)" % len(problems))
