@@ -145,6 +145,8 @@ def main():
                                                  "mod_mpm_prefork.so"))
     from pfbtest import server as pfbserver
 
+    # A SIGTERM (timeout(1), a Ctrl-C) stops the server on the way out.
+    pfbserver.exit_on_sigterm()
     with pfbserver.Server() as srv, tempfile.TemporaryDirectory() as tmp:
         srv.start()
         script = os.path.join(tmp, "count.py")
