@@ -142,10 +142,11 @@ static int find_donor(const pf_limits_t *lim, const pf_bucket_state_t *state,
     for (b = 0; b < lim->num_buckets; b++) {
         const pf_bucket_state_t *st = &state[b];
         int keeps = st->children - action[b].kill;
+        int share = pf_maintenance_share(lim->max_workers, lim->num_buckets,
+                                         b);
 
         if (st->queued > 0 || st->idle - action[b].kill < 1 || keeps < 2
-            || keeps <= pf_maintenance_share(lim->max_workers, lim->num_buckets, b)
-            || action[b].spawn > 0) {
+            || keeps <= share || action[b].spawn > 0) {
             continue;
         }
         if (best < 0 || st->idle > state[best].idle) {
@@ -174,8 +175,9 @@ static void rebalance_at_limit(const pf_limits_t *lim,
         int donor;
 
         if (state[b].queued <= 0 || state[b].idle > 0 || action[b].spawn > 0
-            || state[b].children
-                   >= pf_maintenance_share(lim->max_workers, lim->num_buckets, b)) {
+            || state[b].children >= pf_maintenance_share(lim->max_workers,
+                                                         lim->num_buckets,
+                                                         b)) {
             continue;
         }
         donor = find_donor(lim, state, action);

@@ -16,8 +16,9 @@
 
 /*
  * The guard of the generation's bucket sockets as a whole, made and called
- * by prefork.c, noted in by the bucket set: when to check them (every bucket each maintenance cycle, one
- * bucket when a child of it exits), the look for other holders before a
+ * by prefork.c, the sockets noted in it by the bucket set: when to check
+ * them (every bucket each maintenance cycle, one bucket when a child of it
+ * exits), the look for other holders before a
  * cycle's check, replacing every socket at a restart where the kernel can
  * hand their queues over, retiring replaced sockets once the new ones are
  * in steering's map, and refusing new handshakes at a graceful stop.  The
