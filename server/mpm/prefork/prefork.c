@@ -143,9 +143,12 @@ typedef struct {
 
 static prefork_retained_data *retained;
 
-/* The directives in force (prefork_directives.c holds them): set at
- * pre_config, read-only here. */
-static const pf_config_t *conf;
+/* The directives in force (prefork_directives.c holds them): read-only
+ * here, through the pointer pre_config gets.  Before the first pre_config
+ * (a module that queries the MPM while the modules load) every value
+ * reads 0, as it did before the values had a home of their own. */
+static const pf_config_t no_directives_yet;
+static const pf_config_t *conf = &no_directives_yet;
 
 /* How a fork is paced. */
 typedef enum {
