@@ -1126,7 +1126,8 @@ static int shutdown_server(server_rec *s)
 static int build_generation(apr_pool_t *p, server_rec *s, int startup)
 {
     pf_bucketset_config_t cfg;
-    pf_guard_children_t guard_children;
+    pf_guard_children_t children_calls;
+    pf_guard_steering_t steering_calls;
 
     memset(&cfg, 0, sizeof(cfg));
     cfg.how = startup ? PF_START_FIRST
@@ -1135,8 +1136,12 @@ static int build_generation(apr_pool_t *p, server_rec *s, int startup)
     cfg.conf = conf;
     cfg.generation = retained->mpm->my_generation;
     cfg.children = retained->children;
-    pf_children_guard_calls(retained->children, &guard_children);
-    cfg.guard_children = &guard_children;
+    /* Before the build, whose sockets the guard renews: this load of the
+     * module's calls (the last load's went with it). */
+    pf_children_guard_calls(retained->children, &children_calls);
+    pf_steer_guard_calls(retained->steer, &steering_calls);
+    pf_sockguard_set_calls(retained->guard, &children_calls,
+                           &steering_calls);
     if (pf_bucketset_build(retained->buckets, &cfg, p, s)
         != APR_SUCCESS) {
         return !OK;
@@ -1246,7 +1251,6 @@ static int prefork_open_logs(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
                              server_rec *s)
 {
     int startup = retained->mpm->module_loads == 1;
-    pf_guard_steering_t steering;
 
     pconf = p;
     parent_pid = getpid();
@@ -1259,11 +1263,10 @@ static int prefork_open_logs(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
     }
     if (retained->buckets == NULL) {
         retained->steer = pf_steer_create(retained->keep_pool);
-        pf_steer_guard_calls(retained->steer, &steering);
         retained->guard = pf_sockguard_create(
             retained->keep_pool,
             PF_BUCKETSET_RECORDS(retained->first_server_limit),
-            &retained->gen, &steering);
+            &retained->gen);
         retained->buckets = pf_bucketset_create(retained->keep_pool,
                                                 retained->first_server_limit,
                                                 retained->started,

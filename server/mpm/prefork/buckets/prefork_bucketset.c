@@ -768,7 +768,6 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
         return rv;
     }
     pf_sockguard_note_end(bs->guard);
-    pf_sockguard_set_children(bs->guard, cfg->guard_children);
     /* Whoever kept a copy of a socket of the last generation loses it.
      * Not before the first generation has run: httpd reads the
      * configuration twice at start-up, and nobody held a socket yet. */

@@ -84,8 +84,6 @@ typedef struct {
     /** The children still running, whose identities the build keeps
      *  (NULL: none). */
     pf_children_t *children;
-    /** The same table as the socket guard reaches it (NULL: none). */
-    const pf_guard_children_t *guard_children;
 } pf_bucketset_config_t;
 
 /** The bucket identities a set with room for @a num_slots scoreboard

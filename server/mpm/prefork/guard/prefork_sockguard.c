@@ -93,14 +93,12 @@ struct pf_sockguard_s {
 };
 
 pf_sockguard_t *pf_sockguard_create(apr_pool_t *pool, int num_records,
-                                    pf_generation_t *gen,
-                                    const pf_guard_steering_t *steering)
+                                    pf_generation_t *gen)
 {
     pf_sockguard_t *g = apr_pcalloc(pool, sizeof(*g));
 
     g->pool = pool;
     g->gen = gen;
-    g->steer = *steering;
     g->book = pf_guard_book_create(pool);
     g->holders = pf_holders_create(pool);
     g->num_records = num_records;
@@ -127,15 +125,12 @@ void pf_sockguard_note_end(pf_sockguard_t *g)
     pf_guard_book_end(g->book);
 }
 
-void pf_sockguard_set_children(pf_sockguard_t *g,
-                               const pf_guard_children_t *children)
+void pf_sockguard_set_calls(pf_sockguard_t *g,
+                            const pf_guard_children_t *children,
+                            const pf_guard_steering_t *steering)
 {
-    if (children != NULL) {
-        g->children = *children;
-    }
-    else {
-        memset(&g->children, 0, sizeof(g->children));
-    }
+    g->children = *children;
+    g->steer = *steering;
 }
 
 static int guards_groups(const pf_sockguard_t *g)

@@ -89,11 +89,9 @@ typedef struct {
 } pf_guard_children_t;
 
 /** Made once per server, in @a pool, for @a gen's buckets (@a num_records
- *  bucket identities at most) and steering's maps, reached through
- *  @a steering (copied). */
+ *  bucket identities at most). */
 pf_sockguard_t *pf_sockguard_create(apr_pool_t *pool, int num_records,
-                                    pf_generation_t *gen,
-                                    const pf_guard_steering_t *steering);
+                                    pf_generation_t *gen);
 
 /**
  * The bucket set's notes, at each (re)start, of the sockets the generation
@@ -108,10 +106,17 @@ const pf_guard_record_t *pf_sockguard_note(pf_sockguard_t *g,
                                            apr_socket_t *sd);
 void pf_sockguard_note_end(pf_sockguard_t *g);
 
-/** The children table, whose live children hold the sockets by right
- *  (NULL: none yet; copied). */
-void pf_sockguard_set_children(pf_sockguard_t *g,
-                               const pf_guard_children_t *children);
+/**
+ * The calls into the children's table (whose live children hold the
+ * sockets by right) and into steering (its maps and programs), copied.
+ * Handed again before each generation is built, before any other call of
+ * that generation: httpd unloads the module with the configuration pool at
+ * every restart and loads it again, maybe elsewhere, so the calls of the
+ * last load must not outlive it.
+ */
+void pf_sockguard_set_calls(pf_sockguard_t *g,
+                            const pf_guard_children_t *children,
+                            const pf_guard_steering_t *steering);
 
 /**
  * Parent: checks the listening sockets of bucket @a bucket (every bucket
