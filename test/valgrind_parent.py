@@ -25,12 +25,9 @@ import sys
 from pfbtest import Server, HOSTILE_SO, http_get
 
 
-OURS = ("mod_mpm_prefork", "prefork.c", "prefork_os.c", "prefork_plan.c",
-        "prefork_maintenance.c", "prefork_respawn.c",
-        "prefork_steering.c", "prefork_steering_rules.c",
-        "prefork_steering_kernel.c", "prefork_bucketset.c",
-        "prefork_children.c", "prefork_guard.c", "prefork_topology.c",
-        "prefork_sockopts.c", "prefork_ready.c", "prefork_filter.c")
+# A block is ours when a frame names the module or any of its sources
+# (prefork.c, prefork_*.c in any of the MPM's folders).
+OURS = re.compile(r"mod_mpm_prefork|\bprefork(_\w+)?\.c\b")
 # libbpf's feature probes, which valgrind misreads (the file says how).
 SUPPRESSIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                             "valgrind-libbpf.supp")
@@ -110,7 +107,7 @@ def check_parent(extra):
         text = open(log).read()
         blocks = re.split(r"\n==\d+== \n", text)
         ours = [b for b in blocks
-                if any(name in b for name in OURS)
+                if OURS.search(b)
                 and ("definitely lost" in b or "uninitialised" in b
                      or "Invalid " in b)]
         summary = re.search(r"definitely lost: ([\d,]+) bytes in ([\d,]+) "

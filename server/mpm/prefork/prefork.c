@@ -40,8 +40,8 @@
  * steering's counts, in that order.
  * The server's decisions are pure functions in their rooms: the bucket
  * count and what a restart keeps in buckets/prefork_plan.c, maintenance
- * in prefork_maintenance.c, a child's end and respawn pacing in
- * prefork_respawn.c, and each steering mode's in
+ * and a child's end and respawn pacing in prefork_maintenance.c, and
+ * each steering mode's in
  * steering/prefork_steering_rules.h.
  *
  * The parent runs as root and children run untrusted code, so the parent
@@ -107,7 +107,6 @@
 #include "prefork_directives.h"
 #include "prefork_maintenance.h"
 #include "prefork_ready.h"
-#include "prefork_respawn.h"
 #include "steering/prefork_steering.h"
 #include "guard/prefork_sockguard.h"
 

@@ -43,7 +43,6 @@
 #include "scoreboard.h"
 
 #include "prefork_maintenance.h"
-#include "prefork_respawn.h"
 
 /** How the server (re)starts: how a generation is made. */
 typedef enum {
