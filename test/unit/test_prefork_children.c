@@ -394,7 +394,7 @@ START_TEST(a_cycle_counts_each_child_in_the_bucket_of_its_identity)
     pf_children_t *c = pf_children_create(pool, SLOTS);
     numbering_t n;
     pf_observation_t *obs = &n.gen.obs;
-    int slot, live[BUCKETS], status;
+    int slot, live[BUCKETS], held[8], status;
 
     make_numbering(&n);
     for (slot = 0; slot < SLOTS; slot++) {
@@ -466,6 +466,18 @@ START_TEST(a_cycle_counts_each_child_in_the_bucket_of_its_identity)
     ck_assert_int_eq(pf_children_count_live(c, &n.gen, 4, live), 8);
     ck_assert_int_eq(live[0], 4);
     ck_assert_int_eq(live[1], 1);
+    /* The census before a build: per record every live child, of any
+     * generation, told to stop or not; per bucket those not told to
+     * stop, of any generation; record 7 lies beyond the 7 records asked
+     * about and counts nowhere. */
+    held[7] = -1;
+    pf_children_census(c, &n.gen, 7, held, live);
+    ck_assert_int_eq(held[5], 4);
+    ck_assert_int_eq(held[2], 3);
+    ck_assert_int_eq(held[0] + held[1] + held[3] + held[4] + held[6], 0);
+    ck_assert_int_eq(held[7], -1);
+    ck_assert_int_eq(live[0], 4);
+    ck_assert_int_eq(live[1], 2);
     /* The old generation's child is told to stop; then everyone. */
     ck_assert_int_eq(pf_children_stop(c, 4, 0), 1);
     ck_assert(c->slot[6].stopping);

@@ -1127,6 +1127,8 @@ static int build_generation(apr_pool_t *p, server_rec *s, int startup)
     pf_bucketset_config_t cfg;
     pf_guard_children_t children_calls;
     pf_guard_steering_t steering_calls;
+    int num_records = PF_BUCKETSET_RECORDS(retained->first_server_limit);
+    int *held, *in_bucket;
 
     memset(&cfg, 0, sizeof(cfg));
     cfg.how = startup ? PF_START_FIRST
@@ -1134,7 +1136,17 @@ static int build_generation(apr_pool_t *p, server_rec *s, int startup)
                                                      : PF_RESTART_FULL);
     cfg.conf = conf;
     cfg.generation = retained->mpm->my_generation;
-    cfg.children = retained->children;
+    /* What the children table says, handed over as data: the bucket set
+     * keeps the identities children still hold. */
+    held = apr_palloc(p, sizeof(int) * (apr_size_t)num_records);
+    in_bucket = apr_palloc(p, sizeof(int)
+                                  * (apr_size_t)(retained->gen.num_buckets
+                                                 + 1));
+    pf_children_census(retained->children, &retained->gen, num_records,
+                       held, in_bucket);
+    cfg.held = held;
+    cfg.in_bucket = in_bucket;
+    cfg.slots_used = retained->children->used;
     /* Before the build, whose sockets the guard renews: this load of the
      * module's calls (the last load's went with it). */
     pf_children_guard_calls(retained->children, &children_calls);

@@ -316,6 +316,28 @@ void pf_children_count_record(const pf_children_t *c, int record,
     }
 }
 
+void pf_children_census(const pf_children_t *c, const pf_generation_t *gen,
+                        int num_records, int *held, int *in_bucket)
+{
+    int slot, b;
+
+    memset(held, 0, sizeof(int) * (apr_size_t)num_records);
+    memset(in_bucket, 0, sizeof(int) * (apr_size_t)gen->num_buckets);
+    for (slot = 0; slot < c->used; slot++) {
+        const pf_child_t *child = &c->slot[slot];
+
+        if (child->pid == 0 || child->record < 0
+            || child->record >= num_records) {
+            continue;
+        }
+        held[child->record]++;
+        b = pf_generation_bucket_of(gen, child->record);
+        if (!child->stopping && b >= 0) {
+            in_bucket[b]++;
+        }
+    }
+}
+
 int pf_children_count_live(const pf_children_t *c, const pf_generation_t *gen,
                            ap_generation_t number, int *live)
 {

@@ -184,6 +184,16 @@ void pf_children_guard_calls(pf_children_t *c, pf_guard_children_t *out);
 void pf_children_count_record(const pf_children_t *c, int record,
                               ap_generation_t gen, int *current, int *old);
 
+/**
+ * What the table says of the bucket identities before a build, into the
+ * caller's arrays: per identity record (0 to @a num_records - 1), the
+ * live children forked for it, of any generation (@a held); per bucket of
+ * @a gen, the live ones not told to stop (@a in_bucket, gen->num_buckets
+ * entries).  A record out of range counts nowhere.
+ */
+void pf_children_census(const pf_children_t *c, const pf_generation_t *gen,
+                        int num_records, int *held, int *in_bucket);
+
 /** Children of generation @a number not told to stop, per bucket of
  *  @a gen, into @a live.  @return the slots holding a child */
 int pf_children_count_live(const pf_children_t *c, const pf_generation_t *gen,

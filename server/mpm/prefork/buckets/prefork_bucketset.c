@@ -412,34 +412,28 @@ static const char **listener_names(apr_pool_t *p, int *count)
     return names;
 }
 
-/* What the children table says of the identities before the build:
- * per record, whether children forked for it still live (its record
- * cannot go to another identity), and per bucket of the generation so
- * far, its children not told to stop, which the new generation's bucket
- * of the same identity takes over. */
-static int *count_children(pf_bucketset_t *bs, const pf_children_t *c,
-                           apr_pool_t *p)
+/* What the children table said before the build (the caller's census,
+ * as data): per record, the children forked for it that still live, into
+ * bs->held for new_identity(); per bucket of the generation in force, its
+ * children not told to stop, which the new generation's bucket on the
+ * same identity starts from. */
+static int *children_before(pf_bucketset_t *bs,
+                            const pf_bucketset_config_t *cfg, apr_pool_t *p)
 {
-    int *per_old_bucket, slot, b;
+    int *in_bucket;
 
-    per_old_bucket = apr_pcalloc(p, sizeof(int)
-                                        * (apr_size_t)(bs->gen->num_buckets
-                                                       + 1));
+    in_bucket = apr_pcalloc(p, sizeof(int)
+                                   * (apr_size_t)(bs->gen->num_buckets + 1));
     memset(bs->held, 0, sizeof(int) * (apr_size_t)bs->num_records);
-    for (slot = 0; c != NULL && slot < c->used; slot++) {
-        const pf_child_t *child = &c->slot[slot];
-
-        if (child->pid == 0 || child->record < 0
-            || child->record >= bs->num_records) {
-            continue;
-        }
-        bs->held[child->record]++;
-        b = pf_generation_bucket_of(bs->gen, child->record);
-        if (!child->stopping && b >= 0) {
-            per_old_bucket[b]++;
-        }
+    if (cfg->held != NULL) {
+        memcpy(bs->held, cfg->held,
+               sizeof(int) * (apr_size_t)bs->num_records);
     }
-    return per_old_bucket;
+    if (cfg->in_bucket != NULL) {
+        memcpy(in_bucket, cfg->in_bucket,
+               sizeof(int) * (apr_size_t)bs->gen->num_buckets);
+    }
+    return in_bucket;
 }
 
 /* The previous generation's identities, for pf_plan_generation().  Its
@@ -540,7 +534,7 @@ static void write_layout(pf_bucketset_t *bs, const pf_bucketset_config_t *cfg,
     }
     write_identities(bs);
     fill_header(bs, cfg->generation,
-                cfg->children != NULL ? cfg->children->used : 0, &h);
+                cfg->slots_used, &h);
     pf_segment_write(bs->seg, &h, bs->gen, bs->retired, NULL);
 }
 
@@ -746,12 +740,12 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
     pf_plan_buckets(&count, &in.wanted, &bs->warm);
     bs->asked = in.wanted;
     bs->built_from = *cfg;
-    bs->built_from.children = NULL;
+    bs->built_from.held = bs->built_from.in_bucket = NULL;
     bs->duplicate_failed = 0;
     in.previous = num_old > 0 ? &bs->gen->plan : NULL;
     in.num_old = num_old;
     in.old = old_identities(bs, pconf);
-    in.old_children = count_children(bs, cfg->children, pconf);
+    in.old_children = children_before(bs, cfg, pconf);
     old_records = apr_pmemdup(pconf, bs->gen->record,
                               sizeof(int) * (apr_size_t)(num_old + 1));
     rv = plan_and_open(bs, &in, pconf, s, &out);

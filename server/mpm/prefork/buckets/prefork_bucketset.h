@@ -81,9 +81,17 @@ typedef struct {
      *  next build). */
     const pf_config_t *conf;
     int generation;             /**< the generation being built */
-    /** The children still running, whose identities the build keeps
-     *  (NULL: none). */
-    pf_children_t *children;
+    /** What the children table said just before the build
+     *  (pf_children_census()), as data: per identity record, the live
+     *  children forked for it, whose identities the build keeps
+     *  (PF_BUCKETSET_RECORDS(num_slots) entries)... */
+    const int *held;
+    /** ...per bucket of the generation in force, its live children not
+     *  told to stop (its num_buckets entries)... */
+    const int *in_bucket;
+    /** ...and the table's slots in use, for the segment's header.  NULL
+     *  arrays: no child yet. */
+    int slots_used;
 } pf_bucketset_config_t;
 
 /** The bucket identities a set with room for @a num_slots scoreboard
