@@ -53,7 +53,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(
 MPM = os.path.join(TOP, "server", "mpm", "prefork")
 
 MIN_FOLDERS = 4
-MAX_CROSSINGS = 48
+MAX_CROSSINGS = 47
 MAX_PREFORK_LINES = 1600
 MAX_SOURCE_LINES = 1000
 

@@ -201,8 +201,15 @@ module AP_MODULE_DECLARE_DATA mpm_prefork_module;
  * held): what readers see of it goes, and so do its counts. */
 static void prefork_note_child_killed(int slot, const pf_child_t *child)
 {
+    int waited_in;
+
     (void)ap_update_child_status_from_indexes(slot, 0, SERVER_DEAD, NULL);
-    pf_bucketset_child_gone(retained->buckets, slot, child);
+    waited_in = pf_bucketset_child_gone(retained->buckets, slot, child);
+    if (waited_in >= 0) {
+        /* It died counted as waiting in accept(): never advertised as
+         * idle again. */
+        pf_steer_child_gone(retained->steer, waited_in);
+    }
     ap_run_child_status(ap_server_conf, child->pid, child->generation, slot,
                         MPM_CHILD_EXITED);
 }
@@ -514,8 +521,9 @@ static void child_init_process(pf_bucket_t *bucket)
     bucket_fds = apr_palloc(pchild, sizeof(int)
                                         * (apr_size_t)bucket->num_listeners);
     num_fds = pf_bucketset_child_init(retained->buckets, me.bucket,
-                                      conf->cpu_affinity, bucket_fds,
-                                      bucket->num_listeners, ap_server_conf);
+                                      bucket_fds, bucket->num_listeners);
+    pf_steer_child_init(retained->steer, me.bucket, conf->cpu_affinity,
+                        ap_server_conf);
     /* While still root: no_new_privs need not be set, so setuid helpers
      * the child runs keep working. */
     pf_filter_child(&retained->filter, conf->syscall_filter, bucket_fds,
@@ -815,7 +823,8 @@ static void publish(const pf_observation_t *obs)
     pf_children_publish(retained->children);
     pf_bucketset_publish(retained->buckets, obs,
                          retained->mpm->my_generation,
-                         retained->children->used);
+                         retained->children->used,
+                         pf_steer_active(retained->steer));
 }
 
 /* One cycle: observe, decide, act, publish. */
@@ -1127,6 +1136,7 @@ static int build_generation(apr_pool_t *p, server_rec *s, int startup)
     pf_bucketset_config_t cfg;
     pf_guard_children_t children_calls;
     pf_guard_steering_t steering_calls;
+    pf_steer_host_t host;
     int num_records = PF_BUCKETSET_RECORDS(retained->first_server_limit);
     int *held, *in_bucket;
 
@@ -1147,6 +1157,8 @@ static int build_generation(apr_pool_t *p, server_rec *s, int startup)
     cfg.held = held;
     cfg.in_bucket = in_bucket;
     cfg.slots_used = retained->children->used;
+    pf_steer_prepare(retained->steer, conf->steering, &host);
+    cfg.host = &host;
     /* Before the build, whose sockets the guard renews: this load of the
      * module's calls (the last load's went with it). */
     pf_children_guard_calls(retained->children, &children_calls);
@@ -1202,7 +1214,8 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
      * request; the children's figures follow after they are forked. */
     pf_bucketset_publish(retained->buckets, NULL,
                          retained->mpm->my_generation,
-                         retained->children->used);
+                         retained->children->used,
+                         pf_steer_active(retained->steer));
     startup_children(s);
     /* The new generation is accepting; now let the old one go, so that
      * no bucket is ever left without a child, then the sockets it held. */
@@ -1282,7 +1295,6 @@ static int prefork_open_logs(apr_pool_t *p, apr_pool_t *AP_MAYBE_UNUSED(plog),
                                                 retained->first_server_limit,
                                                 retained->started,
                                                 &retained->gen,
-                                                retained->steer,
                                                 retained->guard);
     }
     if (build_generation(p, s, startup) != OK) {
@@ -1413,7 +1425,8 @@ static int prefork_drop_privileges(apr_pool_t *AP_MAYBE_UNUSED(p),
         || retained->buckets == NULL) {
         return DECLINED;
     }
-    pf_bucketset_child_init(retained->buckets, -1, 0, NULL, 0, s);
+    pf_bucketset_child_init(retained->buckets, -1, NULL, 0);
+    pf_steer_child_init(retained->steer, -1, 0, s);
     pf_children_close_channels(retained->children, 1);
     pf_filter_helper(conf->syscall_filter, s);
     return DECLINED;

@@ -85,16 +85,16 @@ struct pf_bucketset_s {
     int *held;                  /* scratch: per record, children forked
                                    for it still alive */
 
-    pf_steer_t *steer;          /* ListenBucketSteering */
     pf_sockguard_t *guard;      /* the sockets children hold */
 
     /* What the count was made from. */
     int reuseport_usable;       /* -1 not probed, 0 no, 1 yes */
     apr_status_t reuseport_status;
-    apr_status_t idle_status;   /* idle steering's probe at this plan */
-    char idle_refusal[256];     /* and what failed */
     const char *reuseport_failed_call;
-    pf_cpu_info_t cpus;
+    /* What steering found of the host at this plan (the CPUs, whether
+     * the mode asked for can run), and the steering in force as last
+     * handed over. */
+    pf_steer_host_t host;
 
     /* What the last build decided, for pf_bucketset_log_plan(). */
     pf_bucketset_config_t built_from;
@@ -109,7 +109,7 @@ struct pf_bucketset_s {
 
 pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
                                     apr_time_t started, pf_generation_t *gen,
-                                    pf_steer_t *steer, pf_sockguard_t *guard)
+                                    pf_sockguard_t *guard)
 {
     pf_bucketset_t *bs = apr_pcalloc(pool, sizeof(*bs));
     int r;
@@ -132,7 +132,6 @@ pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
     bs->retired = apr_pcalloc(pool, sizeof(apr_uint64_t)
                                         * (apr_size_t)bs->num_records);
     bs->started = started;
-    bs->steer = steer;
     bs->guard = guard;
     bs->reuseport_usable = -1;
     return bs;
@@ -500,16 +499,16 @@ static void fill_header(const pf_bucketset_t *bs, ap_generation_t number,
     h->reason = bs->gen->plan.reason;
     h->buckets_per_listen = bs->gen->plan.buckets_per_listen;
     h->so_reuseport = bs->reuseport_usable;
-    h->cpus_online = bs->cpus.online;
-    h->cpus_affinity = bs->cpus.affinity;
-    h->cpus_quota = bs->cpus.quota;
-    h->cpus_usable = bs->cpus.usable;
+    h->cpus_online = bs->host.cpus.online;
+    h->cpus_affinity = bs->host.cpus.affinity;
+    h->cpus_quota = bs->host.cpus.quota;
+    h->cpus_usable = bs->host.cpus.usable;
     h->ratio = pool->ratio;
     h->explicit_buckets = pool->explicit_buckets > 0 ? pool->explicit_buckets
                                                     : 0;
     h->max_workers = pool->max_workers;
     h->steer_wanted = cfg->conf->steering;
-    h->steer_active = pf_steer_active(bs->steer);
+    h->steer_active = bs->host.active;
     h->cpu_affinity = cfg->conf->cpu_affinity;
     h->generation = number;
     h->slots_used = slots_used;
@@ -635,13 +634,13 @@ static void log_bucket_count(const pf_bucketset_t *bs, server_rec *s)
         return;
     }
     if (plan->reason == PFB_WHY_NO_IDLE_STEERING) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, bs->idle_status, s,
+        ap_log_error(APLOG_MARK, APLOG_WARNING, bs->host.usable, s,
                      PFBLOGNO(00150) "ListenBucketSteering %s unavailable "
                      "(%s): ListenCoresBucketsRatio %d ignored, every Listen "
                      "in one bucket as in httpd's prefork, since buckets "
                      "under hash steering would each need a spare pool of "
                      "their own", pfb_steer_name(cfg->conf->steering),
-                     bs->idle_refusal, pool->ratio);
+                     bs->host.why, pool->ratio);
         return;
     }
     if (plan->reason == PFB_WHY_NO_REUSEPORT) {
@@ -674,8 +673,9 @@ static void log_bucket_count(const pf_bucketset_t *bs, server_rec *s)
                  bs->reuseport_usable ? "works" : "unavailable",
                  plan->num_buckets, plan->buckets_per_listen,
                  pfb_mode_name(plan->mode), pfb_reason_name(plan->reason),
-                 bs->cpus.usable, bs->cpus.online, bs->cpus.affinity,
-                 bs->cpus.quota, pool->ratio, explicit_buckets);
+                 bs->host.cpus.usable, bs->host.cpus.online,
+                 bs->host.cpus.affinity, bs->host.cpus.quota, pool->ratio,
+                 explicit_buckets);
 }
 
 void pf_bucketset_log_plan(const pf_bucketset_t *bs, int startup,
@@ -714,7 +714,7 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
         bs->reuseport_usable = pf_os_probe_reuseport(
             &bs->reuseport_status, &bs->reuseport_failed_call);
     }
-    pf_cpus_probe(&bs->cpus);
+    bs->host = *cfg->host;
 
     memset(&in, 0, sizeof(in));
     in.how = cfg->how;
@@ -726,7 +726,7 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
         return APR_EINVAL;
     }
     memset(&count, 0, sizeof(count));
-    count.usable_cpus = bs->cpus.usable;
+    count.usable_cpus = bs->host.cpus.usable;
     count.ratio = pool->ratio;
     count.explicit_buckets = pool->explicit_buckets;
     count.reuseport_ok = bs->reuseport_usable;
@@ -734,13 +734,12 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
     count.max_workers = pool->max_workers;
     count.min_spare_servers = pool->min_spare_servers;
     count.steering = cfg->conf->steering;
-    bs->idle_status = pf_steer_probe(cfg->conf->steering, bs->idle_refusal,
-                                     sizeof(bs->idle_refusal));
-    count.steering_usable = bs->idle_status == APR_SUCCESS;
+    count.steering_usable = bs->host.usable == APR_SUCCESS;
     pf_plan_buckets(&count, &in.wanted, &bs->warm);
     bs->asked = in.wanted;
     bs->built_from = *cfg;
     bs->built_from.held = bs->built_from.in_bucket = NULL;
+    bs->built_from.host = NULL;
     bs->duplicate_failed = 0;
     in.previous = num_old > 0 ? &bs->gen->plan : NULL;
     in.num_old = num_old;
@@ -779,15 +778,15 @@ apr_status_t pf_bucketset_build(pf_bucketset_t *bs,
 /* ------------------------------------------------------------------ */
 /* Children gone                                                       */
 
-void pf_bucketset_child_gone(pf_bucketset_t *bs, int slot,
-                             const pf_child_t *child)
+int pf_bucketset_child_gone(pf_bucketset_t *bs, int slot,
+                            const pf_child_t *child)
 {
     pfb_slot_fields_t *f;
     int r = child->record, b;
 
     if (slot < 0 || slot >= bs->num_slots || r < 0 || r >= bs->num_records
         || bs->seg == NULL) {
-        return;
+        return -1;
     }
     f = &bs->seg->slots[slot].f;
     /* What the child wrote is only added up (saturating) or tested for
@@ -801,22 +800,22 @@ void pf_bucketset_child_gone(pf_bucketset_t *bs, int slot,
      * advertised as idle: its count goes now, if it was made in the
      * bucket numbering in force (where its bucket is its identity's). */
     b = pf_generation_bucket_of(bs->gen, r);
-    if (f->waiting != 0 && child->generation >= bs->gen->layout && b >= 0) {
-        pf_steer_child_gone(bs->steer, b);
-    }
+    return f->waiting != 0 && child->generation >= bs->gen->layout ? b : -1;
 }
 
 /* ------------------------------------------------------------------ */
 /* Each cycle                                                          */
 
 void pf_bucketset_publish(pf_bucketset_t *bs, const pf_observation_t *obs,
-                          ap_generation_t number, int slots_used)
+                          ap_generation_t number, int slots_used,
+                          int steer_active)
 {
     pfb_shm_t h;
 
     if (bs->seg == NULL) {
         return;
     }
+    bs->host.active = steer_active;
     write_identities(bs);
     fill_header(bs, number, slots_used, &h);
     pf_segment_write(bs->seg, &h, bs->gen, bs->retired, obs);
@@ -838,9 +837,8 @@ static void close_in_child(apr_socket_t *sd)
     }
 }
 
-int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket,
-                            int cpu_affinity, int *fds, int room,
-                            server_rec *s)
+int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket, int *fds,
+                            int room)
 {
     apr_socket_t **own;
     ap_listen_rec *lr;
@@ -866,7 +864,6 @@ int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket,
         }
     }
     pf_sockguard_child_init(bs->guard, own, n, fds);
-    pf_steer_child_init(bs->steer, bucket, cpu_affinity, s);
     return n;
 }
 

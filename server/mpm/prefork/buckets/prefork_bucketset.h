@@ -31,9 +31,10 @@
  *   builds at every (re)start.
  *
  * ListenBucketSteering (prefork_steering.h) reads the generation's
- * sockets; the bucket set asks it whether a mode can run when it plans
- * the count, and hands it a socket that listens again, a child gone and
- * a child's start.
+ * sockets; the bucket set calls nothing of it: what steering found of
+ * the host comes with each build (pf_steer_host_t), the steering in
+ * force with each publish, and a child gone tells prefork.c which
+ * bucket's idle count steering takes back.
  *
  * prefork.c keeps the httpd-shaped parts (hooks, directives, the child and
  * parent loops, signals) and calls:
@@ -92,6 +93,11 @@ typedef struct {
     /** ...and the table's slots in use, for the segment's header.  NULL
      *  arrays: no child yet. */
     int slots_used;
+    /** What steering found of the host just before the build
+     *  (pf_steer_prepare()): the usable CPUs the count is made from,
+     *  whether the steering asked for can run, and the steering in
+     *  force. */
+    const pf_steer_host_t *host;
 } pf_bucketset_config_t;
 
 /** The bucket identities a set with room for @a num_slots scoreboard
@@ -106,13 +112,12 @@ typedef struct {
  * generations), with room for @a num_slots scoreboard slots (ServerLimit,
  * fixed until the server stops), to build @a gen at every (re)start: it
  * gives @a gen its numbering of identities, for the server's life.
- * @a steer is the server's ListenBucketSteering unit, and @a guard the
- * socket guard (made for PF_BUCKETSET_RECORDS(num_slots) identities),
+ * @a guard is the socket guard (made for PF_BUCKETSET_RECORDS(num_slots) identities),
  * which checks, replaces and stops the sockets the set opens.
  */
 pf_bucketset_t *pf_bucketset_create(apr_pool_t *pool, int num_slots,
                                     apr_time_t started, pf_generation_t *gen,
-                                    pf_steer_t *steer, pf_sockguard_t *guard);
+                                    pf_sockguard_t *guard);
 
 /**
  * Builds a generation's buckets from ap_listeners: probes SO_REUSEPORT
@@ -154,31 +159,34 @@ pf_segment_t *pf_bucketset_segment(const pf_bucketset_t *bs);
  * bucket table and the identities are written.
  */
 void pf_bucketset_publish(pf_bucketset_t *bs, const pf_observation_t *obs,
-                          ap_generation_t number, int slots_used);
+                          ap_generation_t number, int slots_used,
+                          int steer_active);
 
 /**
  * Parent, when the child of @a slot has been reaped (before its record
  * goes): adds what it accepted, as its slot says, to its identity's
- * total, and takes back its idle count if it was waiting.
+ * total.
+ * @return the bucket whose idle count steering takes back
+ *         (pf_steer_child_gone()): the child's, when its slot says it was
+ *         waiting in accept() and it was forked in the bucket numbering in
+ *         force; else -1
  */
-void pf_bucketset_child_gone(pf_bucketset_t *bs, int slot,
-                             const pf_child_t *child);
+int pf_bucketset_child_gone(pf_bucketset_t *bs, int slot,
+                            const pf_child_t *child);
 
 /**
  * Child, right after fork: closes every listening socket but its own
- * bucket's and the steering maps' descriptors, moves its own bucket's
+ * bucket's, moves its own bucket's
  * sockets to the descriptor numbers the system-call filter will refuse
- * setsockopt() on (pf_seccomp_move_high()), and pins itself to the
- * bucket's CPUs when BucketCPUAffinity is on.  With @a bucket -1 (a
+ * setsockopt() on (pf_seccomp_move_high()).  With @a bucket -1 (a
  * process a module forks from the parent, mod_cgid's daemon) it closes
  * every bucket socket.
  * @param fds Set to the descriptors of its own bucket's sockets (room for
  *        @a room; NULL with 0)
  * @return how many it set
  */
-int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket,
-                            int cpu_affinity, int *fds, int room,
-                            server_rec *s);
+int pf_bucketset_child_init(pf_bucketset_t *bs, int bucket, int *fds,
+                            int room);
 
 /** Stop: every bucket socket stops listening and closes, core's listeners
  *  included, so that a copy another process keeps holds no port. */

@@ -20,9 +20,9 @@
  * take text, and the cgroup reader takes the directory it reads under, so
  * the unit tests feed them fake cgroup trees; the quota is the tightest
  * on the way from our group up to its mount point, v1 or v2.
- * pf_cpus_probe() gives the bucket set the count it sizes buckets by; the
- * affinity mask and pinning serve steering (cpu and local) and
- * BucketCPUAffinity.  Where each CPU sits is prefork_topology.c's;
+ * pf_cpus_probe() gives the bucket set, through pf_steer_prepare(), the
+ * count it sizes buckets by; the affinity mask and pinning serve steering
+ * (cpu and local) and BucketCPUAffinity.  Where each CPU sits is prefork_topology.c's;
  * nothing here logs.
  */
 

@@ -533,6 +533,14 @@ static apr_status_t attach_programs(pf_steer_t *st,
     return rv;
 }
 
+void pf_steer_prepare(const pf_steer_t *st, int mode, pf_steer_host_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    pf_cpus_probe(&out->cpus);
+    out->usable = pf_steer_probe(mode, out->why, sizeof(out->why));
+    out->active = pf_steer_active(st);
+}
+
 apr_status_t pf_steer_probe(int mode, char *why, apr_size_t why_len)
 {
     pf_steer_program_t spec;

@@ -31,7 +31,9 @@
  * the server's life: the socket map, the idle counts, the programs, the
  * CPU layout, and the one log line of each event.  It is called by:
  *
- *   the bucket set, planning:   pf_steer_probe
+ *   prefork.c, before a build:  pf_steer_prepare (what the plan needs
+ *                               of the host and of steering, handed to
+ *                               the bucket set as data)
  *   prefork.c, each generation: pf_steer_attach
  *   each cycle:                 pf_steer_observe (the observe step),
  *                               pf_steer_cycle (an act: re-asserts the
@@ -41,8 +43,11 @@
  *                               the programs guard the groups, refill
  *                               when a socket listens again, handover)
  *   a child reaped:             pf_steer_child_gone
- *   the child:                  pf_steer_child_init (bucket set),
- *                               pf_steer_accept_begin/_end (prefork.c)
+ *   the child:                  pf_steer_child_init,
+ *                               pf_steer_accept_begin/_end
+ *
+ * prefork.c alone calls it: the bucket set neither calls nor includes
+ * anything of it but pf_steer_host_t, what it is handed.
  *
  * What a program decides is in prefork_steering_rules.h, which the
  * programs (prefork_steering.bpf.c) and the tests compile alike; the
@@ -166,5 +171,26 @@ typedef struct {
 
 /** Counts the online CPUs, the affinity mask and the cgroup limits. */
 void pf_cpus_probe(pf_cpu_info_t *info);
+
+/* ------------------------------------------------------------------ */
+/* Before a generation is built                                        */
+
+/** What a generation's plan needs to know of the host and of steering,
+ *  found just before each build. */
+typedef struct {
+    pf_cpu_info_t cpus;         /**< the CPUs this process may use */
+    /** Whether the mode asked for can run here (APR_SUCCESS), or the
+     *  refusal's status (pf_steer_probe())... */
+    apr_status_t usable;
+    char why[256];              /**< ...and what failed, in words */
+    int active;                 /**< the pfb_steer_e in force now */
+} pf_steer_host_t;
+
+/**
+ * Parent (root), before each build: the usable CPUs (pf_cpus_probe()),
+ * whether ListenBucketSteering @a mode can run (pf_steer_probe()) and the
+ * steering in force, into @a out, for the bucket set to plan from.
+ */
+void pf_steer_prepare(const pf_steer_t *st, int mode, pf_steer_host_t *out);
 
 #endif /* PREFORK_STEERING_H */
