@@ -833,22 +833,16 @@ static void perform_idle_server_maintenance(server_rec *s)
     pf_generation_t *gen = &retained->gen;
     pf_observation_t *obs = observe();
     pf_decision_summary_t summary;
-    pf_limits_t lim;
 
     pf_generation_end_pacing(gen, s);
-    pf_maintenance_limits_init(&lim, gen->num_buckets,
-                               conf->pool.min_spare_servers,
-                               conf->pool.max_spare_servers,
-                               conf->pool.max_workers,
-                               pf_steer_active(retained->steer));
-    pf_generation_decide(gen, &lim, &retained->spawn_rate, &summary, s);
+    pf_generation_decide(gen, &retained->spawn_rate, &summary, s);
 
     /* The bucket sockets children hold, put right before anything is
      * forked onto them. */
     pf_sockguard_check(retained->guard, -1, obs, s);
     pf_children_retire(retained->children, gen);
     spawn_wanted_children(s, obs);
-    pf_generation_log_limits(gen, &lim, &summary,
+    pf_generation_log_limits(gen, &summary,
                              &retained->maxclients_reported, s);
     /* Children of old generations that missed their signal (forked while
      * it was sent) are told again. */
@@ -1210,6 +1204,14 @@ static int prefork_run(apr_pool_t *p, apr_pool_t *plog, server_rec *s)
 
     pf_steer_attach(retained->steer, &retained->gen, conf->steering,
                     conf->cpu_affinity, pconf, s);
+    /* The limits every cycle of the generation decides within, derived
+     * once: the directives and the steering now in force. */
+    pf_maintenance_limits_init(&retained->gen.limits,
+                               retained->gen.num_buckets,
+                               conf->pool.min_spare_servers,
+                               conf->pool.max_spare_servers,
+                               conf->pool.max_workers,
+                               pf_steer_active(retained->steer));
     /* The steering in force, before any child can answer a status
      * request; the children's figures follow after they are forked. */
     pf_bucketset_publish(retained->buckets, NULL,

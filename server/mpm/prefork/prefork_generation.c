@@ -188,11 +188,11 @@ void pf_generation_end_pacing(pf_generation_t *gen, server_rec *s)
     }
 }
 
-void pf_generation_decide(pf_generation_t *gen, const pf_limits_t *lim,
-                          int *spawn_rate, pf_decision_summary_t *summary,
-                          server_rec *s)
+void pf_generation_decide(pf_generation_t *gen, int *spawn_rate,
+                          pf_decision_summary_t *summary, server_rec *s)
 {
     pf_observation_t *obs = &gen->obs;
+    const pf_limits_t *lim = &gen->limits;
 
     memcpy(obs->counted, obs->state,
            sizeof(*obs->counted) * (apr_size_t)gen->num_buckets);
@@ -210,10 +210,10 @@ void pf_generation_decide(pf_generation_t *gen, const pf_limits_t *lim,
 }
 
 void pf_generation_log_limits(const pf_generation_t *gen,
-                              const pf_limits_t *lim,
                               const pf_decision_summary_t *summary,
                               int *reported, server_rec *s)
 {
+    const pf_limits_t *lim = &gen->limits;
     int b, leaving = 0;
 
     for (b = 0; b < gen->num_buckets; b++) {

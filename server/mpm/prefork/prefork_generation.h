@@ -156,6 +156,10 @@ typedef struct {
     /** ...and whether the one line about buckets whose children die at
      *  start has been logged for the present episode. */
     int respawn_logged;
+    /** The limits every maintenance cycle of the generation decides
+     *  within, derived once, when steering has attached (the directives
+     *  and the steering in force, which changes only at an attach). */
+    pf_limits_t limits;
     pf_observation_t obs;       /**< the maintenance cycle's */
     /** Per bucket, scratch for counts between cycles. */
     int *live;
@@ -200,14 +204,14 @@ void pf_generation_note_exit(pf_generation_t *gen,
 /**
  * A cycle's decision, from gen->obs alone: each bucket's spawns and
  * retirements into obs->action, in priority order in obs->scratch
- * (pf_maintenance_decide() within @a lim, with the older generations'
- * children counted as idle ones on their way), the server's ramp
+ * (pf_maintenance_decide() within gen->limits, with the older
+ * generations' children counted as idle ones on their way), the server's
+ * ramp
  * @a spawn_rate carried from cycle to cycle.  Says at debug level when
  * idle children are retired to free slots for starved buckets.
  */
-void pf_generation_decide(pf_generation_t *gen, const pf_limits_t *lim,
-                          int *spawn_rate, pf_decision_summary_t *summary,
-                          server_rec *s);
+void pf_generation_decide(pf_generation_t *gen, int *spawn_rate,
+                          pf_decision_summary_t *summary, server_rec *s);
 
 
 /**
@@ -216,7 +220,6 @@ void pf_generation_decide(pf_generation_t *gen, const pf_limits_t *lim,
  * children of a restart or a retirement hold slots), and a fast ramp.
  */
 void pf_generation_log_limits(const pf_generation_t *gen,
-                              const pf_limits_t *lim,
                               const pf_decision_summary_t *summary,
                               int *reported, server_rec *s);
 
