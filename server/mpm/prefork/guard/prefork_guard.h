@@ -58,7 +58,7 @@
  * and the retirement.  The refusal is prefork_seccomp.h's (the rules) and
  * prefork_filter.c's (which processes install them); when the parent
  * checks, who else holds a socket and what the log says are
- * prefork_sockguard.h's and prefork_holders.h's; the options are
+ * prefork_sockguard.c's; the options are
  * prefork_sockopts.h's.
  */
 

@@ -18,14 +18,14 @@
  * The guard of the generation's bucket sockets as a whole, made and called
  * by prefork.c, the sockets noted in it by the bucket set: when to check
  * them (every bucket each maintenance cycle, one bucket when a child of it
- * exits), the look for other holders before a
- * cycle's check, replacing every socket at a restart where the kernel can
+ * exits), the look for other holders before a cycle's check (through
+ * /proc, below), replacing every socket at a restart where the kernel can
  * hand their queues over, retiring replaced sockets once the new ones are
  * in steering's map, and refusing new handshakes at a graceful stop.  The
  * children of a bucket whose socket was replaced are told to go, since
  * they hold the old one.  The log lines are here, once per bucket and
- * episode; one socket's check is prefork_guard.c's, the holders
- * prefork_holders.c's, and the handover steering's.  Steering and the
+ * episode; one socket's check is prefork_guard.c's, and the handover
+ * steering's.  Steering and the
  * children's table are reached through the calls they hand the guard
  * (pf_guard_steering_t, pf_guard_children_t), so this room names neither.
  */
@@ -37,8 +37,12 @@
 #define APR_WANT_STRFUNC
 #include "apr_want.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <netinet/in.h>
@@ -53,12 +57,281 @@
 
 #include "pfb_log.h"
 #include "prefork_buckets.h"
-#include "prefork_holders.h"
 #include "prefork_os.h"
 #include "prefork_seccomp.h"
 #include "prefork_sockguard.h"
 
 APLOG_USE_MODULE(mpm_prefork);
+
+/* ------------------------------------------------------------------ */
+/* Other holders: the look through /proc/PID/fd                        */
+
+/*
+ * A child can leave a copy of its bucket socket with a process that
+ * outlives it (a setsid() grandchild, a process it passed the socket to):
+ * the parent's repairs in place lose to such a holder, which can set an
+ * option again a millisecond later, accept connections, or keep the port
+ * after the server stops.  Found, the socket is replaced (the holder keeps
+ * a socket that no longer listens).
+ *
+ * A look reads every process's descriptor table, which costs CPU in
+ * proportion to the processes and descriptors of the host: the looks are
+ * spaced so that they take at most HOLDERS_BUDGET_PPM of one CPU
+ * (holders_next_look()), every maintenance cycle on a host with a few
+ * hundred processes, less often on one with tens of thousands.  A
+ * process is taken for a holder only when two looks in a row find it
+ * holding the socket: a child's process between fork() and exec() holds
+ * it for that moment, legitimately (the descriptor is close-on-exec), and
+ * the second look, at the next cycle, checks just the suspects.
+ *
+ * The look decides and logs nothing: the guard below asks, replaces the
+ * sockets and names the holders.
+ */
+
+/* The share of one CPU the looks may take, in parts per million. */
+#define HOLDERS_BUDGET_PPM 5000
+
+/* A process that holds a socket looked for. */
+typedef struct {
+    pid_t pid;
+    apr_ino_t inode;            /* the socket it holds */
+} holder_t;
+
+/* Whether @a pid is the parent or a live child (not a holder). */
+typedef int holders_ours_fn(void *baton, pid_t pid);
+
+/* The suspects a look remembers for the next: more would mean a host
+ * where many processes hold the server's sockets, and each is found
+ * again at a later look. */
+#define MAX_SUSPECTS 64
+
+typedef struct {
+    apr_time_t next_look;       /* when a whole look may start */
+    holder_t suspect[MAX_SUSPECTS];
+    int num_suspects;
+} holders_t;
+
+static holders_t *holders_create(apr_pool_t *pool)
+{
+    return apr_pcalloc(pool, sizeof(holders_t));
+}
+
+/* When the next whole look may start: a look that took @a cost_usec of
+ * CPU is followed by enough time for the looks to take at most
+ * HOLDERS_BUDGET_PPM of one CPU, and never sooner than the next cycle. */
+static apr_time_t holders_next_look(apr_time_t started,
+                                    apr_int64_t cost_usec, apr_time_t cycle)
+{
+    apr_int64_t spacing = cost_usec > 0
+                              ? cost_usec * (1000000 / HOLDERS_BUDGET_PPM)
+                              : 0;
+
+    /* Half a cycle: the cycles' own timing varies, and the look should
+     * not skip one where it can afford it. */
+    if (spacing < cycle / 2) {
+        spacing = cycle / 2;
+    }
+    return started + spacing;
+}
+
+/* The CPU time this thread has used, in microseconds. */
+static apr_int64_t cpu_usec(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) {
+        return 0;
+    }
+    return (apr_int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int inode_wanted(const apr_ino_t *inodes, int n, apr_ino_t inode)
+{
+    int low = 0, high = n - 1, mid;
+
+    while (low <= high) {
+        mid = low + (high - low) / 2;
+        if (inodes[mid] == inode) {
+            return 1;
+        }
+        if (inodes[mid] < inode) {
+            low = mid + 1;
+        }
+        else {
+            high = mid - 1;
+        }
+    }
+    return 0;
+}
+
+/* The sockets of @a inodes that process @a pid holds, into @a out (room
+ * for @a room).  @return how many */
+static int sockets_held(pid_t pid, const apr_ino_t *inodes, int n,
+                        holder_t *out, int room)
+{
+    char path[64], target[64];
+    struct dirent *entry;
+    unsigned long long inode;
+    ssize_t len;
+    DIR *dir;
+    int fd, found = 0;
+
+    snprintf(path, sizeof(path), "/proc/%ld/fd", (long)pid);
+    fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;               /* gone, or no descriptors to read */
+    }
+    dir = fdopendir(fd);
+    if (dir == NULL) {
+        close(fd);
+        return 0;
+    }
+    while (found < room && (entry = readdir(dir)) != NULL) {
+        if (entry->d_name[0] < '0' || entry->d_name[0] > '9') {
+            continue;
+        }
+        len = readlinkat(dirfd(dir), entry->d_name, target,
+                         sizeof(target) - 1);
+        if (len <= 0) {
+            continue;
+        }
+        target[len] = '\0';
+        if (sscanf(target, "socket:[%llu]", &inode) == 1
+            && inode_wanted(inodes, n, (apr_ino_t)inode)) {
+            out[found].pid = pid;
+            out[found].inode = (apr_ino_t)inode;
+            found++;
+        }
+    }
+    closedir(dir);
+    return found;
+}
+
+static int was_suspect(const holder_t *suspects, int n,
+                       const holder_t *h)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (suspects[i].pid == h->pid && suspects[i].inode == h->inode) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The suspects of the last look that still hold what they held. */
+static int confirm_suspects(holders_t *h, const apr_ino_t *inodes, int n,
+                            holder_t *found, int room)
+{
+    holder_t held[8];
+    int i, j, k, confirmed = 0;
+
+    for (i = 0; i < h->num_suspects && confirmed < room; i++) {
+        k = sockets_held(h->suspect[i].pid, inodes, n, held, 8);
+        for (j = 0; j < k && confirmed < room; j++) {
+            if (held[j].inode == h->suspect[i].inode) {
+                found[confirmed++] = held[j];
+            }
+        }
+    }
+    h->num_suspects = 0;
+    return confirmed;
+}
+
+/* A whole look: every process but ours, its suspects noted for the next
+ * call (those already confirmed are not suspected again). */
+static void look_at_every_process(holders_t *h, const apr_ino_t *inodes,
+                                  int n, holders_ours_fn *ours,
+                                  void *baton, const holder_t *confirmed,
+                                  int num_confirmed)
+{
+    holder_t held[8];
+    struct dirent *entry;
+    DIR *proc = opendir("/proc");
+    long pid;
+    int j, k;
+
+    if (proc == NULL) {
+        return;
+    }
+    while ((entry = readdir(proc)) != NULL
+           && h->num_suspects < MAX_SUSPECTS) {
+        if (entry->d_name[0] < '1' || entry->d_name[0] > '9') {
+            continue;
+        }
+        pid = strtol(entry->d_name, NULL, 10);
+        if (pid <= 0 || ours(baton, (pid_t)pid)) {
+            continue;
+        }
+        k = sockets_held((pid_t)pid, inodes, n, held, 8);
+        for (j = 0; j < k && h->num_suspects < MAX_SUSPECTS; j++) {
+            if (!was_suspect(confirmed, num_confirmed, &held[j])) {
+                h->suspect[h->num_suspects++] = held[j];
+            }
+        }
+    }
+    closedir(proc);
+}
+
+/* Looks for the holders of @a inodes (sorted ascending, @a n of them):
+ * the whole of /proc when a look is due, otherwise only the processes the
+ * last look suspected.  @a found is set to the holders that two looks in
+ * a row found (room for @a room).  @return how many it set */
+static int holders_look(holders_t *h, const apr_ino_t *inodes, int n,
+                        holders_ours_fn *ours, void *baton, apr_time_t now,
+                        holder_t *found, int room)
+{
+    apr_int64_t cpu;
+    int confirmed;
+
+    if (n < 1) {
+        h->num_suspects = 0;
+        return 0;
+    }
+    confirmed = confirm_suspects(h, inodes, n, found, room);
+    if (now < h->next_look) {
+        return confirmed;
+    }
+    cpu = cpu_usec();
+    look_at_every_process(h, inodes, n, ours, baton, found, confirmed);
+    h->next_look = holders_next_look(now, cpu_usec() - cpu,
+                                        apr_time_from_sec(1));
+    return confirmed;
+}
+
+/* The name of process @a pid (its comm), for the log; "?" if gone. */
+static const char *holders_name(pid_t pid, char *buf, apr_size_t len)
+{
+    char path[64];
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%ld/comm", (long)pid);
+    f = fopen(path, "r");
+    if (f == NULL || fgets(buf, (int)len, f) == NULL) {
+        apr_cpystrn(buf, "?", len);
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    n = strlen(buf);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) {
+        buf[--n] = '\0';
+    }
+    /* Its own choice of name: only printable ASCII reaches the log. */
+    for (; n > 0; n--) {
+        unsigned char c = (unsigned char)buf[n - 1];
+
+        if (c < 0x20 || c > 0x7e) {
+            buf[n - 1] = '?';
+        }
+    }
+    return buf;
+}
+
+/* ------------------------------------------------------------------ */
+/* The guard                                                           */
 
 /* Holders one look reports at most; more wait for the next look. */
 #define MAX_HOLDERS 32
@@ -69,7 +342,7 @@ struct pf_sockguard_s {
     pf_guard_steering_t steer;  /* steering's maps and programs */
     pf_guard_book_t *book;      /* each socket as the parent opened it */
     pf_guard_children_t children; /* table NULL: none yet */
-    pf_holders_t *holders;
+    holders_t *holders;
 
     /* Per bucket identity: what the log has said about its sockets in the
      * present episode, and of their options. */
@@ -100,7 +373,7 @@ pf_sockguard_t *pf_sockguard_create(apr_pool_t *pool, int num_records,
     g->pool = pool;
     g->gen = gen;
     g->book = pf_guard_book_create(pool);
-    g->holders = pf_holders_create(pool);
+    g->holders = holders_create(pool);
     g->num_records = num_records;
     g->logged = apr_pcalloc(pool, sizeof(int) * (apr_size_t)num_records);
     g->options_logged = apr_pcalloc(pool, sizeof(pf_sockopt_set_t)
@@ -212,7 +485,7 @@ static int bucket_of_socket(const pf_generation_t *gen, int k)
  * nor a live child has held at two looks in a row, and says so. */
 static void look_for_holders(pf_sockguard_t *g, int n, server_rec *s)
 {
-    pf_holder_t found[MAX_HOLDERS];
+    holder_t found[MAX_HOLDERS];
     char name[64];
     ap_listen_rec *lr;
     apr_os_sock_t fd;
@@ -231,7 +504,7 @@ static void look_for_holders(pf_sockguard_t *g, int n, server_rec *s)
         }
     }
     qsort(g->sorted, (size_t)k, sizeof(apr_ino_t), by_inode);
-    num_found = pf_holders_look(g->holders, g->sorted, k, is_ours, g,
+    num_found = holders_look(g->holders, g->sorted, k, is_ours, g,
                                 apr_time_now(), found, MAX_HOLDERS);
     for (i = 0; i < num_found; i++) {
         for (j = 0; j < k && g->inodes[j] != found[i].inode; j++) {
@@ -249,7 +522,7 @@ static void look_for_holders(pf_sockguard_t *g, int n, server_rec *s)
                      "process keeps one that no longer listens",
                      b, b >= 0 ? g->gen->bucket[b].address : "?",
                      found[i].pid,
-                     pf_holders_name(found[i].pid, name, sizeof(name)));
+                     holders_name(found[i].pid, name, sizeof(name)));
     }
 }
 

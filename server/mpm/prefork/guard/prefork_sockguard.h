@@ -26,8 +26,9 @@
  * The bucket set (prefork_bucketset.c) opens the sockets with the calls
  * at the end of this header and notes them in the guard's book; prefork.c
  * makes the guard and calls it, which acts with prefork_guard.h (one
- * socket against its record), prefork_holders.h (other processes holding
- * one) and steering's socket maps (a replacement's handover):
+ * socket against its record), its own look through /proc for other
+ * processes holding one, and steering's socket maps (a replacement's
+ * handover):
  *
  *   each cycle, and when a child of a bucket exits: pf_sockguard_check
  *   at a restart, after the build:          pf_sockguard_renew
