@@ -87,7 +87,7 @@ from profiles import (PROFILES, SCALED, DEFAULTS, SCENARIOS,  # noqa: E402
 from measures import host_info, syscalls_per_request  # noqa: E402
 from runner import (server_plan, php_settings, php_clients,  # noqa: E402
                     scenario_skips, one_run, save_progress)
-from kevents_pass import kernel_event_pass  # noqa: E402
+from kevents import kernel_event_pass  # noqa: E402
 
 
 def parse_args():
