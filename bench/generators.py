@@ -17,8 +17,8 @@ import tempfile
 import threading
 import time
 
-import latency
 import netns
+import stats
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, ".."))
@@ -59,7 +59,7 @@ def client_prefix(args, where=None):
 def run_wrk(args, url, connections, seconds, close=True, exp_ms=None,
             log=None, where=None):
     """One wrk run; the result carries wrk's summary and, under "hist",
-    every request's latency (a histogram at 1 us, latency.py)."""
+    every request's latency (a histogram at 1 us, stats.py)."""
     env = dict(os.environ)
     # wrk_report.lua: Connection: close on every request (WRK_CLOSE=1);
     # WRK_EXP_MS asks the test handler for exponential service times.
@@ -125,7 +125,7 @@ def merge_wrk(results):
     for p in ("p50", "p75", "p90", "p99", "p99.9", "p99.99", "max"):
         merged[p] = max(r.get(p, float("nan")) for r in results)
     merged["cdf"] = results[0].get("cdf", [])
-    merged["hist"] = latency.merge(r.get("hist", {}) for r in results)
+    merged["hist"] = stats.merge_hists(r.get("hist", {}) for r in results)
     return merged
 
 
@@ -191,7 +191,7 @@ def merge_openloop(outs, tmp, log):
             result[k] += one[k]
         lag99 = max(lag99, one["send_lag_p99"])
         lagmax = max(lagmax, one["send_lag_max"])
-    hist = latency.merge(hists)
+    hist = stats.merge_hists(hists)
     if not hist:
         return {"requests": 0, "rps": 0.0, "errors": errors or
                 {"no_output": 1}}
@@ -200,7 +200,7 @@ def merge_openloop(outs, tmp, log):
     result.update(requests=result["ok"], rps=result["rate"], errors=errors,
                   send_lag_p99=lag99, send_lag_max=lagmax,
                   generators=len(outs), generator="openloop", hist=hist)
-    result.update(latency.summary(hist))
+    result.update(stats.hist_summary(hist))
     return result
 
 

@@ -225,8 +225,8 @@ def kernel_event_run(key, cfg, pool, rate, args, prof, log, out_dir=None):
     # The suite's modules, as in kernel_event_pass.
     import cgroupcpu
     import idlepolicy
-    import latency
     import rig
+    import stats
     import validity
     from servers import make_server, start_server, server_cpus, target, \
         save_config
@@ -284,7 +284,7 @@ def kernel_event_run(key, cfg, pool, rate, args, prof, log, out_dir=None):
                idle, result.get("requests", 0)))}
     one.update(reuse_distance(lines))
     # Little's law: connections in the server at once, on average.
-    mean_s = latency.mean_ms(result.get("hist") or {}) / 1e3
+    mean_s = stats.hist_mean_ms(result.get("hist") or {}) / 1e3
     if result.get("rps") and mean_s == mean_s:
         one["concurrency"] = round(result["rps"] * mean_s, 2)
     one["invalid"] = validity.judge_run("kevents", dict(

@@ -16,8 +16,8 @@ import subprocess
 import sys
 import time
 
-import latency
 import netns
+import stats
 from pfbtest import HTTPD
 from generators import client_prefix
 from servers import make_server, start_server, server_cpus, target
@@ -368,8 +368,8 @@ def keep_latencies(result, name, key, pair, out_dir):
     hist = result.pop("hist", None) or {}
     if not hist:
         return
-    result.update(latency.summary(hist))
+    result.update(stats.hist_summary(hist))
     if out_dir and pair:
         rel = os.path.join("latency", "%s-%s-p%d.hist.gz" % (name, key, pair))
-        latency.write(os.path.join(out_dir, rel), hist)
+        stats.write_hist(os.path.join(out_dir, rel), hist)
         result["latency_file"] = rel

@@ -16,7 +16,7 @@
  * one JSON object: sent, ok, the responses completed within the schedule
  * and their rate (what a fixed-rate run achieved), errors by kind, the
  * send lag; every latency goes to --hist as "<µs> <requests>" lines, the
- * suite's histogram format (latency.py).
+ * suite's histogram format (stats.py).
  *
  * Targets: 127.0.0.0/8 and ::1, or any address when the generator runs in
  * a network namespace the suite created (netns.py: it reaches the server

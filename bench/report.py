@@ -6,7 +6,7 @@
       # -> bench/results/DIR/NAME.report.md
 
 Every run's percentiles are taken again from its latency histogram
-(latency/*.hist.gz, see latency.py) where the folder has it, loose or in
+(latency/*.hist.gz, see stats.py) where the folder has it, loose or in
 its raw.tar.xz (pack.py), so a published folder's report can be rebuilt,
 and runs merged, from the raw latencies; a packed folder is packed again
 after (its chart data goes back into the archive).  Runs marked invalid
@@ -30,7 +30,6 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import latency  # noqa: E402
 import pack  # noqa: E402
 import report_idle  # noqa: E402
 import report_rig  # noqa: E402
@@ -66,7 +65,8 @@ def refresh_percentiles(doc, out_dir):
         path = r.get("latency_file")
         if not path or not pack.exists(os.path.join(out_dir, path)):
             continue
-        summary = latency.summary(latency.read(os.path.join(out_dir, path)))
+        summary = stats.hist_summary(stats.read_hist(
+            os.path.join(out_dir, path)))
         for k in PERCENTILE_KEYS:
             r[k] = summary.get(k, r.get(k))
 
@@ -77,8 +77,8 @@ def pooled_percentiles(doc, out_dir, scenario, config):
     for r in runs_of(doc, scenario, config):
         path = r.get("latency_file")
         if path and pack.exists(os.path.join(out_dir, path)):
-            hists.append(latency.read(os.path.join(out_dir, path)))
-    return latency.summary(latency.merge(hists)) if hists else None
+            hists.append(stats.read_hist(os.path.join(out_dir, path)))
+    return stats.hist_summary(stats.merge_hists(hists)) if hists else None
 
 
 def median(values):

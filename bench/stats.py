@@ -1,5 +1,7 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
-"""Medians with distribution-free confidence intervals.
+"""The suite's statistics: across runs, medians with distribution-free
+confidence intervals; within a run, every request's latency as a
+histogram, and the percentiles taken from it.
 
 For n independent runs, the interval between the k-th smallest and the
 k-th largest contains the true median with probability
@@ -10,14 +12,34 @@ with 6 to 8 it is min to max (96.9 % to 99.2 %), with 9 the 2nd to the 8th
 (96.1 %).  Ratios against the baseline are taken per pair (runs of one pair
 are interleaved, so they share the machine's state) and their median gets
 the same interval.
+
+Every request's latency is kept: a histogram at 1 µs resolution (lossless
+for percentiles: it drops only the order), one gzip'd text file per run.
+
+  # pfb latency histogram v1: <latency µs> <requests>
+  1203 17
+  1204 22
+  ...
+
+wrk gives its whole histogram to wrk_report.lua (latency(i) is the i-th
+distinct value and its count); the open-loop generator (openloop.c) writes
+its latencies in the same form.
+Any percentile can be recomputed from the file, and runs merged by adding
+counts: report.py reads these files, not the generators' summaries.
 """
 
+import bisect
+import gzip
 import math
+import os
 import statistics
+
+import pack
 
 LEVEL = 0.95
 
 
+# Across runs: medians and their intervals.
 def coverage(n, k):
     """Coverage of [x(k), x(n+1-k)] for the median of n runs."""
     below = sum(math.comb(n, i) for i in range(k)) / float(2 ** n)
@@ -69,3 +91,87 @@ def fmt_ci(ci, digits=1, scale=1.0):
     if cov < LEVEL:
         text += " (%.0f %%)" % (100 * cov)
     return text
+
+
+# Within a run: every request's latency, as a histogram.
+HIST_HEADER = "# pfb latency histogram v1: <latency us> <requests>\n"
+
+
+def hist_from_latencies(seconds):
+    """{µs: count} from latencies in seconds."""
+    hist = {}
+    for s in seconds:
+        us = int(round(s * 1e6))
+        hist[us] = hist.get(us, 0) + 1
+    return hist
+
+
+def write_hist(path, hist):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with gzip.open(path, "wt", compresslevel=9) as f:
+        f.write(HIST_HEADER)
+        for us in sorted(hist):
+            f.write("%d %d\n" % (us, hist[us]))
+    return path
+
+
+def read_hist(path):
+    """The histogram a file holds, plain or in its folder's archive
+    (pack.py)."""
+    hist = {}
+    with pack.open_text(path) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            us, count = line.split()
+            hist[int(us)] = hist.get(int(us), 0) + int(count)
+    return hist
+
+
+def merge_hists(hists):
+    total = {}
+    for h in hists:
+        for us, count in h.items():
+            total[us] = total.get(us, 0) + count
+    return total
+
+
+class Percentiles:
+    """Percentiles of a histogram, in ms (nearest rank, as wrk reports)."""
+
+    def __init__(self, hist):
+        self.values = sorted(hist)
+        self.cum = []
+        running = 0
+        for us in self.values:
+            running += hist[us]
+            self.cum.append(running)
+        self.count = running
+
+    def __call__(self, p):
+        if not self.count:
+            return float("nan")
+        rank = max(1, int(-(-p / 100.0 * self.count // 1)))
+        i = bisect.bisect_left(self.cum, rank)
+        return self.values[min(i, len(self.values) - 1)] / 1000.0
+
+    def max(self):
+        return self.values[-1] / 1000.0 if self.values else float("nan")
+
+
+def hist_mean_ms(hist):
+    """The mean latency of a histogram, in ms (nan when empty)."""
+    count = sum(hist.values())
+    if not count:
+        return float("nan")
+    return sum(us * n for us, n in hist.items()) / float(count) / 1000.0
+
+
+def hist_summary(hist):
+    """The percentiles the suite reports, from a histogram."""
+    p = Percentiles(hist)
+    result = {"requests_timed": p.count}
+    for q in (50, 90, 99, 99.9, 99.99):
+        result["p%s" % q] = p(q)
+    result["max"] = p.max()
+    return result

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Licensed under the Apache License, Version 2.0; see LICENSE.
 """Unit tests of the load suite's pure helpers: the confidence intervals
-(stats.py), the latency histograms (latency.py), which runs are invalid
+and the latency histograms (stats.py), which runs are invalid
 (validity.py: the generator's failures, a saturated fixed rate, others'
 CPU and ListenOverflows on the rig), the rig's accounting of others' CPU
 (rig.foreign), the per-pair ratios, report.py's table of a build
@@ -17,7 +17,6 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import latency  # noqa: E402
 import pack  # noqa: E402
 import stats  # noqa: E402
 
@@ -65,21 +64,21 @@ class Intervals(unittest.TestCase):
 class Histograms(unittest.TestCase):
 
     def test_round_trip_and_merge(self):
-        hist = latency.from_latencies([0.001, 0.001, 0.0025, 0.1])
+        hist = stats.hist_from_latencies([0.001, 0.001, 0.0025, 0.1])
         self.assertEqual(hist, {1000: 2, 2500: 1, 100000: 1})
         with tempfile.TemporaryDirectory() as d:
-            path = latency.write(os.path.join(d, "x", "h.hist.gz"), hist)
-            self.assertEqual(latency.read(path), hist)
-        self.assertEqual(latency.merge([hist, {1000: 1}])[1000], 3)
+            path = stats.write_hist(os.path.join(d, "x", "h.hist.gz"), hist)
+            self.assertEqual(stats.read_hist(path), hist)
+        self.assertEqual(stats.merge_hists([hist, {1000: 1}])[1000], 3)
 
     def test_percentiles_nearest_rank(self):
         hist = {us: 1 for us in range(1000, 101000, 1000)}   # 1..100 ms
-        s = latency.summary(hist)
+        s = stats.hist_summary(hist)
         self.assertEqual(s["p50"], 50.0)
         self.assertEqual(s["p99"], 99.0)
         self.assertEqual(s["p99.9"], 100.0)
         self.assertEqual(s["max"], 100.0)
-        self.assertTrue(math.isnan(latency.summary({})["p50"]))
+        self.assertTrue(math.isnan(stats.hist_summary({})["p50"]))
 
 
 class InvalidRuns(unittest.TestCase):
@@ -313,8 +312,8 @@ class PackedFolder(unittest.TestCase):
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w") as f:
                 f.write(text)
-        latency.write(os.path.join(top, "latency", "x-p1.hist.gz"),
-                      {1000: 3, 2000: 1})
+        stats.write_hist(os.path.join(top, "latency", "x-p1.hist.gz"),
+                         {1000: 3, 2000: 1})
         return top
 
     def test_pack_keeps_what_readers_open_and_reads_the_rest(self):
@@ -332,7 +331,7 @@ class PackedFolder(unittest.TestCase):
             # The histogram through its old name, stored uncompressed.
             hist = os.path.join(top, "latency", "x-p1.hist.gz")
             self.assertTrue(pack.exists(hist))
-            self.assertEqual(latency.read(hist), {1000: 3, 2000: 1})
+            self.assertEqual(stats.read_hist(hist), {1000: 3, 2000: 1})
             self.assertIn("latency/x-p1.hist", pack.members(
                 os.path.join(top, pack.ARCHIVE)))
             # A subfolder's file, from the archive at the folder's top.
