@@ -34,6 +34,14 @@ entry of either list that matches nothing fails: the lists only shrink;
 an entry whose file is not in the tree (renamed or removed by another
 change) is shown as gone, so that two branches merge.
 
+tools/check/claims_pending.txt exists only while a figure is pending:
+without it, none is.  It holds figures in files another change owns that
+the claims table does not hold, shown here and not failed until that
+change removes them or a folder made at a commit holds them.  One entry a
+line, tab-separated: the file, the figure as its number, why (lines
+starting with # are comments).  An entry that matches no figure fails, so
+the list only shrinks; remove the file with its last entry.
+
 Ends with 'claims: N passed, N failed'.
 """
 
@@ -67,6 +75,8 @@ QUOTED = {"here": "docs/benchmarks.md", "README": "README.md",
 TEXTS = (".md", ".txt", ".csv")
 # A claims row's commit for a folder that names none (preliminary).
 NONE_RECORDED = "none recorded"
+# Figures pending in others' files (the docstring says the format); no
+# file, none pending.
 PENDING = os.path.join(TOP, "tools", "check", "claims_pending.txt")
 
 # A number, its thousands apart or not ("119 676"), not glued to a word
@@ -256,6 +266,7 @@ def holds(text, number):
 
 
 def load_list(path, columns):
+    """The entries of a list file; none when there is no file."""
     entries = []
     if not os.path.exists(path):
         return entries
