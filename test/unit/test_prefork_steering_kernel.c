@@ -8,7 +8,11 @@
  * loopback they send connections where the rules say: idle to the one
  * idle bucket, or spread by the hash when all are idle; cpu to the
  * connecting CPU's bucket; hash over every bucket; and none of them ever
- * to a socket that joined the group from outside.
+ * to a socket that joined the group from outside.  And the socket maps:
+ * when the guard replaces a bucket socket, the connections queued on the
+ * old one reach the new one, both where steering's program chooses the
+ * socket through the map and where a handover's program does it on a
+ * group that has none.
  */
 
 /* The file under test, compiled here rather than on its own so that the
@@ -35,7 +39,117 @@
 
 #ifdef HAVE_BPF_STEERING
 
-#include "steer_group.h"
+/* ------------------------------------------------------------------ */
+/* A reuseport group of listening sockets on loopback with a socket map
+ * and the steering programs loaded as the MPM loads them: what the tests
+ * run their connections against.  Check's asserts stop the test that
+ * called in on any failure. */
+
+#define STEER_GROUP_MAX 8
+#define STEER_MAP_CAPACITY 16
+
+typedef struct {
+    apr_pool_t *pool;
+    int fds[STEER_GROUP_MAX];
+    apr_socket_t *socks[STEER_GROUP_MAX];
+    int n;                      /* sockets in the group */
+    int outsider;               /* the position of one not in the map, or
+                                   -1 */
+    struct sockaddr_in addr;
+    int map_fd;                 /* the socket map: bucket -> socket */
+} steer_group_t;
+
+/* n listening sockets on one loopback port, in one reuseport group, in
+ * order; with an outsider at position @a outsider (-1 for none), which
+ * joins the group but not the map.  The others go into a socket map under
+ * their bucket numbers. */
+static void steer_group_open(steer_group_t *g, int n, int outsider)
+{
+    socklen_t len = sizeof(g->addr);
+    int one = 1, k, bucket;
+    apr_status_t rv;
+
+    memset(g, 0, sizeof(*g));
+    ck_assert_int_le(n, STEER_GROUP_MAX);
+    ck_assert_int_eq(apr_pool_create(&g->pool, NULL), APR_SUCCESS);
+    g->n = n;
+    g->outsider = outsider;
+    g->addr.sin_family = AF_INET;
+    g->addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (k = 0; k < n; k++) {
+        g->fds[k] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(g->fds[k], 0);
+        ck_assert_int_eq(setsockopt(g->fds[k], SOL_SOCKET, SO_REUSEPORT, &one,
+                                    sizeof(one)), 0);
+        ck_assert_msg(bind(g->fds[k], (struct sockaddr *)&g->addr,
+                           sizeof(g->addr)) == 0, "bind: %s", strerror(errno));
+        if (k == 0) {
+            ck_assert_int_eq(getsockname(g->fds[0],
+                                         (struct sockaddr *)&g->addr, &len),
+                             0);
+        }
+        ck_assert_int_eq(listen(g->fds[k], 64), 0);
+        fcntl(g->fds[k], F_SETFL, O_NONBLOCK);
+        ck_assert_int_eq(apr_os_sock_put(&g->socks[k], &g->fds[k], g->pool),
+                         APR_SUCCESS);
+    }
+    rv = pf_steer_kernel_socket_map(STEER_MAP_CAPACITY, &g->map_fd);
+    ck_assert_msg(rv == APR_SUCCESS, "socket map: %s", strerror(rv));
+    for (k = 0, bucket = 0; k < n; k++) {
+        if (k == outsider) {
+            continue;
+        }
+        rv = pf_steer_kernel_put_socket(g->map_fd, bucket++, g->socks[k]);
+        ck_assert_msg(rv == APR_SUCCESS, "socket %d into map: %s", k,
+                      strerror(rv));
+    }
+}
+
+static void steer_group_close(steer_group_t *g)
+{
+    int k;
+
+    for (k = 0; k < g->n; k++) {
+        close(g->fds[k]);
+    }
+    pf_steer_kernel_close(g->map_fd);
+    apr_pool_destroy(g->pool);
+}
+
+/* Loads @a mode's program for a Listen of @a per_listen buckets from
+ * @a first, as the MPM does, and attaches it to the group if one is
+ * given. */
+static int steer_group_load(steer_group_t *g, int mode, int first,
+                            int per_listen, int map_fd, int idle_fd,
+                            int capacity, int cpu_fd)
+{
+    pf_steer_program_t spec;
+    char line[512];
+    int prog_fd = -1, hands_over = 0;
+    apr_status_t rv;
+
+    memset(&spec, 0, sizeof(spec));
+    spec.mode = mode;
+    spec.listen.first_bucket = (pf_u32)first;
+    spec.listen.per_listen = (pf_u32)per_listen;
+    spec.listen.probes = (pf_u32)pf_steer_idle_probes(per_listen);
+    spec.listen.capacity = (pf_u32)capacity;
+    spec.socks_fd = map_fd;
+    spec.idle_fd = idle_fd;
+    spec.cpu_fd = cpu_fd;
+    rv = pf_steer_kernel_load(&spec, &prog_fd, &hands_over, line,
+                              sizeof(line));
+    ck_assert_msg(rv == APR_SUCCESS, "the kernel refused the %s program "
+                  "for %d buckets from %d (%s): %s", pfb_steer_name(mode),
+                  per_listen, first, strerror(rv), line);
+    if (g != NULL) {
+        rv = pf_steer_kernel_attach(g->socks[0], prog_fd);
+        ck_assert_msg(rv == APR_SUCCESS, "SO_ATTACH_REUSEPORT_EBPF: %s",
+                      strerror(rv));
+    }
+    return prog_fd;
+}
+
 
 /* The bucket of group position k: positions after the outsider's are one
  * bucket lower; the outsider's is -2. */
@@ -333,6 +447,132 @@ START_TEST(test_kernel_runs_cpu_program)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* The socket maps                                                     */
+
+
+/* Connections queued on a socket that stops listening go to the socket
+ * the group's program chooses, where the kernel can (5.14): the guard's
+ * replacement of a bucket socket loses nothing.  Both ways: steering's
+ * own program with the new socket under the old one's key, and a
+ * handover's program on a group that has none. */
+START_TEST(test_kernel_hands_a_closing_sockets_queue_over)
+{
+    char why[256];
+    int prog_fd, clients[6], i, got, fd, one = 1, way;
+    apr_socket_t *fresh = NULL;
+    steer_group_t g;
+
+    if (!pf_steer_can_hand_over(why, sizeof(why))) {
+        printf("steering-map: no handover on this kernel (%s)\n", why);
+        return;
+    }
+    for (way = 0; way < 2; way++) {
+        steer_group_open(&g, 1, -1);
+        prog_fd = -1;
+        if (way == 0) {
+            prog_fd = steer_group_load(&g, PFB_STEER_HASH, 0, 1, g.map_fd,
+                                       -1, STEER_MAP_CAPACITY, -1);
+        }
+        for (i = 0; i < 6; i++) {
+            clients[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            ck_assert_int_eq(connect(clients[i], (struct sockaddr *)&g.addr,
+                                     sizeof(g.addr)), 0);
+        }
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&g.addr, sizeof(g.addr)),
+                         0);
+        ck_assert_int_eq(listen(fd, 64), 0);
+        fcntl(fd, F_SETFL, O_NONBLOCK);
+        ck_assert_int_eq(apr_os_sock_put(&fresh, &fd, g.pool), APR_SUCCESS);
+        if (way == 0) {
+            ck_assert_int_eq(pf_steer_kernel_put_socket(g.map_fd, 0, fresh),
+                             APR_SUCCESS);
+            ck_assert_int_eq(shutdown(g.fds[0], SHUT_RDWR), 0);
+        }
+        else {
+            ck_assert_int_eq(pf_steer_handover(fresh, g.fds[0], 0),
+                             APR_SUCCESS);
+        }
+        for (i = 0, got = 0; i < 6; i++) {
+            int a = accept(fd, NULL, NULL);
+
+            if (a >= 0) {
+                got++;
+                close(a);
+            }
+        }
+        ck_assert_msg(got == 6, "way %d: %d of 6 handed over", way, got);
+        for (i = 0; i < 6; i++) {
+            close(clients[i]);
+        }
+        close(fd);
+        fresh = NULL;
+        pf_steer_kernel_close(prog_fd);
+        steer_group_close(&g);
+    }
+}
+END_TEST
+
+/* A handshake in flight on the old socket is handed over when its last
+ * packet comes, which takes a round trip on a real network, and only if
+ * the group still has the program then: where the new socket is its
+ * Listen's only one, the handover's program stays on the group.  Seen
+ * from outside: a socket that joins the group afterwards gets nothing
+ * while the program stays, and its hash share once it is detached. */
+START_TEST(test_kernel_handover_program_stays_with_one_socket)
+{
+    char why[256];
+    int stays, i, fd, out, one = 1, taken[2] = { 0, 0 };
+    apr_socket_t *fresh = NULL;
+    steer_group_t g;
+
+    if (!pf_steer_can_hand_over(why, sizeof(why))) {
+        printf("steering-map: no handover on this kernel (%s)\n", why);
+        return;
+    }
+    for (stays = 0; stays < 2; stays++) {
+        steer_group_open(&g, 1, -1);
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&g.addr, sizeof(g.addr)),
+                         0);
+        ck_assert_int_eq(listen(fd, 64), 0);
+        ck_assert_int_eq(apr_os_sock_put(&fresh, &fd, g.pool), APR_SUCCESS);
+        ck_assert_int_eq(pf_steer_handover(fresh, g.fds[0], stays),
+                         APR_SUCCESS);
+        out = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        setsockopt(out, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+        ck_assert_int_eq(bind(out, (struct sockaddr *)&g.addr,
+                              sizeof(g.addr)), 0);
+        ck_assert_int_eq(listen(out, 64), 0);
+        fcntl(out, F_SETFL, O_NONBLOCK);
+        for (i = 0; i < 40; i++) {
+            int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), a;
+
+            ck_assert_int_eq(connect(c, (struct sockaddr *)&g.addr,
+                                     sizeof(g.addr)), 0);
+            if ((a = accept(out, NULL, NULL)) >= 0) {
+                taken[stays]++;
+                close(a);
+            }
+            close(c);
+        }
+        close(out);
+        close(fd);
+        fresh = NULL;
+        steer_group_close(&g);
+    }
+    ck_assert_msg(taken[1] == 0, "the outsider took %d of 40 with the "
+                  "program on the group", taken[1]);
+    /* Detached, the kernel's hash gives it about half (none of 40: one
+     * chance in 2^40). */
+    ck_assert_msg(taken[0] > 0, "the outsider took none of 40 with the "
+                  "program detached");
+}
+END_TEST
+
 Suite *steering_kernel_suite(void)
 {
     Suite *s = suite_create("steering-kernel");
@@ -382,3 +622,18 @@ Suite *steering_kernel_suite(void)
 }
 
 #endif /* HAVE_BPF_STEERING */
+
+Suite *steering_map_suite(void)
+{
+    Suite *s = suite_create("steering-map");
+    TCase *tc = tcase_create("kernel");
+
+#ifdef HAVE_BPF_STEERING
+    apr_initialize();
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_kernel_hands_a_closing_sockets_queue_over);
+    tcase_add_test(tc, test_kernel_handover_program_stays_with_one_socket);
+#endif
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -26,7 +26,7 @@
  * observation.  It owns no socket: it reads them from the generation.
  * The socket guard reaches it through the calls pf_steer_guard_calls()
  * hands it.  The rules are prefork_steering_rules.h's, the kernel calls
- * prefork_steering_kernel.c's, the socket map prefork_steering_map.c's.
+ * and the socket maps prefork_steering_kernel.c's.
  */
 
 #include "apr.h"
@@ -45,7 +45,6 @@
 #include "prefork_cpus.h"
 #include "prefork_steering.h"
 #include "prefork_steering_kernel.h"
-#include "prefork_steering_map.h"
 #include "prefork_topology.h"
 
 APLOG_USE_MODULE(mpm_prefork);

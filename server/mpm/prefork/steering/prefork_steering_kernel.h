@@ -16,25 +16,43 @@
 
 /**
  * @file  prefork_steering_kernel.h
- * @brief ListenBucketSteering's kernel objects, thinly: the maps made with
+ * @brief ListenBucketSteering's kernel objects: the maps made with
  *        libbpf, the programs of prefork_steering.bpf.c loaded from the
- *        skeleton bpftool made of them at build time, and the socket
- *        options that attach and detach them.
+ *        skeleton bpftool made of them at build time, the socket options
+ *        that attach and detach them; and, built on those steps, the
+ *        socket maps the programs choose from (the generation's, and a
+ *        handover's).
  *
  * Every call is one step the caller can name in a log line, and returns
  * the kernel's errno as an apr_status_t.  In a build without the programs
  * (configure found no clang, libbpf or bpftool) every step but detaching
  * returns APR_ENOTIMPL.  Nothing here logs: libbpf's own messages are
  * kept from stderr (which is the error log) and the verifier's last line
- * is handed back.  prefork_steering.c and prefork_steering_map.c are its
- * callers.
+ * is handed back.  prefork_steering.c is the caller of the steps, and of
+ * the socket maps below.
+ *
+ * A program attached to a reuseport group chooses a socket of its map for
+ * each new connection, and, where Linux can (5.14), for each connection
+ * queued on a socket of the group that stops listening: the connection
+ * is handed over instead of reset.  The bucket set replaces a bucket
+ * socket that way (at every restart, and when a holder it cannot trust
+ * keeps a copy): the new socket joins the old one's group, takes its key
+ * in the map, and the old one stops listening.  Where no steering program
+ * is on the group (one bucket, ListenBucketSteering's program refused),
+ * pf_steer_handover() puts one there.
+ *
+ * prefork_steering.c keeps the generation's map (pf_steer_map_*()); the
+ * guard (prefork_sockguard.c), through the calls steering hands it, asks
+ * whether a handover can be made, and makes one.
  */
 
 #ifndef PREFORK_STEERING_KERNEL_H
 #define PREFORK_STEERING_KERNEL_H
 
 #include "apr_network_io.h"
+#include "apr_pools.h"
 
+#include "prefork_generation.h"
 #include "prefork_steering_rules.h"
 
 /** Whether this build has the programs. */
@@ -115,5 +133,72 @@ void pf_steer_kernel_close(int fd);
 
 /** Unmaps what pf_steer_kernel_idle_table() mapped (ignores NULL). */
 void pf_steer_kernel_unmap(pf_steer_bucket_t *table, size_t len);
+
+/* ------------------------------------------------------------------ */
+/* The socket maps: the generation's, and a handover's                 */
+
+/** A socket map of the server's life, grown by doubling. */
+typedef struct {
+    apr_pool_t *pool;           /**< outlives generations */
+    int fd;                     /**< -1: not made yet */
+    int capacity;
+    apr_uint64_t *wanted_cookie;    /**< scratch, capacity long */
+    apr_uint64_t *held_cookie;      /**< scratch, capacity long */
+} pf_steer_map_t;
+
+/** An empty map description (no map made). */
+void pf_steer_map_init(pf_steer_map_t *m, apr_pool_t *pool);
+
+/**
+ * Makes the map, or a larger one with room for @a needed buckets; the old
+ * one is emptied first, so that its sockets can go into the new one (a
+ * socket can be in one such map at a time).
+ * @param step Set to what failed
+ */
+apr_status_t pf_steer_map_ensure(pf_steer_map_t *m, int needed,
+                                 const char **step);
+
+/**
+ * Makes the map hold exactly each bucket's socket of @a gen under its
+ * bucket number.  A key that holds the right socket is left alone, so a
+ * cycle with nothing to mend changes nothing; a key that holds another
+ * socket gets the right one in one update, so that no connection meets
+ * an empty key (the programs drop a connection whose Listen has no socket
+ * in the map, which the client sees refused); only a socket that moves to
+ * another key leaves its old key empty for a moment.
+ * @param changed Set to the number of keys filled again
+ * @param bad Set to the first bucket whose socket would not go in and
+ *            listens (one that does not is the guard's to put right,
+ *            which refills the map then)
+ */
+apr_status_t pf_steer_map_sync(pf_steer_map_t *m, const pf_generation_t *gen,
+                               int *changed, int *bad);
+
+/** Closes the map's descriptor (a child has no use for it). */
+void pf_steer_map_close(pf_steer_map_t *m);
+
+/**
+ * Whether this kernel hands a closing socket's connections to the one a
+ * program chooses (BPF_SK_REUSEPORT_SELECT_OR_MIGRATE, Linux 5.14), found
+ * by loading the handover's program once per server.
+ * @param why Set to what failed, when it did
+ */
+int pf_steer_can_hand_over(char *why, apr_size_t why_len);
+
+/**
+ * Stops @a old_fd listening with its queued connections, and handshakes
+ * in flight, handed to @a fresh, a socket in its reuseport group that no
+ * steering program serves: the hash program on a map of one socket,
+ * @a fresh, is attached to the group.  A handshake in flight on @a old_fd
+ * is handed over when the client's last packet of it comes, a round trip
+ * or more later, and only while the group has the program: with
+ * @a stays (@a fresh is its Listen's only socket) the program stays on
+ * the group, choosing @a fresh, until something replaces it; otherwise
+ * (other sockets of the Listen would get nothing) it is detached at once
+ * and those handshakes are reset.
+ * @return APR_SUCCESS when handed over; otherwise @a old_fd is left
+ *         listening, for the caller to stop (its queue is then reset)
+ */
+apr_status_t pf_steer_handover(apr_socket_t *fresh, int old_fd, int stays);
 
 #endif /* PREFORK_STEERING_KERNEL_H */
