@@ -1,5 +1,6 @@
 # Licensed under the Apache License, Version 2.0; see LICENSE.
-"""Ready reports are never lost (server/mpm/prefork/prefork_ready.c).
+"""Ready reports are never lost (the ready channel of
+server/mpm/prefork/prefork_children.c).
 
 Each child reports ready to the parent once, after child_init; a child
 that reported and then exits with APEXIT_CHILDFATAL is replaced, where

@@ -106,7 +106,6 @@
 #include "prefork_config.h"
 #include "prefork_directives.h"
 #include "prefork_maintenance.h"
-#include "prefork_ready.h"
 #include "steering/prefork_steering.h"
 #include "guard/prefork_sockguard.h"
 

@@ -23,8 +23,9 @@
  * writes of itself (its worker status, accept counter, whether it waits
  * or lingers) is read once per cycle and only compared or added up.  The
  * table also keeps the SIGCHLD wake-up pipe, whose handler a pconf
- * cleanup removes before the module can be unloaded, and the parent's end
- * of the ready channel (prefork_ready.c).  Whom to fork or stop is for
+ * cleanup removes before the module can be unloaded, and the ready
+ * channel children report on once they have started (its socket calls
+ * first, below).  Whom to fork or stop is for
  * prefork.c, the cycle's decision (carried out by pf_children_retire())
  * and the guard, which reaches this table through the calls
  * pf_children_guard_calls() hands it, to say.
@@ -38,9 +39,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
 #if APR_HAVE_UNISTD_H
 #include <unistd.h>
 #endif
@@ -51,7 +54,168 @@
 #include "scoreboard.h"
 
 #include "prefork_children.h"
-#include "prefork_ready.h"
+
+/* ------------------------------------------------------------------ */
+/* The ready channel                                                   */
+
+/*
+ * The channel children report ready on, once each, after child_init:
+ * from then on an APEXIT_CHILDFATAL is a module or a script asking to
+ * stop the server, not a child that cannot start.
+ *
+ * An AF_UNIX datagram socket pair kept for the life of the server: the
+ * parent's end has SO_PASSCRED, so the kernel names each sender's pid
+ * and nothing else in a report is read; every child shares the other
+ * end, sends one report and closes it, so that nothing it runs later can
+ * report.  A report must never be lost (the child's APEXIT_CHILDFATAL
+ * would then stop the whole server): the children's end has room for
+ * every child the server can have, twice over (past the system's
+ * maximum where the parent may), and a child whose report does not fit
+ * waits for room.  The calls here know nothing of slots: the table below
+ * opens the channel, sizes it from ServerLimit, keeps its ends, reads it
+ * whenever the parent waits and marks who reported.
+ */
+
+/* What one report costs the sending socket's buffer: the kernel charges
+ * a datagram's whole allocation (about 770 bytes for five bytes of data
+ * on Linux 6.x, where the default buffer of 208 KiB holds 277 reports);
+ * a round kilobyte leaves a margin. */
+#define REPORT_COST 1024
+
+/* How long a waiting child sleeps in poll() between tries: the parent
+ * reads reports whenever it waits for children. */
+#define WAIT_SLICE_MS 100
+
+/* The kernel doubles what is asked and reports the doubled size. */
+static int buffer_room(int fd)
+{
+    int size = 0;
+    socklen_t len = sizeof(size);
+
+    if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &len) != 0) {
+        return 0;
+    }
+    return size / REPORT_COST;
+}
+
+/*
+ * Opens the channel with room for @a reports reports waiting at once.
+ * @param fds Set to the parent's end [0] and the children's end [1]
+ *        (both close-on-exec)
+ * @param room Set to how many reports the children's end holds, as the
+ *        kernel granted it (fewer where the parent may not raise socket
+ *        buffers past the system's maximum)
+ */
+static apr_status_t ready_open(int fds[2], int reports, int *room)
+{
+    int pair[2], on = 1, size;
+    long long want = (long long)reports * REPORT_COST / 2;
+    apr_status_t why;
+
+    if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) != 0) {
+        return errno;
+    }
+    if (setsockopt(pair[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) != 0) {
+        why = errno;            /* before close() may change it */
+        close(pair[0]);
+        close(pair[1]);
+        return why;
+    }
+    /* Both ends block: every call on them says MSG_DONTWAIT, and a child
+     * that finds no room waits in poll(). */
+    size = want > INT_MAX / 2 ? INT_MAX / 2 : (int)want;
+#ifdef SO_SNDBUFFORCE
+    /* Past the system's maximum (net.core.wmem_max): the parent is root. */
+    if (setsockopt(pair[1], SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size))
+        != 0)
+#endif
+    {
+        setsockopt(pair[1], SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+    }
+    fds[0] = pair[0];
+    fds[1] = pair[1];
+    *room = buffer_room(pair[1]);
+    return APR_SUCCESS;
+}
+
+/*
+ * Child: sends its one report on @a fd, waiting up to @a patience for
+ * room when the channel is full.
+ * @return APR_SUCCESS, APR_TIMEUP when there was no room in time, or the
+ *         error that ended it
+ */
+static apr_status_t ready_report(int fd, apr_interval_time_t patience)
+{
+    apr_interval_time_t waited = 0;
+    struct pollfd pfd;
+
+    for (;;) {
+        if (send(fd, "ready", 5, MSG_DONTWAIT | MSG_NOSIGNAL) == 5) {
+            return APR_SUCCESS;
+        }
+        if (errno == EINTR) {
+            continue;
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS) {
+            return errno;
+        }
+        if (waited >= patience) {
+            return APR_TIMEUP;
+        }
+        pfd.fd = fd;
+        pfd.events = POLLOUT;
+        pfd.revents = 0;
+        (void)poll(&pfd, 1, WAIT_SLICE_MS);
+        waited += apr_time_from_msec(WAIT_SLICE_MS);
+    }
+}
+
+/*
+ * Parent: reads the reports waiting on @a fd (at most @a most), calling
+ * @a ready with each sender's pid, as the kernel vouches for it.
+ * @return how many were read
+ */
+static int ready_read(int fd, int most, void (*ready)(void *baton, pid_t pid),
+                      void *baton)
+{
+    int n;
+
+    for (n = 0; fd >= 0 && n < most; n++) {
+        union {
+            struct cmsghdr align;
+            char buf[CMSG_SPACE(sizeof(struct ucred))];
+        } control;
+        struct msghdr msg;
+        struct cmsghdr *cmsg;
+        struct iovec iov;
+        struct ucred cred;
+        char data[16];
+
+        memset(&msg, 0, sizeof(msg));
+        iov.iov_base = data;
+        iov.iov_len = sizeof(data);
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.buf;
+        msg.msg_controllen = sizeof(control.buf);
+        if (recvmsg(fd, &msg, MSG_DONTWAIT) < 0) {
+            break;
+        }
+        for (cmsg = CMSG_FIRSTHDR(&msg); cmsg != NULL;
+             cmsg = CMSG_NXTHDR(&msg, cmsg)) {
+            if (cmsg->cmsg_level == SOL_SOCKET
+                && cmsg->cmsg_type == SCM_CREDENTIALS
+                && cmsg->cmsg_len == CMSG_LEN(sizeof(cred))) {
+                memcpy(&cred, CMSG_DATA(cmsg), sizeof(cred));
+                ready(baton, cred.pid);
+            }
+        }
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* The table                                                           */
 
 /* The write end of the wake-up pipe, for the SIGCHLD handler; -1 whenever
  * the handler is not installed. */
@@ -662,7 +826,7 @@ apr_status_t pf_children_open(pf_children_t *c, apr_pool_t *p, int *wanted,
     if (c->ready[0] >= 0) {
         return APR_SUCCESS;
     }
-    return pf_ready_open(c->ready, *wanted, room);
+    return ready_open(c->ready, *wanted, room);
 }
 
 static void note_ready(void *baton, pid_t pid)
@@ -675,7 +839,7 @@ static void note_ready(void *baton, pid_t pid)
  * of our children is ignored. */
 static void read_ready_reports(pf_children_t *c)
 {
-    pf_ready_read(c->ready[0], 1024, note_ready, c);
+    ready_read(c->ready[0], 1024, note_ready, c);
 }
 
 int pf_children_wait(pf_children_t *c, int wait_ms, pf_child_exit_t *how,
@@ -743,7 +907,7 @@ apr_status_t pf_children_report_ready(pf_children_t *c)
     if (c->ready[1] < 0) {
         return APR_SUCCESS;
     }
-    rv = pf_ready_report(c->ready[1], PF_READY_PATIENCE);
+    rv = ready_report(c->ready[1], PF_READY_PATIENCE);
     close(c->ready[1]);
     c->ready[1] = -1;
     return rv;

@@ -34,7 +34,8 @@
  * The parent also waits for its children here: SIGCHLD wakes it through
  * a pipe, so that an exit is never missed between a check and a sleep,
  * and children report ready once after child_init on a channel the
- * kernel vouches for (prefork_ready.h), read whenever the parent waits.
+ * kernel vouches for (its socket calls are in prefork_children.c too),
+ * read whenever the parent waits.
  *
  * httpd's types and APR only, no call into httpd: the unit tests drive it
  * with real processes.
@@ -296,5 +297,9 @@ void pf_children_close_channels(pf_children_t *c, int all);
  *         within PF_READY_PATIENCE
  */
 apr_status_t pf_children_report_ready(pf_children_t *c);
+
+/** How long a child waits for room for its ready report before it gives
+ *  up (pf_children_report_ready()). */
+#define PF_READY_PATIENCE apr_time_from_sec(10)
 
 #endif /* PREFORK_CHILDREN_H */
