@@ -227,6 +227,59 @@ class AwayCpu(unittest.TestCase):
         self.assertEqual(self.away(2, cpus, nodes), 3)
 
 
+class StallControls(unittest.TestCase):
+    """validity.judge_stall_control: a control of the stall rule is held
+    to the planted stall on the same host and to the generator's
+    settings, not to the rule's fixed bound."""
+
+    SYSCTLS = (("net.ipv4.tcp_tw_reuse", "1"),
+               ("net.ipv4.ip_local_port_range", "1024 65535"))
+
+    def setUp(self):
+        import validity
+        self.judge = validity.judge_stall_control
+        self.planted = {"foreign_cpus": 0.01, "server_idle_share": 0.85,
+                        "client_idle_share": 0.72}
+
+    def control(self, server_idle, client_idle, **sysctls):
+        got = dict(self.SYSCTLS)
+        got.update(sysctls)
+        return {"server_idle_share": server_idle,
+                "client_idle_share": client_idle, "generator_sysctls": got}
+
+    def test_a_loop_idling_past_the_rule_but_far_under_the_planted_passes(
+            self):
+        # The epoll anchor on one CI host: 17 % and 10 %, over the
+        # rule's 10 % on both sides.
+        self.assertEqual(self.judge(self.control(0.17, 0.1007),
+                                    self.planted, self.SYSCTLS), [])
+
+    def test_a_loop_idling_like_half_the_planted_fails(self):
+        why = self.judge(self.control(0.40, 0.36), self.planted,
+                         self.SYSCTLS)
+        self.assertEqual(len(why), 1)
+        self.assertIn("36 %", why[0])
+        self.assertIn("72 %", why[0])
+
+    def test_the_generator_without_port_reuse_fails(self):
+        why = self.judge(self.control(0.05, 0.2, **{
+            "net.ipv4.tcp_tw_reuse": "2"}), self.planted, self.SYSCTLS)
+        self.assertEqual(len(why), 1)
+        self.assertIn("tcp_tw_reuse", why[0])
+
+    def test_a_busy_or_missing_planted_run_leaves_half_the_time(self):
+        busy = dict(self.planted, foreign_cpus=0.6)
+        self.assertEqual(self.judge(self.control(0.45, 0.3), busy,
+                                    self.SYSCTLS), [])
+        self.assertTrue(self.judge(self.control(0.6, 0.55), None,
+                                   self.SYSCTLS))
+
+    def test_missing_shares_fail(self):
+        control = self.control(None, 0.1)
+        self.assertIn("no idle shares recorded",
+                      self.judge(control, self.planted, self.SYSCTLS))
+
+
 class FixedRateBasis(unittest.TestCase):
     """suite.slowest_peak: the fixed rates' basis, from valid peaks, else
     from peaks whose only fault is a stalled closed loop."""

@@ -42,6 +42,55 @@ MAX_IDLE_AT_PEAK = 0.10
 
 STALL_REASON = "neither CPU saturated in closed loop"
 
+# The stall rule's controls (check_suite.py): a closed loop with nothing
+# to wait for must idle less than this share of a planted stall's idle.
+CONTROL_IDLE_SHARE_OF_PLANTED = 0.5
+
+
+def idle_at_peak(rig):
+    """The share of time both CPUs idled at most, the figure the stall
+    rule compares with MAX_IDLE_AT_PEAK: the smaller of the server's and
+    the generator's idle shares, or None where either is missing."""
+    server_idle = (rig or {}).get("server_idle_share")
+    client_idle = (rig or {}).get("client_idle_share")
+    if server_idle is None or client_idle is None:
+        return None
+    return min(server_idle, client_idle)
+
+
+def judge_stall_control(control_rig, planted_rig, generator_sysctls,
+                        max_foreign_cpu=0.5):
+    """Why a control of the stall rule failed, or [].  The control is a
+    closed loop with nothing to wait for, run on the rig beside a planted
+    stall.  How much a healthy loop idles is the host's (a halted vCPU's
+    wake-up, a neighbour on the host), so the control is held to the
+    planted stall measured on the same host, not to the rule's fixed
+    bound: it must idle under CONTROL_IDLE_SHARE_OF_PLANTED of what the
+    planted stall idled (of all the time, where others kept the planted
+    run from running alone).  The rig's own cause of a stall, TIME_WAIT
+    ports on the generator's side, is a setting: the generator's
+    namespace must hold generator_sysctls."""
+    problems = []
+    got = (control_rig or {}).get("generator_sysctls") or {}
+    for key, want in generator_sysctls:
+        if got.get(key) != want:
+            problems.append("the generator's namespace had %s = %r, "
+                            "expected %r" % (key, got.get(key), want))
+    control = idle_at_peak(control_rig)
+    planted = idle_at_peak(planted_rig)
+    if planted is None or (planted_rig or {}).get(
+            "foreign_cpus", 1.0) > max_foreign_cpu:
+        planted = 1.0
+    if control is None:
+        problems.append("no idle shares recorded")
+    elif control >= CONTROL_IDLE_SHARE_OF_PLANTED * planted:
+        problems.append("both CPUs idled %.0f %% of the time, not under "
+                        "%.0f %% of the planted stall's %.0f %%"
+                        % (100 * control,
+                           100 * CONTROL_IDLE_SHARE_OF_PLANTED,
+                           100 * planted))
+    return problems
+
 
 def only_stalled(reasons):
     """Whether a run's only reasons to be invalid are a closed-loop stall
