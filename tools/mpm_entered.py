@@ -3,7 +3,7 @@
 """Which of the MPM's source files the parent enters in its maintenance
 cycles and in a graceful restart, counted under gdb.
 
-usage: mpm_entered.py [--mpm SO] [--window SECONDS]
+usage: mpm_entered.py [--mpm SO] [--window SECONDS] [--functions]
 
 Starts apache2 (test/pfbtest's harness: a free loopback port, the
 project's test configuration) with the MPM built with -g (make's default
@@ -17,6 +17,9 @@ that the module's debug information names.  Then:
             children serve: the files entered by the restart (the module
             is unloaded and loaded again, and gdb sets the breakpoints
             again in the new copy).
+
+With --functions, each file's entered functions follow it, with their
+calls.
 
 A function the compiler inlined into its caller counts as its caller's
 file; a call from another file is never inlined (no LTO), so a file
@@ -49,12 +52,12 @@ hits = collections.Counter()
 out = open(os.environ["ENTERED_OUT"], "a", buffering=1)
 
 class Counter(gdb.Breakpoint):
-    def __init__(self, spec, path):
+    def __init__(self, spec):
         super().__init__(spec, internal=True)
-        self.path = path
+        self.spec = spec
 
     def stop(self):
-        hits[self.path] += 1
+        hits[self.spec] += 1
         return False
 
 def setup():
@@ -71,14 +74,13 @@ def setup():
         f = re.match(r"\d+:\s.*?\b(\w+)\(", line)
         if current and f:
             Counter("%s:%s" % (current.split("server/mpm/prefork/")[1],
-                               f.group(1)),
-                    current.split("server/mpm/prefork/")[1])
+                               f.group(1)))
             made += 1
     out.write("ENTERED-SETUP %d\n" % made)
 
 def report(phase):
-    for path in sorted(hits):
-        out.write("ENTERED %s %s %d\n" % (phase, path, hits[path]))
+    for spec in sorted(hits):
+        out.write("ENTERED %s %s %d\n" % (phase, spec, hits[spec]))
     out.write("ENTERED-END %s\n" % phase)
     hits.clear()
 '''
@@ -125,11 +127,12 @@ def wait_line(path, prefix, timeout, gdb):
 
 
 def entered(lines, phase):
+    """{file: {function: calls}} of one phase's report."""
     out = {}
     for line in lines:
-        m = re.match(r"ENTERED %s (\S+) (\d+)$" % phase, line)
+        m = re.match(r"ENTERED %s (\S+):(\w+) (\d+)$" % phase, line)
         if m:
-            out[m.group(1)] = int(m.group(2))
+            out.setdefault(m.group(1), {})[m.group(2)] = int(m.group(3))
     return out
 
 
@@ -138,6 +141,8 @@ def main():
     ap.add_argument("--mpm", help="the MPM module (default: build's)")
     ap.add_argument("--window", type=float, default=2.5,
                     help="seconds of idle cycles counted (default 2.5)")
+    ap.add_argument("--functions", action="store_true",
+                    help="list each file's entered functions")
     args = ap.parse_args()
     if args.mpm:
         os.environ["MPM_SO"] = os.path.abspath(args.mpm)
@@ -180,8 +185,11 @@ def main():
                              "%d)" % generation)):
             files = entered(lines, phase)
             print("%s: %d file(s) entered" % (what, len(files)))
-            for path, n in sorted(files.items()):
-                print("    %-40s %d call(s)" % (path, n))
+            for path, calls in sorted(files.items()):
+                print("    %-40s %d call(s)" % (path, sum(calls.values())))
+                for name, n in sorted(calls.items()) if args.functions \
+                        else ():
+                    print("        %-36s %d" % (name, n))
         made = [l for l in lines if l.startswith("ENTERED-SETUP")]
         print("(%s counting breakpoints)" % made[0].split()[1])
     return 0
